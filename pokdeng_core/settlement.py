@@ -1,0 +1,245 @@
+"""Money: settling a stake, a side bet and a whole round in integer minor units (RULES.md section 2).
+
+Rounding: a payout at a fractional multiplier is ``floor(stake * multiplier)``; a
+commission is ``ceil(gross * rate)``. The house keeps the remainders. Every result
+balances: ``player_net + banker_net + commission == 0`` for a stake, and for a round
+the sum of every wallet's change, the house's change and the commission is zero.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from .cards import Card, CardsLike, parse_cards
+from .evaluation import HandValue, Outcome, compare, evaluate
+from .hands import HandKind
+from .profiles import BankerKind, Comparison, Profile, get_profile
+
+
+class StakeError(ValueError):
+    """A stake that is not a positive whole number of minor units (or, for ante, not even)."""
+
+
+def floor_mul(amount: int, rate: Fraction) -> int:
+    """``floor(amount * rate)`` in exact integer arithmetic."""
+    return (amount * rate.numerator) // rate.denominator
+
+
+def ceil_mul(amount: int, rate: Fraction) -> int:
+    """``ceil(amount * rate)`` in exact integer arithmetic."""
+    return -((-amount * rate.numerator) // rate.denominator)
+
+
+def check_stake(profile: Profile, stake: object, what: str = "stake") -> int:
+    if isinstance(stake, bool) or not isinstance(stake, int):
+        raise StakeError(f"{what} must be a whole number of minor units, not {stake!r}")
+    if stake <= 0:
+        raise StakeError(f"{what} must be positive, not {stake}")
+    if profile.wager_split and stake % 2:
+        raise StakeError(f"an ante wager is split evenly into ante and bet, so it must be even, not {stake}")
+    return stake
+
+
+@dataclass(frozen=True, slots=True)
+class StakeResult:
+    """One stake settled against the banker.
+
+    ``player_net`` is what the stake's wallet gains (negative: loses), after its
+    commission; ``banker_net`` is the banker's side of this stake before any commission
+    the banker owes on its round; ``commission`` is charged to the player.
+    """
+
+    outcome: Outcome
+    multiplier: Fraction
+    stake: int
+    gross: int
+    commission: int
+    player_net: int
+    banker_net: int
+    player: HandValue
+    banker: HandValue
+    ante_net: int | None = None
+    bet_net: int | None = None
+
+    @property
+    def winner(self) -> str:
+        return {"player_wins": "player", "banker_wins": "banker", "tie": "tie"}[self.outcome.value]
+
+
+def _cards(cards: CardsLike | tuple[Card, ...]) -> tuple[Card, ...]:
+    if isinstance(cards, tuple) and all(isinstance(c, Card) for c in cards):
+        return cards
+    return parse_cards(cards)
+
+
+def settle_values(profile: Profile, player: HandValue, banker: HandValue, stake: int) -> StakeResult:
+    """Settle ``stake`` on ``player`` against ``banker`` (already evaluated under ``profile``)."""
+    if profile.comparison is Comparison.ANTE:
+        return _settle_ante(player, banker, stake)
+    verdict = compare(profile, player, banker)
+    if verdict.outcome is Outcome.TIE:
+        return StakeResult(Outcome.TIE, verdict.multiplier, stake, 0, 0, 0, 0, player, banker)
+    if verdict.outcome is Outcome.PLAYER_WINS:
+        gross = floor_mul(stake, verdict.multiplier)
+        commission = ceil_mul(gross, profile.player_commission_rate) if profile.player_commission != "0" else 0
+        return StakeResult(verdict.outcome, verdict.multiplier, stake, gross, commission, gross - commission, -gross,
+                           player, banker)
+    multiplier = max(verdict.multiplier, profile.loss_floor)
+    gross = floor_mul(stake, multiplier)
+    return StakeResult(verdict.outcome, multiplier, stake, gross, 0, -gross, gross, player, banker)
+
+
+def _settle_ante(player: HandValue, banker: HandValue, wager: int) -> StakeResult:
+    half = wager // 2
+    if player.value > banker.value:
+        banker_plain_0_or_6 = banker.value in (0, 60) and not banker.special
+        strong_pok = player.value >= 80 and player.special
+        bet_paid = player.special and (not banker_plain_0_or_6 or strong_pok)
+        ante_net, bet_net, outcome = half, half if bet_paid else 0, Outcome.PLAYER_WINS
+    elif player.value < banker.value:
+        ante_net, bet_net, outcome = -half, -half if banker.special else 0, Outcome.BANKER_WINS
+    else:
+        ante_net, bet_net, outcome = 0, 0, Outcome.TIE
+    net = ante_net + bet_net
+    multiplier = Fraction(abs(net), wager)
+    return StakeResult(outcome, multiplier, wager, abs(net), 0, net, -net, player, banker, ante_net, bet_net)
+
+
+def settle(
+    profile: str | Profile,
+    *,
+    player: CardsLike,
+    banker: CardsLike,
+    stake: int,
+) -> StakeResult:
+    """Settle one stake on a player's hand against the banker's.
+
+    >>> settle("classic", player="9S 9D", banker="AC 4C 4D", stake=100).player_net
+    200
+    >>> settle("ante", player="5C 5H", banker="AS 3D", stake=100).player_net
+    100
+
+    ``profile`` is a name or a ``Profile`` from ``get_profile``; hands are card text or
+    cards; for ``ante`` the stake is the whole wager (ante plus bet).
+    """
+    rules = get_profile(profile)
+    amount = check_stake(rules, stake)
+    return settle_values(rules, evaluate(rules, _cards(player)), evaluate(rules, _cards(banker)), amount)
+
+
+@dataclass(frozen=True, slots=True)
+class SideBetResult:
+    stake: int
+    won: bool
+    gross: int
+    net: int
+
+
+def settle_side_bet(profile: Profile, banker_natural: bool, side_stake: int) -> SideBetResult:
+    """Kingmaker's side bet: pays ``floor(side stake * 1.2)`` on a banker natural, else is lost."""
+    rule = profile.side_bet
+    if rule is None:
+        raise ValueError(f"profile {profile.name} has no side bet")
+    if banker_natural:
+        gross = floor_mul(side_stake, rule.payout_fraction)
+        return SideBetResult(side_stake, True, gross, gross)
+    return SideBetResult(side_stake, False, side_stake, -side_stake)
+
+
+def is_natural(cards: Sequence[Card]) -> bool:
+    """A banker's natural: its first two cards are a pok (pok or pok deng)."""
+    return len(cards) >= 2 and (cards[0].rank.points + cards[1].rank.points) % 10 >= 8
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerHand:
+    """A final hand to settle in a round: its cards, its stake and (kingmaker) a side stake."""
+
+    cards: CardsLike
+    stake: int
+    side_stake: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSettlement:
+    """A whole round settled.
+
+    ``banker_net`` is the banker's change after its own commission; ``commission`` is
+    everything the operator takes (players' and banker's); ``house_net`` is the house's
+    change as banker (zero under a player banker). They balance:
+    ``sum(player_nets) + banker_net + commission == 0``.
+    """
+
+    banker: HandValue
+    stakes: tuple[StakeResult, ...]
+    side_bets: tuple[SideBetResult, ...]
+    banker_net_before_commission: int
+    banker_commission: int
+    banker_net: int
+    commission: int
+    player_nets: tuple[int, ...] = field(default=())
+
+    @property
+    def balance(self) -> int:
+        """Always zero."""
+        return sum(self.player_nets) + self.banker_net + self.commission
+
+
+def banker_commission(profile: Profile, banker_net: int, banker_is_house: bool) -> int:
+    """A player-banker pays the profile's rate on a positive net for the round, rounded up."""
+    if banker_is_house or banker_net <= 0 or profile.banker_commission == "0":
+        return 0
+    return ceil_mul(banker_net, profile.banker_commission_rate)
+
+
+def settle_round(
+    profile: str | Profile,
+    *,
+    banker: CardsLike,
+    hands: Sequence[PlayerHand | tuple[CardsLike, int]],
+    banker_is_house: bool | None = None,
+) -> RoundSettlement:
+    """Settle every hand of a round against the banker, with side bets and commission.
+
+    >>> r = settle_round("room", banker="2S 3D", hands=[("9H KC", 1000), ("4C 2C", 1000)],
+    ...                  banker_is_house=False)
+    >>> r.player_nets, r.banker_net, r.commission
+    ((970, 1940), -3000, 90)
+    """
+    rules = get_profile(profile)
+    house = BankerKind.PLAYER not in rules.banker if banker_is_house is None else banker_is_house
+    banker_value = evaluate(rules, _cards(banker))
+    natural = banker_value.kind is HandKind.POK
+    stakes: list[StakeResult] = []
+    sides: list[SideBetResult] = []
+    nets: list[int] = []
+    banker_sum = 0
+    commission = 0
+    for hand in hands:
+        item = hand if isinstance(hand, PlayerHand) else PlayerHand(hand[0], hand[1])
+        amount = check_stake(rules, item.stake)
+        result = settle_values(rules, evaluate(rules, _cards(item.cards)), banker_value, amount)
+        stakes.append(result)
+        net = result.player_net
+        banker_sum += result.banker_net
+        commission += result.commission
+        if item.side_stake:
+            side = settle_side_bet(rules, natural, check_stake(rules, item.side_stake, "side stake"))
+            sides.append(side)
+            net += side.net
+            banker_sum -= side.net
+        nets.append(net)
+    owed = banker_commission(rules, banker_sum, house)
+    return RoundSettlement(
+        banker_value,
+        tuple(stakes),
+        tuple(sides),
+        banker_sum,
+        owed,
+        banker_sum - owed,
+        commission + owed,
+        tuple(nets),
+    )
