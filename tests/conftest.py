@@ -1,0 +1,186 @@
+"""Shared pytest fixtures: a PostgreSQL server for the test session.
+
+Fixtures
+--------
+``postgres_server`` (session)
+    :class:`tests.pgserver.PostgresServerInfo` (host, port, user, password, dbname, url)
+    for user ``pokdeng`` / password ``pokdeng`` on database ``pokdeng_test``.
+    Where it comes from, in order:
+
+    1. ``POKDENG_TEST_POSTGRES_URL`` (``postgresql://user:pw@host:port/dbname``) if set;
+    2. else a throwaway cluster started from the PostgreSQL binaries
+       (highest ``/usr/lib/postgresql/*/bin``, else ``pg_ctl`` on PATH), stopped at
+       session end;
+    3. else the test fails when ``CI=true`` and is skipped otherwise.
+
+    ``POKDENG_TEST_PG_BINDIR`` names the bin folder explicitly (nothing else is tried then).
+
+``postgres_dsn`` (session)
+    ``postgres_server.url`` as a string.
+
+``postgres_database`` (function)
+    A :class:`PostgresServerInfo` for a brand-new empty database owned by the test user,
+    dropped after the test.  (On an external server whose user may not create databases,
+    a fresh schema in its database instead, with ``.schema`` set.)
+
+``make_postgres_database`` (function)
+    A factory ``() -> PostgresServerInfo``: each call makes one more fresh database
+    (for tests needing several); all are dropped after the test.
+
+``postgres_env`` (function)
+    ``dict[str, str]`` for ``Application(env=...)``: ``PERSISTENCE_MODULE=eventsourcing.postgres``
+    and ``POSTGRES_DBNAME/HOST/PORT/USER/PASSWORD`` (+ ``POSTGRES_SCHEMA`` in schema mode)
+    pointing at ``postgres_database``.
+
+Tests marked ``@pytest.mark.postgres`` get ``postgres_server`` automatically (so they
+fail/skip like the fixture does), and tests using any of these fixtures get the
+``postgres`` marker automatically (so ``-m "not postgres"`` deselects them).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+
+import psycopg
+import pytest
+
+from .pgserver import (
+    PostgresServerInfo,
+    PostgresStartError,
+    TemporaryPostgres,
+    create_database,
+    create_schema,
+    drop_database,
+    drop_schema,
+    find_pg_bin_dir,
+    unique_name,
+    wait_until_ready,
+)
+
+POSTGRES_URL_ENV = "POKDENG_TEST_POSTGRES_URL"
+_POSTGRES_FIXTURES = frozenset(
+    {"postgres_server", "postgres_dsn", "postgres_database", "postgres_env", "make_postgres_database"}
+)
+
+
+def _under_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if _POSTGRES_FIXTURES.intersection(getattr(item, "fixturenames", ())) and not item.get_closest_marker(
+            "postgres"
+        ):
+            item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(autouse=True)
+def _postgres_marker(request: pytest.FixtureRequest) -> None:
+    """Tests marked ``postgres`` need the server even if they don't ask for a fixture."""
+    if request.node.get_closest_marker("postgres") is not None:
+        request.getfixturevalue("postgres_server")
+
+
+class _Session:
+    """What the session-scoped fixtures share."""
+
+    def __init__(self, info: PostgresServerInfo, admin: PostgresServerInfo, *, throwaway: bool) -> None:
+        self.info = info
+        self.admin = admin  # who creates/drops the per-test databases
+        self.throwaway = throwaway
+        self.can_create_databases = True
+
+
+@pytest.fixture(scope="session")
+def _postgres_session() -> Iterator[_Session]:
+    url = os.environ.get(POSTGRES_URL_ENV, "").strip()
+    if url:
+        try:
+            info = PostgresServerInfo.from_url(url)
+        except ValueError as exc:
+            pytest.fail(f"{POSTGRES_URL_ENV} is not usable: {exc}", pytrace=False)
+        try:
+            wait_until_ready(info, timeout=30.0)
+        except PostgresStartError as exc:
+            pytest.fail(f"cannot reach the server in {POSTGRES_URL_ENV}: {exc}", pytrace=False)
+        yield _Session(info, info, throwaway=False)
+        return
+
+    bin_dir = find_pg_bin_dir()
+    if bin_dir is None:
+        message = (
+            "PostgreSQL not found: install postgresql-15 (initdb/postgres in /usr/lib/postgresql/*/bin "
+            f"or pg_ctl on PATH) or set {POSTGRES_URL_ENV}=postgresql://user:pw@host:port/dbname"
+        )
+        if _under_ci():
+            pytest.fail(f"{message} (CI=true: a missing PostgreSQL is a failure, not a skip)", pytrace=False)
+        pytest.skip(message)
+
+    server = TemporaryPostgres(bin_dir)
+    atexit.register(server.stop)  # belt and braces: stop() is idempotent
+    try:
+        server.start()
+    except PostgresStartError as exc:
+        pytest.fail(f"could not start a throwaway PostgreSQL from {bin_dir}: {exc}", pytrace=False)
+    try:
+        yield _Session(server.info, server.admin, throwaway=True)
+    finally:
+        server.stop()
+        atexit.unregister(server.stop)
+
+
+@pytest.fixture(scope="session")
+def postgres_server(_postgres_session: _Session) -> PostgresServerInfo:
+    """The session's PostgreSQL server (user pokdeng / database pokdeng_test by default)."""
+    return _postgres_session.info
+
+
+@pytest.fixture(scope="session")
+def postgres_dsn(postgres_server: PostgresServerInfo) -> str:
+    """``postgresql://user:password@127.0.0.1:port/dbname`` for the session's server."""
+    return postgres_server.url
+
+
+def _new_database(session: _Session, cleanups: list[Callable[[], None]]) -> PostgresServerInfo:
+    name = unique_name()
+    if session.can_create_databases:
+        owner = session.info.user if session.throwaway else session.admin.user
+        try:
+            create_database(session.admin, name, owner)
+        except psycopg.errors.InsufficientPrivilege:
+            session.can_create_databases = False
+        else:
+            cleanups.append(lambda: drop_database(session.admin, name))
+            return session.info.with_dbname(name)
+    # External server whose user may not create databases: isolate by schema instead.
+    create_schema(session.info, name)
+    cleanups.append(lambda: drop_schema(session.info, name))
+    return replace(session.info, schema=name)
+
+
+@pytest.fixture
+def make_postgres_database(_postgres_session: _Session) -> Iterator[Callable[[], PostgresServerInfo]]:
+    """A factory: each call gives another fresh, empty database; all are dropped after the test."""
+    cleanups: list[Callable[[], None]] = []
+    try:
+        yield lambda: _new_database(_postgres_session, cleanups)
+    finally:
+        for cleanup in reversed(cleanups):
+            cleanup()
+
+
+@pytest.fixture
+def postgres_database(make_postgres_database: Callable[[], PostgresServerInfo]) -> PostgresServerInfo:
+    """A fresh, empty database (or schema) of the test's own, dropped afterwards."""
+    return make_postgres_database()
+
+
+@pytest.fixture
+def postgres_env(postgres_database: PostgresServerInfo) -> dict[str, str]:
+    """Settings for ``Application(env=...)`` with eventsourcing.postgres on a fresh database."""
+    return postgres_database.eventsourcing_env()
