@@ -118,7 +118,7 @@ class Card(NamedTuple):
         return self.rank.points
 
     @property
-    def index(self) -> int:
+    def canonical_index(self) -> int:
         """Position 0..51 in the canonical deck order (see ``canonical_deck``)."""
         return _CANONICAL_SUITS.index(self.suit) * 13 + _CANONICAL_RANKS.index(self.rank)
 

@@ -14,7 +14,7 @@ Three comparison families (``Comparison``):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from fractions import Fraction
 from functools import lru_cache
 
@@ -34,7 +34,7 @@ from .hands import (
 from .profiles import Comparison, Profile
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     PLAYER_WINS = "player_wins"
     BANKER_WINS = "banker_wins"
     TIE = "tie"

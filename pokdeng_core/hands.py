@@ -8,13 +8,13 @@ paid under each profile lives in ``comparison.py``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import Enum
+from enum import StrEnum
 from functools import lru_cache
 
 from .cards import Card, Rank
 
 
-class HandKind(str, Enum):
+class HandKind(StrEnum):
     """Hand types, highest first. Straights exist only where the profile counts them."""
 
     POK = "pok"

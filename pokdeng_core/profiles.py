@@ -9,7 +9,7 @@ own rules: ``get_profile(name, version=..., **options)`` rebuilds it.
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from fractions import Fraction
 from typing import Any, Literal
 
@@ -20,7 +20,7 @@ class ProfileError(ValueError):
     """An unknown profile, version or option."""
 
 
-class Comparison(str, Enum):
+class Comparison(StrEnum):
     """How a player's hand is compared with the banker's and paid."""
 
     CLASSIC = "classic"  # type, then taem, then deng; paid by deng (seed 000)
@@ -28,7 +28,7 @@ class Comparison(str, Enum):
     ANTE = "ante"  # two-card values 9 > 8 > specials > 7..0, ante and bet (seed 001)
 
 
-class BankerKind(str, Enum):
+class BankerKind(StrEnum):
     HOUSE = "house"
     PLAYER = "player"
 

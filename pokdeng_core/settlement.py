@@ -8,7 +8,6 @@ the sum of every wallet's change, the house's change and the commission is zero.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -85,8 +84,9 @@ def settle_values(profile: Profile, player: HandValue, banker: HandValue, stake:
     if verdict.outcome is Outcome.PLAYER_WINS:
         gross = floor_mul(stake, verdict.multiplier)
         commission = ceil_mul(gross, profile.player_commission_rate) if profile.player_commission != "0" else 0
-        return StakeResult(verdict.outcome, verdict.multiplier, stake, gross, commission, gross - commission, -gross,
-                           player, banker)
+        return StakeResult(
+            verdict.outcome, verdict.multiplier, stake, gross, commission, gross - commission, -gross, player, banker
+        )
     multiplier = max(verdict.multiplier, profile.loss_floor)
     gross = floor_mul(stake, multiplier)
     return StakeResult(verdict.outcome, multiplier, stake, gross, 0, -gross, gross, player, banker)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import struct
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from pokdeng_core.cards import Card, canonical_deck, format_cards
@@ -57,7 +57,7 @@ MAX_DECKS = 64
 _WORD_SPACE = 2**32
 _BLOCK_LIMIT = 2**32  # the block counter is 4 bytes
 _TAG = SHUFFLE_ALGORITHM.encode("ascii") + b"\x00"
-_WORDS_PER_BLOCK = struct.Struct(">8I")
+_WORDS_PER_BLOCK = struct.Struct(">8I")  # a 32-byte block as eight big-endian u32
 
 
 class ShuffleError(ValueError):
@@ -167,20 +167,18 @@ def uniform_below(n: int, next_word: Callable[[], int]) -> int:
 class ShuffleStream:
     """The HMAC-SHA256 counter-mode word stream for one (server_seed, client_seed, nonce).
 
-    ``next_word()`` returns the stream's 4-byte big-endian words in order;
-    ``uniform(n)`` draws an unbiased integer in ``[0, n)``. ``words_read`` and
-    ``draws`` count what has been consumed, so ``words_read - draws`` is the
-    number of rejected words.
+    ``words()`` iterates over the stream's 4-byte big-endian words from the start.
+    ``next_word()`` and ``uniform(n)`` consume one shared position in that stream;
+    ``words_read`` and ``draws`` count what they consumed, so ``words_read - draws``
+    is the number of words rejected by ``uniform``.
     """
 
-    __slots__ = ("_block", "_key", "_pos", "_prefix", "_words", "draws", "words_read")
+    __slots__ = ("_key", "_prefix", "_source", "draws", "words_read")
 
     def __init__(self, server_seed: bytes, client_seed: str, nonce: int) -> None:
         self._key = _check_server_seed(server_seed)
         self._prefix = _prefix(_check_client_seed(client_seed), _check_nonce(nonce))
-        self._block = 0
-        self._words: tuple[int, ...] = ()
-        self._pos = 0
+        self._source: Iterator[int] | None = None
         self.words_read = 0
         self.draws = 0
 
@@ -190,15 +188,18 @@ class ShuffleStream:
             raise ShuffleError(f"block must be between 0 and 2**32 - 1, got {index}")
         return hmac.digest(self._key, self._prefix + index.to_bytes(4, "big"), "sha256")
 
+    def words(self) -> Iterator[int]:
+        """The stream as 32-bit words, from block 0 on (a fresh iterator on every call)."""
+        key, prefix, unpack = self._key, self._prefix, _WORDS_PER_BLOCK.unpack
+        for index in range(_BLOCK_LIMIT):
+            yield from unpack(hmac.digest(key, prefix + index.to_bytes(4, "big"), "sha256"))
+        raise ShuffleError("stream exhausted: the 4-byte block counter would overflow")
+
     def next_word(self) -> int:
-        if self._pos == len(self._words):
-            self._words = _WORDS_PER_BLOCK.unpack(self.block(self._block))
-            self._block += 1
-            self._pos = 0
-        word = self._words[self._pos]
-        self._pos += 1
+        if self._source is None:
+            self._source = self.words()
         self.words_read += 1
-        return word
+        return next(self._source)
 
     def uniform(self, n: int) -> int:
         value = uniform_below(n, self.next_word)
@@ -209,19 +210,18 @@ class ShuffleStream:
 # --------------------------------------------------------------------------- the shuffle
 
 
-def _fisher_yates(size: int, stream: ShuffleStream) -> tuple[int, ...]:
+def _fisher_yates(size: int, next_word: Callable[[], int]) -> tuple[int, ...]:
     order = list(range(size))
-    uniform = stream.uniform
     for i in range(size - 1, 0, -1):
-        j = uniform(i + 1)
+        j = uniform_below(i + 1, next_word)
         order[i], order[j] = order[j], order[i]
     return tuple(order)
 
 
 def deck_order_indices(server_seed: bytes, client_seed: str, nonce: int, decks: int = 1) -> tuple[int, ...]:
     """The shuffled shoe as indices into ``canonical_deck(decks)``; element 0 is dealt first."""
-    stream = ShuffleStream(server_seed, client_seed, nonce)
-    return _fisher_yates(52 * _check_decks(decks), stream)
+    words = ShuffleStream(server_seed, client_seed, nonce).words()
+    return _fisher_yates(52 * _check_decks(decks), words.__next__)
 
 
 def shuffled_deck(server_seed: bytes, client_seed: str, nonce: int, decks: int = 1) -> tuple[Card, ...]:

@@ -1,0 +1,115 @@
+"""The round's commands: what a participant or the operator asks for, in the imperative.
+
+Funds are facts from outside the pure core: a command that reserves money carries
+the wallet's available balance as the shell read it, and the shell saves the
+reservation together with the round's events, so a stale balance is a conflict.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from .profiles import Profile
+
+
+@dataclass(frozen=True, slots=True)
+class RoundCommand:
+    name: ClassVar[str] = "round_command"
+
+
+@dataclass(frozen=True, slots=True)
+class OpenRound(RoundCommand):
+    """Open a round: seats and banker from the table, the shuffle committed before any card."""
+
+    name: ClassVar[str] = "open_round"
+    round_id: str
+    table_id: str
+    round_no: int
+    profile: Profile
+    seats: tuple[tuple[int, str | None], ...]
+    banker_player: str | None
+    min_stake: int
+    max_stake: int
+    commitment: str
+    client_seed: str
+    nonce: int
+    algorithm: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceBet(RoundCommand):
+    name: ClassVar[str] = "place_bet"
+    seat: int
+    player: str
+    stake: int
+    available: int  # the player's wallet: balance less what is reserved
+    banker_available: int | None = None  # a player-banker's wallet, the same way
+
+
+@dataclass(frozen=True, slots=True)
+class Deal(RoundCommand):
+    """Close betting and deal."""
+
+    name: ClassVar[str] = "deal"
+
+
+@dataclass(frozen=True, slots=True)
+class PlaceSideBet(RoundCommand):
+    name: ClassVar[str] = "place_side_bet"
+    seat: int
+    player: str
+    available: int
+
+
+@dataclass(frozen=True, slots=True)
+class CloseSideBets(RoundCommand):
+    name: ClassVar[str] = "close_side_bets"
+
+
+@dataclass(frozen=True, slots=True)
+class Draw(RoundCommand):
+    name: ClassVar[str] = "draw"
+    seat: int
+    player: str
+
+
+@dataclass(frozen=True, slots=True)
+class Stay(RoundCommand):
+    name: ClassVar[str] = "stay"
+    seat: int
+    player: str
+
+
+@dataclass(frozen=True, slots=True)
+class BankerReveal(RoundCommand):
+    """The banker shows and settles chosen hands against its two cards before it draws."""
+
+    name: ClassVar[str] = "banker_reveal"
+    seats: tuple[int, ...]
+    player: str | None = None  # the player-banker, or None when the operator acts for the house
+
+
+@dataclass(frozen=True, slots=True)
+class BankerDraw(RoundCommand):
+    name: ClassVar[str] = "banker_draw"
+    player: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BankerStay(RoundCommand):
+    name: ClassVar[str] = "banker_stay"
+    player: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimeOutTurn(RoundCommand):
+    """The table's turn timer ran out for whoever is to act: the automatic action applies."""
+
+    name: ClassVar[str] = "time_out_turn"
+
+
+@dataclass(frozen=True, slots=True)
+class VoidRound(RoundCommand):
+    name: ClassVar[str] = "void_round"
+    reason: str

@@ -1,0 +1,213 @@
+"""The round's events: immutable facts in the past tense (docs/events.md is the catalogue).
+
+Fields are plain values (str, int, bool, tuples) so that every event serialises
+the same way everywhere. Cards are in RULES.md text notation (``"AS"``, ``"10H"``);
+seat 0 is the banker; multipliers are exact fractions as text (``"2"``, ``"19/20"``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass(frozen=True, slots=True)
+class RoundEvent:
+    kind: ClassVar[str] = "round_event"
+
+
+@dataclass(frozen=True, slots=True)
+class RoundOpened(RoundEvent):
+    kind: ClassVar[str] = "round_opened"
+    round_id: str
+    table_id: str
+    round_no: int
+    profile_name: str
+    profile_version: int
+    profile_options: tuple[tuple[str, bool], ...]
+    engine_version: str
+    banker_player: str | None  # None: the house is the banker
+    seats: tuple[tuple[int, str | None], ...]  # (seat, holder); ante positions have no holder
+    min_stake: int
+    max_stake: int
+
+
+@dataclass(frozen=True, slots=True)
+class ShuffleCommitted(RoundEvent):
+    """The server seed's SHA-256, recorded before any card: the shoe is fixed from here on."""
+
+    kind: ClassVar[str] = "shuffle_committed"
+    commitment: str
+    client_seed: str
+    nonce: int
+    algorithm: str
+    shoe_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class BetPlaced(RoundEvent):
+    """A stake accepted on a seat; ``reserved`` is held in the wallet until settlement."""
+
+    kind: ClassVar[str] = "bet_placed"
+    seat: int
+    player: str
+    stake: int
+    reserved: int
+    banker_reserved: int  # what the player-banker reserves for it (0 under the house)
+
+
+@dataclass(frozen=True, slots=True)
+class CardsDealt(RoundEvent):
+    """The deal: two cards to each hand in seat order, one at a time, the banker (seat 0) last."""
+
+    kind: ClassVar[str] = "cards_dealt"
+    cards: tuple[tuple[int, str], ...]  # (seat, card) in the order dealt
+    banker_up_card: str | None  # kingmaker: the banker's first card, dealt face up
+
+
+@dataclass(frozen=True, slots=True)
+class PokDeclared(RoundEvent):
+    kind: ClassVar[str] = "pok_declared"
+    seat: int
+    cards: tuple[str, ...]
+    taem: int
+    label: str
+
+
+@dataclass(frozen=True, slots=True)
+class SideBetWindowOpened(RoundEvent):
+    kind: ClassVar[str] = "side_bet_window_opened"
+    up_card: str
+
+
+@dataclass(frozen=True, slots=True)
+class SideBetPlaced(RoundEvent):
+    kind: ClassVar[str] = "side_bet_placed"
+    seat: int
+    player: str
+    stake: int
+    reserved: int
+
+
+@dataclass(frozen=True, slots=True)
+class SideBetsSettled(RoundEvent):
+    """The banker's natural check: side bets pay 1.2x on a natural, are lost otherwise."""
+
+    kind: ClassVar[str] = "side_bets_settled"
+    natural: bool
+    results: tuple[tuple[int, str, int, int], ...]  # (seat, player, side stake, net)
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTimedOut(RoundEvent):
+    """The hand to act did not act in time; the automatic action follows as its own event."""
+
+    kind: ClassVar[str] = "turn_timed_out"
+    seat: int
+    action: str  # "draw" or "stay"
+
+
+@dataclass(frozen=True, slots=True)
+class CardDrawn(RoundEvent):
+    kind: ClassVar[str] = "card_drawn"
+    seat: int
+    card: str
+    reason: str  # "choice", "auto" (the profile's draw rule) or "timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerStood(RoundEvent):
+    """A hand (seat 0: the banker) stays on its cards."""
+
+    kind: ClassVar[str] = "player_stood"
+    seat: int
+    reason: str  # "choice", "auto" or "timeout"
+
+
+@dataclass(frozen=True, slots=True)
+class HandsRevealed(RoundEvent):
+    """Hands shown and compared with the banker's current cards."""
+
+    kind: ClassVar[str] = "hands_revealed"
+    seats: tuple[int, ...]
+    hands: tuple[tuple[int, tuple[str, ...]], ...]  # (seat, cards), seat 0 the banker
+    selective: bool  # True: the banker's chosen reveal before it draws
+
+
+@dataclass(frozen=True, slots=True)
+class BetSettled(RoundEvent):
+    """The payout of one stake: ``net`` is the wallet's gain after ``commission``."""
+
+    kind: ClassVar[str] = "bet_settled"
+    seat: int
+    player: str
+    stake: int
+    outcome: str  # "player_wins", "banker_wins", "tie"
+    multiplier: str
+    gross: int
+    commission: int
+    net: int
+    hand: str  # the player's hand label
+    banker_hand: str
+    ante_net: int | None = None
+    bet_net: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundSettled(RoundEvent):
+    """Every wallet's reservation released and net applied, the banker's commission, the totals.
+
+    ``wallets`` lists (player, reserved, net) for every wallet with money in the round,
+    the player-banker included; ``house_net`` is the house's change as banker.
+    ``sum(nets) + house_net + commission == 0``.
+    """
+
+    kind: ClassVar[str] = "round_settled"
+    wallets: tuple[tuple[str, int, int], ...]
+    banker_net_before_commission: int
+    banker_commission: int
+    commission: int
+    house_net: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoundVoided(RoundEvent):
+    """The round cannot finish: every reservation is released, no money moves."""
+
+    kind: ClassVar[str] = "round_voided"
+    reason: str
+    wallets: tuple[tuple[str, int], ...]  # (player, reserved) released
+
+
+@dataclass(frozen=True, slots=True)
+class SeedRevealed(RoundEvent):
+    kind: ClassVar[str] = "seed_revealed"
+    server_seed: str  # hex
+
+
+@dataclass(frozen=True, slots=True)
+class RoundClosed(RoundEvent):
+    kind: ClassVar[str] = "round_closed"
+    outcome: str  # "settled" or "voided"
+
+
+EVENT_TYPES: tuple[type[RoundEvent], ...] = (
+    RoundOpened,
+    ShuffleCommitted,
+    BetPlaced,
+    CardsDealt,
+    PokDeclared,
+    SideBetWindowOpened,
+    SideBetPlaced,
+    SideBetsSettled,
+    TurnTimedOut,
+    CardDrawn,
+    PlayerStood,
+    HandsRevealed,
+    BetSettled,
+    RoundSettled,
+    RoundVoided,
+    SeedRevealed,
+    RoundClosed,
+)
+EVENT_BY_KIND: dict[str, type[RoundEvent]] = {cls.kind: cls for cls in EVENT_TYPES}

@@ -1,0 +1,805 @@
+"""The round as a pure state machine: ``decide(state, command) -> events``, ``evolve(state, event) -> state``.
+
+``decide`` checks a command against the rules and returns the events it causes,
+including every automatic step that follows (automatic draws, the banker's
+automatic play, settlement, the seed's reveal and the close), so that the shell
+saves them in one transaction. A refused command raises a ``DomainError`` and
+returns nothing. ``evolve`` folds one event into the state and never refuses.
+
+Cards come from the round's shoe, which is not part of the public record until
+the round closes: the shell attaches it with ``attach_shoe`` (from the server seed,
+checked against the commitment) before it asks ``decide`` for anything that deals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from functools import lru_cache
+from typing import Any
+
+from . import commands as c
+from . import events as e
+from .cards import Card, parse_card
+from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, SealedShoe, UnknownSeat, WrongPhase
+from .evaluation import evaluate
+from .hands import taem
+from .profiles import ENGINE_VERSION, BankerKind, Profile, get_profile
+from .settlement import StakeError, banker_commission, check_stake, settle_side_bet, settle_values
+from .shuffle import SHUFFLE_ALGORITHM, shuffled_deck
+
+MAX_CLIENT_SEED = 256
+BANKER = 0
+
+
+class Phase(StrEnum):
+    NEW = "new"
+    BETTING = "betting"
+    SIDE_BETS = "side_bets"
+    PLAYER_TURNS = "player_turns"
+    BANKER_TURN = "banker_turn"
+    SHOWDOWN = "showdown"
+    SETTLED = "settled"
+    CLOSED = "closed"
+
+
+@dataclass(frozen=True, slots=True)
+class Bet:
+    seat: int
+    player: str
+    stake: int
+    reserved: int
+
+
+@dataclass(frozen=True, slots=True)
+class Shoe:
+    """The round's private shoe: the server seed and the shuffled cards it gives."""
+
+    server_seed: bytes
+    cards: tuple[Card, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RoundState:
+    """Everything the round's events say, plus the private shoe (never in an event before the reveal)."""
+
+    phase: Phase = Phase.NEW
+    round_id: str = ""
+    table_id: str = ""
+    round_no: int = 0
+    profile: Profile | None = None
+    banker_player: str | None = None
+    seats: tuple[tuple[int, str | None], ...] = ()
+    min_stake: int = 0
+    max_stake: int = 0
+    commitment: str = ""
+    client_seed: str = ""
+    nonce: int = 0
+    algorithm: str = ""
+    bets: tuple[Bet, ...] = ()
+    side_bets: tuple[Bet, ...] = ()
+    banker_reserved: int = 0
+    reserved: tuple[tuple[str, int], ...] = ()  # per wallet, in order of first reservation
+    in_play: tuple[int, ...] = ()
+    hands: tuple[tuple[int, tuple[Card, ...]], ...] = ()  # seat -> cards, banker (0) included
+    up_card: Card | None = None
+    cards_used: int = 0
+    done: frozenset[int] = frozenset()  # player seats that have finished acting (pok, stood, drew)
+    banker_done: bool = False
+    revealed: frozenset[int] = frozenset()
+    nets: tuple[tuple[str, int], ...] = ()
+    banker_sum: int = 0
+    player_commission: int = 0
+    outcome: str = ""
+    server_seed: str = ""
+    shoe: Shoe | None = field(default=None, compare=False, repr=False)
+
+    # -- derived views -------------------------------------------------------------------
+
+    @property
+    def rules(self) -> Profile:
+        if self.profile is None:
+            raise WrongPhase("the round is not open")
+        return self.profile
+
+    def holder(self, seat: int) -> str | None:
+        for number, holder in self.seats:
+            if number == seat:
+                return holder
+        raise UnknownSeat(f"seat {seat} is not at this table", seat=seat)
+
+    def cards(self, seat: int) -> tuple[Card, ...]:
+        for number, cards in self.hands:
+            if number == seat:
+                return cards
+        return ()
+
+    @property
+    def banker_cards(self) -> tuple[Card, ...]:
+        return self.cards(BANKER)
+
+    @property
+    def turn(self) -> int | None:
+        """The player seat to act, or None (no player's turn now)."""
+        if self.phase is not Phase.PLAYER_TURNS:
+            return None
+        for seat in self.in_play:
+            if seat not in self.done:
+                return seat
+        return None
+
+    def bets_on(self, seat: int) -> tuple[Bet, ...]:
+        return tuple(b for b in self.bets if b.seat == seat)
+
+    @property
+    def is_closed(self) -> bool:
+        return self.phase is Phase.CLOSED
+
+
+def attach_shoe(state: RoundState, server_seed: bytes) -> RoundState:
+    """Give the round its shoe from the server seed, after checking the seed against the commitment."""
+    if not state.commitment:
+        raise WrongPhase("the round has no committed shuffle yet")
+    if hashlib.sha256(server_seed).hexdigest() != state.commitment:
+        raise DomainError("the server seed does not match the round's commitment")
+    if state.algorithm != SHUFFLE_ALGORITHM:
+        raise DomainError(f"shuffle algorithm {state.algorithm!r} is not supported by this engine")
+    cards = shuffled_deck(server_seed, state.client_seed, state.nonce, state.rules.decks)
+    return replace(state, shoe=Shoe(server_seed, cards))
+
+
+def attach_stacked_shoe(state: RoundState, cards: Iterable[Card | str]) -> RoundState:
+    """Give the round a chosen card order (tests and worked examples only: no seed, nothing to verify)."""
+    order = tuple(x if isinstance(x, Card) else parse_card(x) for x in cards)
+    return replace(state, shoe=Shoe(b"", order))
+
+
+# ---------------------------------------------------------------------------------------
+# evolve
+
+
+@lru_cache(maxsize=1024)
+def _card(text: str) -> Card:
+    return parse_card(text)
+
+
+def _add(pairs: tuple[tuple[str, int], ...], key: str, amount: int) -> tuple[tuple[str, int], ...]:
+    out = list(pairs)
+    for i, (k, v) in enumerate(out):
+        if k == key:
+            out[i] = (k, v + amount)
+            return tuple(out)
+    out.append((key, amount))
+    return tuple(out)
+
+
+def _set_hand(
+    hands: tuple[tuple[int, tuple[Card, ...]], ...], seat: int, card: Card
+) -> tuple[tuple[int, tuple[Card, ...]], ...]:
+    out = []
+    found = False
+    for number, cards in hands:
+        if number == seat:
+            out.append((number, (*cards, card)))
+            found = True
+        else:
+            out.append((number, cards))
+    if not found:
+        out.append((seat, (card,)))
+    return tuple(out)
+
+
+def _after_player_done(state: RoundState, done: frozenset[int]) -> RoundState:
+    phase = state.phase
+    if phase is Phase.PLAYER_TURNS and all(s in done for s in state.in_play):
+        phase = Phase.BANKER_TURN
+    return replace(state, done=done, phase=phase)
+
+
+def evolve(state: RoundState, event: e.RoundEvent) -> RoundState:
+    """Fold one event into the round's state."""
+    if isinstance(event, e.RoundOpened):
+        profile = get_profile(event.profile_name, event.profile_version, **dict(event.profile_options))
+        return replace(
+            state,
+            phase=Phase.NEW,
+            round_id=event.round_id,
+            table_id=event.table_id,
+            round_no=event.round_no,
+            profile=profile,
+            banker_player=event.banker_player,
+            seats=event.seats,
+            min_stake=event.min_stake,
+            max_stake=event.max_stake,
+        )
+    if isinstance(event, e.ShuffleCommitted):
+        return replace(
+            state,
+            phase=Phase.BETTING,
+            commitment=event.commitment,
+            client_seed=event.client_seed,
+            nonce=event.nonce,
+            algorithm=event.algorithm,
+        )
+    if isinstance(event, e.BetPlaced):
+        return replace(
+            state,
+            bets=(*state.bets, Bet(event.seat, event.player, event.stake, event.reserved)),
+            reserved=_add(state.reserved, event.player, event.reserved),
+            banker_reserved=state.banker_reserved + event.banker_reserved,
+        )
+    if isinstance(event, e.CardsDealt):
+        hands: tuple[tuple[int, tuple[Card, ...]], ...] = ()
+        in_play: list[int] = []
+        for seat, text in event.cards:
+            hands = _set_hand(hands, seat, _card(text))
+            if seat != BANKER and seat not in in_play:
+                in_play.append(seat)
+        phase = Phase.PLAYER_TURNS if state.rules.player_draw is not None else Phase.SHOWDOWN
+        return replace(
+            state,
+            phase=phase,
+            hands=hands,
+            in_play=tuple(in_play),
+            cards_used=state.cards_used + len(event.cards),
+            up_card=_card(event.banker_up_card) if event.banker_up_card else None,
+        )
+    if isinstance(event, e.PokDeclared):
+        if event.seat == BANKER:
+            return replace(state, banker_done=True, phase=Phase.SHOWDOWN)
+        return _after_player_done(state, state.done | {event.seat})
+    if isinstance(event, e.SideBetWindowOpened):
+        return replace(state, phase=Phase.SIDE_BETS)
+    if isinstance(event, e.SideBetPlaced):
+        return replace(
+            state,
+            side_bets=(*state.side_bets, Bet(event.seat, event.player, event.stake, event.reserved)),
+            reserved=_add(state.reserved, event.player, event.reserved),
+        )
+    if isinstance(event, e.SideBetsSettled):
+        nets = state.nets
+        banker_sum = state.banker_sum
+        for _seat, player, _stake, net in event.results:
+            nets = _add(nets, player, net)
+            banker_sum -= net
+        next_state = replace(state, nets=nets, banker_sum=banker_sum, phase=Phase.PLAYER_TURNS)
+        return _after_player_done(next_state, state.done)
+    if isinstance(event, e.TurnTimedOut):
+        return state
+    if isinstance(event, e.CardDrawn):
+        hands = _set_hand(state.hands, event.seat, _card(event.card))
+        moved = replace(state, hands=hands, cards_used=state.cards_used + 1)
+        if event.seat == BANKER:
+            return replace(moved, banker_done=True)
+        return _after_player_done(moved, state.done | {event.seat})
+    if isinstance(event, e.PlayerStood):
+        if event.seat == BANKER:
+            return replace(state, banker_done=True)
+        return _after_player_done(state, state.done | {event.seat})
+    if isinstance(event, e.HandsRevealed):
+        phase = state.phase if event.selective else Phase.SHOWDOWN
+        return replace(state, revealed=state.revealed | set(event.seats), phase=phase)
+    if isinstance(event, e.BetSettled):
+        return replace(
+            state,
+            nets=_add(state.nets, event.player, event.net),
+            banker_sum=state.banker_sum - event.net - event.commission,
+            player_commission=state.player_commission + event.commission,
+        )
+    if isinstance(event, e.RoundSettled):
+        return replace(state, phase=Phase.SETTLED, outcome="settled")
+    if isinstance(event, e.RoundVoided):
+        return replace(state, phase=Phase.SETTLED, outcome="voided")
+    if isinstance(event, e.SeedRevealed):
+        return replace(state, server_seed=event.server_seed)
+    if isinstance(event, e.RoundClosed):
+        return replace(state, phase=Phase.CLOSED, outcome=event.outcome)
+    raise TypeError(f"not a round event: {event!r}")
+
+
+def replay(events: Iterable[e.RoundEvent], state: RoundState | None = None) -> RoundState:
+    """Fold a stream of events from an empty (or the given) state."""
+    current = state or RoundState()
+    for event in events:
+        current = evolve(current, event)
+    return current
+
+
+# ---------------------------------------------------------------------------------------
+# decide
+
+
+class _Run:
+    """Collects the events of one decision, folding each into the state as it goes."""
+
+    __slots__ = ("events", "state")
+
+    def __init__(self, state: RoundState) -> None:
+        self.state = state
+        self.events: list[e.RoundEvent] = []
+
+    def emit(self, event: e.RoundEvent) -> None:
+        self.events.append(event)
+        self.state = evolve(self.state, event)
+
+    def next_card(self) -> Card:
+        shoe = self.state.shoe
+        if shoe is None:
+            raise SealedShoe("the round's shoe is sealed: attach the server seed before dealing")
+        if self.state.cards_used >= len(shoe.cards):
+            raise DomainError("the shoe is empty")
+        return shoe.cards[self.state.cards_used]
+
+
+def decide(state: RoundState, command: c.RoundCommand) -> tuple[e.RoundEvent, ...]:
+    """The events ``command`` causes in ``state``; raises ``DomainError`` (and records nothing) if refused."""
+    handler = _HANDLERS.get(type(command))
+    if handler is None:
+        raise InvalidCommand(f"not a round command: {type(command).__name__}")
+    run = _Run(state)
+    handler(run, command)
+    return tuple(run.events)
+
+
+def _require_phase(state: RoundState, *phases: Phase, doing: str) -> None:
+    if state.phase not in phases:
+        wanted = " or ".join(p.value for p in phases)
+        raise WrongPhase(
+            f"cannot {doing} now: the round is in {state.phase.value}, not {wanted}", phase=state.phase.value
+        )
+
+
+def _open(run: _Run, cmd: c.OpenRound) -> None:
+    state = run.state
+    _require_phase(state, Phase.NEW, doing="open the round")
+    profile = cmd.profile
+    if not cmd.round_id or not cmd.table_id:
+        raise InvalidCommand("a round needs a round id and a table id", field="round_id")
+    if cmd.round_no < 1:
+        raise InvalidCommand("round numbers start at 1", field="round_no")
+    if not 0 < cmd.min_stake <= cmd.max_stake:
+        raise InvalidCommand("stake limits must satisfy 0 < min_stake <= max_stake", field="min_stake")
+    numbers = [seat for seat, _ in cmd.seats]
+    if len(set(numbers)) != len(numbers) or any(n < 1 for n in numbers):
+        raise InvalidCommand("seat numbers must be distinct and start at 1", field="seats")
+    if profile.fixed_positions is not None:
+        if sorted(numbers) != list(range(1, profile.fixed_positions + 1)) or any(h for _, h in cmd.seats):
+            raise InvalidCommand(f"{profile.name} has betting positions 1 to {profile.fixed_positions}", field="seats")
+    else:
+        if not cmd.seats:
+            raise InvalidCommand("a round needs at least one seated player", field="seats")
+        if len(numbers) > profile.max_hands:
+            raise InvalidCommand(f"{profile.name} allows at most {profile.max_hands} hands", field="seats")
+        if any(not h for _, h in cmd.seats):
+            raise InvalidCommand("every seat needs a holder", field="seats")
+    if cmd.banker_player is None and BankerKind.HOUSE not in profile.banker:
+        raise InvalidCommand(f"{profile.name} needs a player as banker", field="banker_player")
+    if cmd.banker_player is not None:
+        if BankerKind.PLAYER not in profile.banker:
+            raise InvalidCommand(f"in {profile.name} the house is the banker", field="banker_player")
+        if any(h == cmd.banker_player for _, h in cmd.seats):
+            raise InvalidCommand("the banker cannot also hold a player's seat", field="banker_player")
+    if len(cmd.commitment) != 64 or any(ch not in "0123456789abcdef" for ch in cmd.commitment):
+        raise InvalidCommand("the commitment must be a SHA-256 in lowercase hex", field="commitment")
+    if len(cmd.client_seed) > MAX_CLIENT_SEED:
+        raise InvalidCommand(f"a client seed has at most {MAX_CLIENT_SEED} characters", field="client_seed")
+    if not 0 <= cmd.nonce < 2**64:
+        raise InvalidCommand("the nonce must be a 64-bit unsigned integer", field="nonce")
+    if cmd.algorithm != SHUFFLE_ALGORITHM:
+        raise InvalidCommand(f"unsupported shuffle algorithm {cmd.algorithm!r}", field="algorithm")
+    run.emit(
+        e.RoundOpened(
+            cmd.round_id,
+            cmd.table_id,
+            cmd.round_no,
+            profile.name,
+            profile.version,
+            tuple(sorted(profile.options.items())),
+            ENGINE_VERSION,
+            cmd.banker_player,
+            tuple(sorted(cmd.seats)),
+            cmd.min_stake,
+            cmd.max_stake,
+        )
+    )
+    run.emit(e.ShuffleCommitted(cmd.commitment, cmd.client_seed, cmd.nonce, cmd.algorithm, profile.shoe_size))
+
+
+def _stake(state: RoundState, stake: int, what: str = "stake") -> int:
+    try:
+        amount = check_stake(state.rules, stake, what)
+    except StakeError as error:
+        raise InvalidCommand(str(error), field=what) from None
+    if not state.min_stake <= amount <= state.max_stake:
+        raise InvalidCommand(
+            f"{what} {amount} is outside the table's limits {state.min_stake}..{state.max_stake}", field=what
+        )
+    return amount
+
+
+def _check_funds(required: int, available: int | None, wallet: str, whose: str) -> None:
+    if available is None:
+        raise InvalidCommand(f"{whose} available funds are needed to reserve {required}", field="available")
+    if available < required:
+        raise InsufficientFunds(
+            f"{whose} wallet {wallet!r} cannot cover {required}: {available} available",
+            required=required,
+            available=available,
+            wallet=wallet,
+        )
+
+
+def _place_bet(run: _Run, cmd: c.PlaceBet) -> None:
+    state = run.state
+    _require_phase(state, Phase.BETTING, doing="place a bet")
+    profile = state.rules
+    holder = state.holder(cmd.seat)
+    if not cmd.player:
+        raise InvalidCommand("a bet needs a player", field="player")
+    if cmd.player == state.banker_player:
+        raise NotYourTurn("the banker cannot bet against itself")
+    if holder is not None and holder != cmd.player and profile.name != "classic":
+        raise NotYourTurn(f"seat {cmd.seat} belongs to another player", seat=cmd.seat)
+    if any(b.seat == cmd.seat and b.player == cmd.player for b in state.bets):
+        raise DomainError(f"{cmd.player!r} already has a stake on seat {cmd.seat}", seat=cmd.seat)
+    stake = _stake(state, cmd.stake)
+    reserve = stake * profile.reserve_multiple
+    _check_funds(reserve, cmd.available, cmd.player, "the player's")
+    banker_reserve = 0
+    if state.banker_player is not None:
+        banker_reserve = stake * profile.reserve_multiple
+        _check_funds(banker_reserve, cmd.banker_available, state.banker_player, "the banker's")
+    run.emit(e.BetPlaced(cmd.seat, cmd.player, stake, reserve, banker_reserve))
+
+
+def _deal(run: _Run, _cmd: c.Deal) -> None:
+    state = run.state
+    _require_phase(state, Phase.BETTING, doing="deal")
+    if not state.bets:
+        raise DomainError("no stakes have been placed: nothing to deal")
+    profile = state.rules
+    if profile.fixed_positions is not None:
+        in_play = tuple(range(1, profile.fixed_positions + 1))
+    else:
+        in_play = tuple(sorted({b.seat for b in state.bets}))
+    shoe = state.shoe
+    if shoe is None:
+        raise SealedShoe("the round's shoe is sealed: attach the server seed before dealing")
+    order = (*in_play, BANKER) * 2
+    if len(order) > len(shoe.cards):
+        raise DomainError("the shoe is too short for this deal")
+    dealt = tuple((seat, str(shoe.cards[i])) for i, seat in enumerate(order))
+    up_card = str(shoe.cards[len(in_play)]) if profile.side_bet is not None else None
+    run.emit(e.CardsDealt(dealt, up_card))
+    _after_deal(run)
+
+
+def _after_deal(run: _Run) -> None:
+    state = run.state
+    profile = state.rules
+    if profile.player_draw is None:
+        _showdown(run)
+        return
+    for seat in state.in_play:
+        cards = state.cards(seat)
+        value = evaluate(profile, cards)
+        if value.is_pok:
+            run.emit(e.PokDeclared(seat, tuple(map(str, cards)), value.taem, value.label))
+    up = run.state.up_card
+    if profile.side_bet is not None and up is not None and up.points in profile.side_bet.up_card_points:
+        run.emit(e.SideBetWindowOpened(str(up)))
+        return
+    if _banker_pok(run):
+        return
+    _advance(run)
+
+
+def _banker_pok(run: _Run) -> bool:
+    """A banker's pok ends the round: every hand is compared at once."""
+    state = run.state
+    cards = state.banker_cards
+    value = evaluate(state.rules, cards)
+    if not value.is_pok:
+        return False
+    run.emit(e.PokDeclared(BANKER, tuple(map(str, cards)), value.taem, value.label))
+    _showdown(run)
+    return True
+
+
+def _advance(run: _Run) -> None:
+    """Play every automatic step until someone must choose or the round is over."""
+    profile = run.state.rules
+    player_draw = profile.player_draw
+    assert player_draw is not None
+    while (seat := run.state.turn) is not None:
+        action = player_draw.action(taem(run.state.cards(seat)))
+        if action == "draw":
+            run.emit(e.CardDrawn(seat, str(run.next_card()), "auto"))
+        elif action == "stand":
+            run.emit(e.PlayerStood(seat, "auto"))
+        else:
+            return
+    if run.state.phase is not Phase.BANKER_TURN:
+        return
+    banker_draw = profile.banker_draw
+    assert banker_draw is not None
+    action = banker_draw.action(taem(run.state.banker_cards))
+    if action == "draw":
+        run.emit(e.CardDrawn(BANKER, str(run.next_card()), "auto"))
+    elif action == "stand":
+        run.emit(e.PlayerStood(BANKER, "auto"))
+    else:
+        return
+    _showdown(run)
+
+
+def _place_side_bet(run: _Run, cmd: c.PlaceSideBet) -> None:
+    state = run.state
+    _require_phase(state, Phase.SIDE_BETS, doing="place a side bet")
+    rule = state.rules.side_bet
+    assert rule is not None
+    if state.holder(cmd.seat) != cmd.player:
+        raise NotYourTurn(f"seat {cmd.seat} belongs to another player", seat=cmd.seat)
+    main = [b for b in state.bets if b.seat == cmd.seat and b.player == cmd.player]
+    if not main:
+        raise DomainError(f"seat {cmd.seat} has no main stake to match", seat=cmd.seat)
+    if any(b.seat == cmd.seat for b in state.side_bets):
+        raise DomainError(f"seat {cmd.seat} already has a side bet", seat=cmd.seat)
+    stake = main[0].stake
+    _check_funds(stake, cmd.available, cmd.player, "the player's")
+    run.emit(e.SideBetPlaced(cmd.seat, cmd.player, stake, stake))
+
+
+def _close_side_bets(run: _Run, _cmd: c.RoundCommand) -> None:
+    state = run.state
+    _require_phase(state, Phase.SIDE_BETS, doing="close the side bets")
+    profile = state.rules
+    natural = evaluate(profile, state.banker_cards).is_pok
+    results = tuple(
+        (b.seat, b.player, b.stake, settle_side_bet(profile, natural, b.stake).net) for b in state.side_bets
+    )
+    run.emit(e.SideBetsSettled(natural, results))
+    if _banker_pok(run):
+        return
+    _advance(run)
+
+
+def _player_action(run: _Run, seat: int, player: str, draw: bool) -> None:
+    state = run.state
+    _require_phase(state, Phase.PLAYER_TURNS, doing="draw" if draw else "stay")
+    holder = state.holder(seat)
+    if holder != player:
+        raise NotYourTurn(f"seat {seat} belongs to another player", seat=seat)
+    if state.turn != seat:
+        raise NotYourTurn(f"it is seat {state.turn}'s turn, not seat {seat}'s", seat=seat, turn=state.turn)
+    player_draw = state.rules.player_draw
+    assert player_draw is not None
+    if player_draw.action(taem(state.cards(seat))) != "choose":
+        raise DomainError(f"seat {seat} has no choice to make")
+    if draw:
+        run.emit(e.CardDrawn(seat, str(run.next_card()), "choice"))
+    else:
+        run.emit(e.PlayerStood(seat, "choice"))
+    _advance(run)
+
+
+def _draw(run: _Run, cmd: c.Draw) -> None:
+    _player_action(run, cmd.seat, cmd.player, True)
+
+
+def _stay(run: _Run, cmd: c.Stay) -> None:
+    _player_action(run, cmd.seat, cmd.player, False)
+
+
+def _banker_may_choose(state: RoundState, player: str | None, doing: str) -> None:
+    _require_phase(state, Phase.BANKER_TURN, doing=doing)
+    if state.banker_done:
+        raise WrongPhase("the banker has already played")
+    if player != state.banker_player:
+        raise NotYourTurn("only the banker may play the banker's hand")
+    banker_draw = state.rules.banker_draw
+    assert banker_draw is not None
+    if banker_draw.action(taem(state.banker_cards)) != "choose":
+        raise DomainError("the banker has no choice to make")
+
+
+def _banker_reveal(run: _Run, cmd: c.BankerReveal) -> None:
+    state = run.state
+    _banker_may_choose(state, cmd.player, "reveal hands")
+    if not state.rules.banker_selective_reveal:
+        raise DomainError(f"in {state.rules.name} the banker cannot reveal chosen hands")
+    seats = tuple(cmd.seats)
+    if not seats or len(set(seats)) != len(seats):
+        raise InvalidCommand("name one or more distinct seats to reveal", field="seats")
+    for seat in seats:
+        if seat not in state.in_play:
+            raise UnknownSeat(f"seat {seat} has no hand in this round", seat=seat)
+        if seat in state.revealed:
+            raise DomainError(f"seat {seat} is already settled", seat=seat)
+    _reveal_and_settle(run, tuple(sorted(seats)), selective=True)
+    if all(s in run.state.revealed for s in run.state.in_play):
+        _showdown(run)
+
+
+def _banker_play(run: _Run, cmd: c.BankerDraw | c.BankerStay) -> None:
+    draw = isinstance(cmd, c.BankerDraw)
+    _banker_may_choose(run.state, cmd.player, "draw" if draw else "stay")
+    if draw:
+        run.emit(e.CardDrawn(BANKER, str(run.next_card()), "choice"))
+    else:
+        run.emit(e.PlayerStood(BANKER, "choice"))
+    _showdown(run)
+
+
+def _time_out(run: _Run, _cmd: c.TimeOutTurn) -> None:
+    state = run.state
+    if state.phase is Phase.SIDE_BETS:
+        _close_side_bets(run, _cmd)
+        return
+    _require_phase(state, Phase.PLAYER_TURNS, Phase.BANKER_TURN, doing="time out a turn")
+    profile = state.rules
+    seat = state.turn if state.phase is Phase.PLAYER_TURNS else BANKER
+    rule = profile.player_draw if seat else profile.banker_draw
+    assert seat is not None and rule is not None
+    draws = rule.timeout_draws(taem(state.cards(seat)))
+    run.emit(e.TurnTimedOut(seat, "draw" if draws else "stay"))
+    if draws:
+        run.emit(e.CardDrawn(seat, str(run.next_card()), "timeout"))
+    else:
+        run.emit(e.PlayerStood(seat, "timeout"))
+    if seat == BANKER:
+        _showdown(run)
+    else:
+        _advance(run)
+
+
+def _reveal_and_settle(run: _Run, seats: tuple[int, ...], selective: bool) -> None:
+    state = run.state
+    profile = state.rules
+    shown = tuple((s, tuple(map(str, state.cards(s)))) for s in (*seats, BANKER))
+    run.emit(e.HandsRevealed(seats, shown, selective))
+    banker_value = evaluate(profile, state.banker_cards)
+    for seat in seats:
+        value = evaluate(profile, state.cards(seat))
+        for bet in state.bets_on(seat):
+            r = settle_values(profile, value, banker_value, bet.stake)
+            run.emit(
+                e.BetSettled(
+                    seat,
+                    bet.player,
+                    bet.stake,
+                    r.outcome.value,
+                    str(r.multiplier),
+                    r.gross,
+                    r.commission,
+                    r.player_net,
+                    value.label,
+                    banker_value.label,
+                    r.ante_net,
+                    r.bet_net,
+                )
+            )
+
+
+def _showdown(run: _Run) -> None:
+    """Reveal and settle every hand not yet settled, then settle the round, reveal the seed and close."""
+    state = run.state
+    remaining = tuple(s for s in state.in_play if s not in state.revealed)
+    if remaining:
+        _reveal_and_settle(run, remaining, selective=False)
+    state = run.state
+    house = state.banker_player is None
+    owed = banker_commission(state.rules, state.banker_sum, house)
+    nets = dict(state.nets)
+    wallets = [(player, reserved, nets.get(player, 0)) for player, reserved in state.reserved]
+    if not house:
+        assert state.banker_player is not None
+        wallets.append((state.banker_player, state.banker_reserved, state.banker_sum - owed))
+    run.emit(
+        e.RoundSettled(
+            tuple(wallets),
+            state.banker_sum,
+            owed,
+            state.player_commission + owed,
+            state.banker_sum if house else 0,
+        )
+    )
+    _reveal_seed_and_close(run, "settled")
+
+
+def _reveal_seed_and_close(run: _Run, outcome: str) -> None:
+    shoe = run.state.shoe
+    if shoe is not None and shoe.server_seed:
+        run.emit(e.SeedRevealed(shoe.server_seed.hex()))
+    run.emit(e.RoundClosed(outcome))
+
+
+def _void(run: _Run, cmd: c.VoidRound) -> None:
+    state = run.state
+    if state.phase in (Phase.NEW, Phase.SETTLED, Phase.CLOSED):
+        raise WrongPhase(f"cannot void a round that is {state.phase.value}", phase=state.phase.value)
+    reason = cmd.reason.strip()
+    if not reason:
+        raise InvalidCommand("say why the round is voided", field="reason")
+    wallets = list(state.reserved)
+    if state.banker_player is not None and state.banker_reserved:
+        wallets.append((state.banker_player, state.banker_reserved))
+    run.emit(e.RoundVoided(reason, tuple(wallets)))
+    _reveal_seed_and_close(run, "voided")
+
+
+_HANDLERS: Mapping[type[c.RoundCommand], Callable[[_Run, Any], None]] = {
+    c.OpenRound: _open,
+    c.PlaceBet: _place_bet,
+    c.Deal: _deal,
+    c.PlaceSideBet: _place_side_bet,
+    c.CloseSideBets: _close_side_bets,
+    c.Draw: _draw,
+    c.Stay: _stay,
+    c.BankerReveal: _banker_reveal,
+    c.BankerDraw: _banker_play,
+    c.BankerStay: _banker_play,
+    c.TimeOutTurn: _time_out,
+    c.VoidRound: _void,
+}
+
+
+def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...]:
+    """What may be asked now: by the holder of ``seat`` (0: the banker), or by the operator (None)."""
+    phase = state.phase
+    if phase in (Phase.NEW, Phase.SHOWDOWN, Phase.SETTLED, Phase.CLOSED):
+        return ()
+    profile = state.rules
+    if seat is None:
+        ops: list[str] = []
+        if phase is Phase.BETTING and state.bets:
+            ops.append(c.Deal.name)
+        if phase is Phase.SIDE_BETS:
+            ops.append(c.CloseSideBets.name)
+        if phase in (Phase.SIDE_BETS, Phase.PLAYER_TURNS, Phase.BANKER_TURN):
+            ops.append(c.TimeOutTurn.name)
+        if state.banker_player is None and phase is Phase.BANKER_TURN:
+            ops.extend(legal_commands(state, BANKER))
+        ops.append(c.VoidRound.name)
+        return tuple(ops)
+    if seat == BANKER:
+        if phase is not Phase.BANKER_TURN or state.banker_done:
+            return ()
+        assert profile.banker_draw is not None
+        if profile.banker_draw.action(taem(state.banker_cards)) != "choose":
+            return ()
+        out = [c.BankerDraw.name, c.BankerStay.name]
+        if profile.banker_selective_reveal:
+            out.insert(0, c.BankerReveal.name)
+        return tuple(out)
+    try:
+        holder = state.holder(seat)
+    except UnknownSeat:
+        return ()
+    if phase is Phase.BETTING:
+        return (c.PlaceBet.name,)
+    if phase is Phase.SIDE_BETS:
+        has_main = any(b.seat == seat and b.player == holder for b in state.bets)
+        has_side = any(b.seat == seat for b in state.side_bets)
+        return (c.PlaceSideBet.name,) if has_main and not has_side else ()
+    if phase is Phase.PLAYER_TURNS and state.turn == seat:
+        assert profile.player_draw is not None
+        if profile.player_draw.action(taem(state.cards(seat))) == "choose":
+            return (c.Draw.name, c.Stay.name)
+    return ()
+
+
+def can(state: RoundState, command: c.RoundCommand) -> bool:
+    """Whether ``command`` would be accepted now (pokerkit's ``can_x``)."""
+    try:
+        decide(state, command)
+    except DomainError:
+        return False
+    return True
+
+
+def wallet_changes(state: RoundState) -> dict[str, int]:
+    """Each wallet's net for a settled round (empty before settlement or for a voided round)."""
+    return dict(state.nets) if state.outcome == "settled" else {}
