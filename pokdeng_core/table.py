@@ -1,0 +1,495 @@
+"""The table as a pure state machine: seats, the banker, the room's banker bid, the round counter.
+
+Same style as ``machine.py``: ``decide_table(state, command) -> events`` and
+``evolve_table(state, event) -> state``. Wallet balances come in on the commands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, UnknownSeat, WrongPhase
+from .profiles import BankerKind, Profile, get_profile
+
+MAX_SEATS = 17
+MAX_TURN_TIMEOUT = 3600
+
+# --- events --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TableEvent:
+    kind: ClassVar[str] = "table_event"
+
+
+@dataclass(frozen=True, slots=True)
+class TableOpened(TableEvent):
+    kind: ClassVar[str] = "table_opened"
+    table_id: str
+    profile_name: str
+    profile_version: int
+    profile_options: tuple[tuple[str, bool], ...]
+    min_stake: int
+    max_stake: int
+    seats: int
+    dealer: str | None  # classic: a player named as dealer; None: the house (or, in room, the bid winner)
+    turn_timeout: int  # seconds
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerSeated(TableEvent):
+    kind: ClassVar[str] = "player_seated"
+    seat: int
+    player: str
+
+
+@dataclass(frozen=True, slots=True)
+class PlayerLeft(TableEvent):
+    kind: ClassVar[str] = "player_left"
+    seat: int
+    player: str
+    reason: str  # "left" or "insufficient_funds"
+
+
+@dataclass(frozen=True, slots=True)
+class BankerBidPlaced(TableEvent):
+    kind: ClassVar[str] = "banker_bid_placed"
+    player: str
+    rounds: int  # 0: skip
+    capital: int
+
+
+@dataclass(frozen=True, slots=True)
+class BankerAssigned(TableEvent):
+    kind: ClassVar[str] = "banker_assigned"
+    player: str
+    rounds: int
+
+
+@dataclass(frozen=True, slots=True)
+class BankerRoleEnded(TableEvent):
+    kind: ClassVar[str] = "banker_role_ended"
+    player: str
+    reason: str  # "tenure_served", "insufficient_funds", "left", "disconnected", "no_bids"
+
+
+@dataclass(frozen=True, slots=True)
+class BankerDisconnected(TableEvent):
+    kind: ClassVar[str] = "banker_disconnected"
+    player: str
+
+
+@dataclass(frozen=True, slots=True)
+class RoundStarted(TableEvent):
+    kind: ClassVar[str] = "round_started"
+    round_id: str
+    round_no: int
+    nonce: int
+
+
+@dataclass(frozen=True, slots=True)
+class RoundFinished(TableEvent):
+    """A round of the table ended; ``house_net`` and ``commission`` book the house's side of it."""
+
+    kind: ClassVar[str] = "round_finished"
+    round_id: str
+    outcome: str
+    house_net: int
+    commission: int
+
+
+TABLE_EVENT_TYPES: tuple[type[TableEvent], ...] = (
+    TableOpened,
+    PlayerSeated,
+    PlayerLeft,
+    BankerBidPlaced,
+    BankerAssigned,
+    BankerRoleEnded,
+    BankerDisconnected,
+    RoundStarted,
+    RoundFinished,
+)
+TABLE_EVENT_BY_KIND = {cls.kind: cls for cls in TABLE_EVENT_TYPES}
+
+# --- commands ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTable:
+    table_id: str
+    profile: Profile
+    min_stake: int
+    max_stake: int
+    seats: int
+    dealer: str | None = None
+    turn_timeout: int = 30
+
+
+@dataclass(frozen=True, slots=True)
+class TakeSeat:
+    player: str
+    seat: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveSeat:
+    player: str
+    seat: int | None = None  # None: every seat the player holds (and the banker's role)
+
+
+@dataclass(frozen=True, slots=True)
+class BidForBanker:
+    player: str
+    rounds: int  # one of the profile's tenures, or 0 to skip
+    capital: int  # the player's available funds
+
+
+@dataclass(frozen=True, slots=True)
+class CloseBankerBid:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class StartRound:
+    """Begin the next round. ``funds`` gives each seated player's (and the banker's) available funds."""
+
+    round_id: str
+    funds: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FinishRound:
+    round_id: str
+    outcome: str
+    house_net: int = 0
+    commission: int = 0
+    banker_funds: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DisconnectBanker:
+    player: str
+
+
+TableCommand = OpenTable | TakeSeat | LeaveSeat | BidForBanker | CloseBankerBid | StartRound | FinishRound | (
+    DisconnectBanker
+)
+
+# --- state ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TableState:
+    table_id: str = ""
+    profile: Profile | None = None
+    min_stake: int = 0
+    max_stake: int = 0
+    seat_count: int = 0
+    dealer: str | None = None
+    turn_timeout: int = 30
+    seats: tuple[tuple[int, str], ...] = ()
+    banker: str | None = None
+    tenure_left: int = 0
+    banker_leaving: bool = False
+    bids: tuple[tuple[str, int, int], ...] = ()  # (player, rounds, capital) in bid order
+    round_id: str | None = None
+    round_no: int = 0
+    house_net: int = 0
+    commission: int = 0
+
+    @property
+    def rules(self) -> Profile:
+        if self.profile is None:
+            raise WrongPhase("the table is not open")
+        return self.profile
+
+    @property
+    def is_open(self) -> bool:
+        return self.profile is not None
+
+    def holder(self, seat: int) -> str | None:
+        return dict(self.seats).get(seat)
+
+    def seats_of(self, player: str) -> tuple[int, ...]:
+        return tuple(s for s, p in self.seats if p == player)
+
+    @property
+    def players(self) -> tuple[str, ...]:
+        seen: dict[str, None] = {}
+        for _, player in self.seats:
+            seen.setdefault(player)
+        return tuple(seen)
+
+    @property
+    def needs_bid(self) -> bool:
+        """Room: no banker yet, so the next round waits for a banker bid."""
+        return self.rules.banker_bid is not None and self.banker is None
+
+    @property
+    def banker_minimum(self) -> int:
+        """The room's banker capital: room stake x number of seated players."""
+        return self.max_stake * max(1, len(self.players))
+
+    def round_seats(self) -> tuple[tuple[int, str | None], ...]:
+        """The seats a round is dealt to: the table's seats, or ante's fixed betting positions."""
+        positions = self.rules.fixed_positions
+        if positions is not None:
+            return tuple((p, None) for p in range(1, positions + 1))
+        return self.seats
+
+    @property
+    def round_banker(self) -> str | None:
+        return self.banker if self.banker is not None else self.dealer
+
+
+def evolve_table(state: TableState, event: TableEvent) -> TableState:  # noqa: C901
+    if isinstance(event, TableOpened):
+        profile = get_profile(event.profile_name, event.profile_version, **dict(event.profile_options))
+        return replace(
+            state,
+            table_id=event.table_id,
+            profile=profile,
+            min_stake=event.min_stake,
+            max_stake=event.max_stake,
+            seat_count=event.seats,
+            dealer=event.dealer,
+            turn_timeout=event.turn_timeout,
+        )
+    if isinstance(event, PlayerSeated):
+        return replace(state, seats=tuple(sorted((*state.seats, (event.seat, event.player)))))
+    if isinstance(event, PlayerLeft):
+        return replace(state, seats=tuple(s for s in state.seats if s != (event.seat, event.player)))
+    if isinstance(event, BankerBidPlaced):
+        return replace(state, bids=(*state.bids, (event.player, event.rounds, event.capital)))
+    if isinstance(event, BankerAssigned):
+        return replace(state, banker=event.player, tenure_left=event.rounds, bids=(), banker_leaving=False)
+    if isinstance(event, BankerRoleEnded):
+        return replace(state, banker=None, tenure_left=0, bids=(), banker_leaving=False)
+    if isinstance(event, BankerDisconnected):
+        return replace(state, banker_leaving=True)
+    if isinstance(event, RoundStarted):
+        return replace(state, round_id=event.round_id, round_no=event.round_no)
+    if isinstance(event, RoundFinished):
+        tenure = state.tenure_left - 1 if state.banker is not None and state.tenure_left > 0 else state.tenure_left
+        return replace(
+            state,
+            round_id=None,
+            tenure_left=tenure,
+            house_net=state.house_net + event.house_net,
+            commission=state.commission + event.commission,
+        )
+    raise TypeError(f"not a table event: {event!r}")
+
+
+class _Run:
+    __slots__ = ("events", "state")
+
+    def __init__(self, state: TableState) -> None:
+        self.state = state
+        self.events: list[TableEvent] = []
+
+    def emit(self, event: TableEvent) -> None:
+        self.events.append(event)
+        self.state = evolve_table(self.state, event)
+
+
+def decide_table(state: TableState, command: TableCommand) -> tuple[TableEvent, ...]:
+    handler = _HANDLERS.get(type(command))
+    if handler is None:
+        raise InvalidCommand(f"not a table command: {type(command).__name__}")
+    run = _Run(state)
+    handler(run, command)
+    return tuple(run.events)
+
+
+def _idle(state: TableState, doing: str) -> None:
+    if not state.is_open:
+        raise WrongPhase("the table is not open")
+    if state.round_id is not None:
+        raise WrongPhase(f"cannot {doing} while round {state.round_id} is in play", round_id=state.round_id)
+
+
+def _open_table(run: _Run, cmd: OpenTable) -> None:
+    if run.state.is_open:
+        raise WrongPhase(f"table {run.state.table_id} is already open")
+    profile = cmd.profile
+    if not cmd.table_id or len(cmd.table_id) > 128:
+        raise InvalidCommand("a table id has 1 to 128 characters", field="table_id")
+    if not 0 < cmd.min_stake <= cmd.max_stake:
+        raise InvalidCommand("stake limits must satisfy 0 < min_stake <= max_stake", field="min_stake")
+    if profile.wager_split and (cmd.min_stake % 2 or cmd.max_stake % 2):
+        raise InvalidCommand("ante wagers are split in two: stake limits must be even", field="min_stake")
+    seats = profile.fixed_positions or cmd.seats
+    if not 1 <= seats <= min(MAX_SEATS, profile.max_hands):
+        raise InvalidCommand(f"{profile.name} allows 1 to {profile.max_hands} seats", field="seats")
+    if cmd.dealer is not None:
+        if profile.name != "classic":
+            raise InvalidCommand("only a classic table names a player as dealer", field="dealer")
+        if not cmd.dealer:
+            raise InvalidCommand("the dealer needs a player id", field="dealer")
+    if not 1 <= cmd.turn_timeout <= MAX_TURN_TIMEOUT:
+        raise InvalidCommand(f"the turn timeout is 1 to {MAX_TURN_TIMEOUT} seconds", field="turn_timeout")
+    run.emit(
+        TableOpened(
+            cmd.table_id,
+            profile.name,
+            profile.version,
+            tuple(sorted(profile.options.items())),
+            cmd.min_stake,
+            cmd.max_stake,
+            seats,
+            cmd.dealer,
+            cmd.turn_timeout,
+        )
+    )
+
+
+def _take_seat(run: _Run, cmd: TakeSeat) -> None:
+    state = run.state
+    if not state.is_open:
+        raise WrongPhase("the table is not open")
+    profile = state.rules
+    if profile.fixed_positions is not None:
+        raise DomainError(f"{profile.name} has betting positions, not seats: bet on a position directly")
+    if not cmd.player:
+        raise InvalidCommand("a seat needs a player id", field="player")
+    if not 1 <= cmd.seat <= state.seat_count:
+        raise UnknownSeat(f"seat {cmd.seat} is not at this table (seats 1 to {state.seat_count})", seat=cmd.seat)
+    if state.holder(cmd.seat) is not None:
+        raise DomainError(f"seat {cmd.seat} is taken", seat=cmd.seat)
+    if cmd.player in (state.banker, state.dealer):
+        raise DomainError("the banker cannot take a player's seat")
+    if len(state.seats_of(cmd.player)) >= profile.seats_per_player:
+        raise DomainError(f"{cmd.player!r} already holds {profile.seats_per_player} seat(s) at this table")
+    run.emit(PlayerSeated(cmd.seat, cmd.player))
+
+
+def _leave_seat(run: _Run, cmd: LeaveSeat) -> None:
+    state = run.state
+    _idle(state, "leave")
+    if state.banker == cmd.player and cmd.seat is None:
+        run.emit(BankerRoleEnded(cmd.player, "left"))
+    seats = state.seats_of(cmd.player) if cmd.seat is None else (cmd.seat,)
+    if cmd.seat is not None and state.holder(cmd.seat) != cmd.player:
+        raise NotYourTurn(f"seat {cmd.seat} is not held by {cmd.player!r}", seat=cmd.seat)
+    if not seats and not run.events:
+        raise UnknownSeat(f"{cmd.player!r} holds no seat at this table")
+    for seat in seats:
+        run.emit(PlayerLeft(seat, cmd.player, "left"))
+
+
+def _bid(run: _Run, cmd: BidForBanker) -> None:
+    state = run.state
+    _idle(state, "bid for banker")
+    rule = state.rules.banker_bid
+    if rule is None:
+        raise DomainError(f"{state.rules.name} has no banker bid")
+    if state.banker is not None:
+        raise WrongPhase(f"{state.banker!r} is the banker: bidding opens when the role ends")
+    if not state.seats_of(cmd.player):
+        raise NotYourTurn("only a seated player may bid for banker")
+    if cmd.rounds not in (*rule.tenures, 0):
+        choices = ", ".join(str(t) for t in rule.tenures)
+        raise InvalidCommand(f"bid {choices} rounds, or 0 to skip", field="rounds")
+    if any(p == cmd.player for p, _, _ in state.bids):
+        raise DomainError(f"{cmd.player!r} has already bid")
+    if cmd.rounds and cmd.capital < state.banker_minimum:
+        raise InsufficientFunds(
+            f"bidding for banker needs {state.banker_minimum} available: {cmd.capital} available",
+            required=state.banker_minimum,
+            available=cmd.capital,
+            wallet=cmd.player,
+        )
+    run.emit(BankerBidPlaced(cmd.player, cmd.rounds, cmd.capital))
+
+
+def winning_bid(bids: Iterable[tuple[str, int, int]]) -> tuple[str, int] | None:
+    """The highest tenure wins; a tie goes to the larger capital, then to the earlier bid."""
+    best: tuple[int, int, int] | None = None
+    winner: tuple[str, int] | None = None
+    for order, (player, rounds, capital) in enumerate(bids):
+        if rounds <= 0:
+            continue
+        key = (rounds, capital, -order)
+        if best is None or key > best:
+            best, winner = key, (player, rounds)
+    return winner
+
+
+def _close_bid(run: _Run, _cmd: CloseBankerBid) -> None:
+    state = run.state
+    _idle(state, "close the banker bid")
+    if state.rules.banker_bid is None:
+        raise DomainError(f"{state.rules.name} has no banker bid")
+    if state.banker is not None:
+        raise WrongPhase(f"{state.banker!r} is already the banker")
+    winner = winning_bid(state.bids)
+    if winner is None:
+        raise DomainError("no player has bid for banker: the next round cannot start")
+    player, rounds = winner
+    for seat in state.seats_of(player):
+        run.emit(PlayerLeft(seat, player, "became_banker"))
+    run.emit(BankerAssigned(player, rounds))
+
+
+def _start_round(run: _Run, cmd: StartRound) -> None:
+    state = run.state
+    _idle(state, "start a round")
+    profile = state.rules
+    if not cmd.round_id:
+        raise InvalidCommand("a round needs an id", field="round_id")
+    funds = dict(cmd.funds)
+    if profile.banker_bid is not None:
+        if state.banker is None:
+            raise WrongPhase("the room has no banker: hold the banker bid first")
+        minimum = state.max_stake * profile.reserve_multiple
+        for seat, player in state.seats:
+            if player in funds and funds[player] < minimum:
+                run.emit(PlayerLeft(seat, player, "insufficient_funds"))
+    if profile.fixed_positions is None and not run.state.seats:
+        raise DomainError("no player is seated: nobody to deal to")
+    if BankerKind.HOUSE not in profile.banker and run.state.round_banker is None:
+        raise WrongPhase(f"{profile.name} needs a player banker")
+    no = state.round_no + 1
+    run.emit(RoundStarted(cmd.round_id, no, no))
+
+
+def _finish_round(run: _Run, cmd: FinishRound) -> None:
+    state = run.state
+    if state.round_id != cmd.round_id:
+        raise WrongPhase(f"round {cmd.round_id} is not this table's current round")
+    run.emit(RoundFinished(cmd.round_id, cmd.outcome, cmd.house_net, cmd.commission))
+    after = run.state
+    banker = after.banker
+    if banker is None:
+        return
+    if after.banker_leaving:
+        run.emit(BankerRoleEnded(banker, "disconnected"))
+    elif cmd.banker_funds is not None and cmd.banker_funds < after.banker_minimum:
+        run.emit(BankerRoleEnded(banker, "insufficient_funds"))
+    elif after.tenure_left <= 0:
+        run.emit(BankerRoleEnded(banker, "tenure_served"))
+
+
+def _disconnect(run: _Run, cmd: DisconnectBanker) -> None:
+    state = run.state
+    if state.banker != cmd.player:
+        raise NotYourTurn(f"{cmd.player!r} is not the banker")
+    if state.round_id is None:
+        run.emit(BankerRoleEnded(cmd.player, "disconnected"))
+    else:
+        run.emit(BankerDisconnected(cmd.player))
+
+
+_HANDLERS: Mapping[type[Any], Callable[[_Run, Any], None]] = {
+    OpenTable: _open_table,
+    TakeSeat: _take_seat,
+    LeaveSeat: _leave_seat,
+    BidForBanker: _bid,
+    CloseBankerBid: _close_bid,
+    StartRound: _start_round,
+    FinishRound: _finish_round,
+    DisconnectBanker: _disconnect,
+}

@@ -1,0 +1,293 @@
+"""Event-sourced aggregates on the ``eventsourcing`` library.
+
+* ``RoundRecord``: one stream per round. Each event wraps one core round event
+  (pokdeng_core.events) with the command id that caused it, the profile and
+  engine versions, and a hash-chain digest. State is ``pokdeng_core.machine.evolve``
+  folded over the stream.
+* ``TableRecord``: seats, banker, round counter and the house's ledger of the
+  table's rounds; state is ``pokdeng_core.table.evolve_table`` over the stream.
+* ``Wallet``: balance and reservations by round.
+* ``SealedSeed``: a round's server seed, encrypted until the reveal.
+* ``CommandRecord``: the first result of a client request id (idempotent retries).
+
+Event classes are versioned with ``class_version``; upcasting follows the
+library's ``upcast_vX_vY`` convention (docs/events.md).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import fields as dataclass_fields
+from dataclasses import replace
+from datetime import UTC, datetime
+from typing import Any, cast
+
+from eventsourcing.domain import Aggregate, event
+from eventsourcing.persistence import JSONTranscoder, Transcoding
+
+from pokdeng_core import events as round_events
+from pokdeng_core import table as table_core
+from pokdeng_core.machine import RoundState, evolve
+from pokdeng_core.profiles import ENGINE_VERSION, get_profile
+from pokdeng_core.table import TableState, evolve_table
+
+from .codec import chain_digest, from_data, genesis_digest, to_data
+
+NAMESPACE = uuid.UUID("5b0f1a52-6d6e-4f3c-9c57-706f6b64656e")
+
+
+def round_uuid(round_id: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, f"round:{round_id}")
+
+
+def table_uuid(table_id: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, f"table:{table_id}")
+
+
+def wallet_uuid(wallet_id: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, f"wallet:{wallet_id}")
+
+
+def seed_uuid(round_id: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, f"seed:{round_id}")
+
+
+def command_uuid(request_id: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, f"request:{request_id}")
+
+
+def _now() -> datetime:
+    return datetime.now(tz=UTC)
+
+
+class _ChainedStream(Aggregate):
+    """An aggregate whose facts carry a hash chain over the stream."""
+
+    last_digest: str
+    stream_id: str  # the round id or table id the stream belongs to
+
+    class Fact(Aggregate.Event):
+        """One core fact: ``kind`` names it, ``data`` holds its fields."""
+
+        class_version = 1
+        kind: str
+        stream_id: str
+        data: dict[str, Any]
+        command_id: str
+        engine: str
+        digest: str
+
+        def apply(self, aggregate: Aggregate) -> None:
+            cast(_ChainedStream, aggregate).apply_fact(self)
+
+    def apply_fact(self, fact: _ChainedStream.Fact) -> None:
+        self.last_digest = fact.digest
+
+    def record_fact(
+        self, fact_class: type[_ChainedStream.Fact], kind: str, data: dict[str, Any], command_id: str
+    ) -> None:
+        timestamp = _now()
+        position = self.version + 1
+        digest = chain_digest(self.last_digest, kind, data, position, command_id, timestamp.isoformat())
+        self.trigger_event(
+            fact_class,
+            kind=kind,
+            stream_id=self.stream_id,
+            data=data,
+            command_id=command_id,
+            engine=ENGINE_VERSION,
+            digest=digest,
+            timestamp=timestamp,
+        )
+
+
+def _fact_classes(owner: type[_ChainedStream], kinds: tuple[type[Any], ...]) -> dict[str, type[_ChainedStream.Fact]]:
+    """One stored event class per core event, named after it (``RoundRecord.BetPlaced``), so topics read well."""
+    out: dict[str, type[_ChainedStream.Fact]] = {}
+    for core_class in kinds:
+        name = core_class.__name__
+        sub = type(name, (owner.Fact,), {"__qualname__": f"{owner.__qualname__}.{name}", "__module__": __name__})
+        setattr(owner, name, sub)
+        out[core_class.kind] = cast(type[_ChainedStream.Fact], sub)
+    return out
+
+
+class RoundRecord(_ChainedStream):
+    round_id: str
+    table_id: str
+    state: RoundState
+
+    class Started(Aggregate.Created):
+        round_id: str
+        table_id: str
+
+    @staticmethod
+    def create_id(round_id: str, table_id: str) -> uuid.UUID:
+        return round_uuid(round_id)
+
+    @event(Started)
+    def __init__(self, round_id: str, table_id: str) -> None:
+        self.round_id = round_id
+        self.table_id = table_id
+        self.stream_id = round_id
+        self.state = RoundState()
+        self.last_digest = genesis_digest(round_id)
+
+    def apply_fact(self, fact: _ChainedStream.Fact) -> None:
+        super().apply_fact(fact)
+        self.state = evolve(self.state, from_data(round_events.EVENT_BY_KIND[fact.kind], fact.data))
+
+    def record(self, core_events: tuple[round_events.RoundEvent, ...], command_id: str) -> None:
+        shoe = self.state.shoe
+        for core_event in core_events:
+            self.record_fact(ROUND_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
+        if shoe is not None and self.state.shoe is None:
+            self.state = replace(self.state, shoe=shoe)
+
+
+ROUND_FACTS = _fact_classes(RoundRecord, round_events.EVENT_TYPES)
+
+
+class TableRecord(_ChainedStream):
+    table_id: str
+    state: TableState
+
+    class Opened(Aggregate.Created):
+        table_id: str
+
+    @staticmethod
+    def create_id(table_id: str) -> uuid.UUID:
+        return table_uuid(table_id)
+
+    @event(Opened)
+    def __init__(self, table_id: str) -> None:
+        self.table_id = table_id
+        self.stream_id = table_id
+        self.state = TableState()
+        self.last_digest = genesis_digest(f"table:{table_id}")
+
+    def apply_fact(self, fact: _ChainedStream.Fact) -> None:
+        super().apply_fact(fact)
+        self.state = evolve_table(self.state, from_data(table_core.TABLE_EVENT_BY_KIND[fact.kind], fact.data))
+
+    def record(self, core_events: tuple[table_core.TableEvent, ...], command_id: str) -> None:
+        for core_event in core_events:
+            self.record_fact(TABLE_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
+
+
+TABLE_FACTS = _fact_classes(TableRecord, table_core.TABLE_EVENT_TYPES)
+
+
+class Wallet(Aggregate):
+    """A player's money: ``balance`` includes reserved funds; ``available`` is what may be staked or withdrawn."""
+
+    class Opened(Aggregate.Created):
+        wallet_id: str
+
+    @staticmethod
+    def create_id(wallet_id: str) -> uuid.UUID:
+        return wallet_uuid(wallet_id)
+
+    @event(Opened)
+    def __init__(self, wallet_id: str) -> None:
+        self.wallet_id = wallet_id
+        self.balance = 0
+        self.reservations: dict[str, int] = {}
+
+    @property
+    def reserved(self) -> int:
+        return sum(self.reservations.values())
+
+    @property
+    def available(self) -> int:
+        return self.balance - self.reserved
+
+    @event("Deposited")
+    def deposit(self, amount: int, request_id: str) -> None:
+        self.balance += amount
+
+    @event("Withdrawn")
+    def withdraw(self, amount: int, request_id: str) -> None:
+        self.balance -= amount
+
+    @event("FundsReserved")
+    def reserve(self, round_id: str, amount: int) -> None:
+        self.reservations[round_id] = self.reservations.get(round_id, 0) + amount
+
+    @event("RoundSettled")
+    def settle(self, round_id: str, released: int, net: int) -> None:
+        self.reservations.pop(round_id, None)
+        self.balance += net
+
+    @event("ReservationReleased")
+    def release(self, round_id: str, amount: int, reason: str) -> None:
+        self.reservations.pop(round_id, None)
+
+
+class SealedSeed(Aggregate):
+    """A round's server seed, AES-GCM sealed with the vault key (never stored in the clear before the reveal)."""
+
+    class Sealed(Aggregate.Created):
+        round_id: str
+        nonce: str
+        sealed: str
+        key_id: str
+
+    @staticmethod
+    def create_id(round_id: str, nonce: str, sealed: str, key_id: str) -> uuid.UUID:
+        return seed_uuid(round_id)
+
+    @event(Sealed)
+    def __init__(self, round_id: str, nonce: str, sealed: str, key_id: str) -> None:
+        self.round_id = round_id
+        self.nonce = nonce
+        self.sealed = sealed
+        self.key_id = key_id
+
+
+class CommandRecord(Aggregate):
+    """The first outcome of a request id: a retry returns it and writes nothing."""
+
+    class Accepted(Aggregate.Created):
+        request_id: str
+        fingerprint: str
+        result: dict[str, Any]
+
+    @staticmethod
+    def create_id(request_id: str, fingerprint: str, result: dict[str, Any]) -> uuid.UUID:
+        return command_uuid(request_id)
+
+    @event(Accepted)
+    def __init__(self, request_id: str, fingerprint: str, result: dict[str, Any]) -> None:
+        self.request_id = request_id
+        self.fingerprint = fingerprint
+        self.result = result
+
+
+class TableStateAsDict(Transcoding):
+    """Snapshots of a table hold its core state; the profile is stored by name, version and options."""
+
+    type = TableState
+    name = "pokdeng_table_state"
+
+    def encode(self, obj: TableState) -> dict[str, Any]:
+        data = {f.name: getattr(obj, f.name) for f in dataclass_fields(obj) if f.name != "profile"}
+        profile = obj.profile
+        data["profile"] = None if profile is None else [profile.name, profile.version, profile.options]
+        return data
+
+    def decode(self, data: dict[str, Any]) -> TableState:
+        profile_data = data.pop("profile")
+        profile = None if profile_data is None else get_profile(profile_data[0], profile_data[1], **profile_data[2])
+        values = {k: _tuples(v) for k, v in data.items()}
+        return TableState(profile=profile, **values)
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list | tuple):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+def register_transcodings(transcoder: JSONTranscoder) -> None:
+    transcoder.register(TableStateAsDict())

@@ -1,0 +1,714 @@
+"""The pokdeng application: commands load aggregates, ask the pure core to decide, and save atomically.
+
+Every command carries a client request id. The first outcome is recorded in a
+``CommandRecord`` saved in the same transaction as the command's events, so a
+retry with the same id returns the same result and writes nothing. A version
+conflict (another writer got there first) is retried a bounded number of times,
+then surfaces as ``Conflict``.
+
+Money moves only in the transaction that settles or voids a round: the round's
+``RoundSettled`` (or ``RoundVoided``) event, every wallet's release-and-apply
+event and the table's ledger entry are saved together.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
+from dataclasses import replace
+from typing import Any, TypeVar
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError, JSONTranscoder
+
+from pokdeng_core import commands as rc
+from pokdeng_core import events as re
+from pokdeng_core import table as tc
+from pokdeng_core.errors import DomainError, InvalidCommand
+from pokdeng_core.machine import RoundState, Shoe, attach_shoe, decide, legal_commands
+from pokdeng_core.profiles import ProfileError, get_profile
+from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
+
+from . import aggregates as ag
+from .aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
+from .errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
+from .vault import SeedVault, fresh_seed
+from .views import (
+    BetView,
+    CommandResult,
+    HandView,
+    Notification,
+    RecordedEvent,
+    Reservation,
+    RoundView,
+    Seat,
+    StatementLine,
+    TableView,
+    WalletView,
+)
+
+T = TypeVar("T")
+MAX_ATTEMPTS = 8
+MAX_ID = 128
+MAX_AMOUNT = 2**63 - 1
+MAX_CLIENT_SEED = 256
+
+
+def _check_id(value: object, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidCommand(f"{field} is required", field=field)
+    if len(value) > MAX_ID:
+        raise InvalidCommand(f"{field} has at most {MAX_ID} characters", field=field)
+    if any(ord(ch) < 32 for ch in value):
+        raise InvalidCommand(f"{field} may not contain control characters", field=field)
+    return value
+
+
+def _check_amount(value: object, field: str = "amount") -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidCommand(f"{field} must be a whole number of minor units", field=field)
+    if value <= 0:
+        raise InvalidCommand(f"{field} must be positive", field=field)
+    if value > MAX_AMOUNT:
+        raise InvalidCommand(f"{field} is too large", field=field)
+    return value
+
+
+def _fingerprint(name: str, args: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps([name, args], sort_keys=True, default=str).encode()).hexdigest()
+
+
+class PokdengApp(Application[UUID]):
+    """The round engine's application: tables, rounds, wallets and the audit record."""
+
+    name = "pokdeng"
+    snapshotting_intervals = {Wallet: 100, TableRecord: 100}  # noqa: RUF012 - eventsourcing's class setting
+    env = {"AGGREGATE_CACHE_MAXSIZE": "2000", "COMPRESSOR_TOPIC": ""}  # noqa: RUF012
+
+    def __init__(self, env: dict[str, str] | None = None, vault: SeedVault | None = None) -> None:
+        super().__init__(env)
+        self.vault = vault or SeedVault.ephemeral()
+        self._shoes: OrderedDict[str, Shoe] = OrderedDict()
+        self._shoes_lock = threading.Lock()
+
+    def register_transcodings(self, transcoder: JSONTranscoder) -> None:
+        super().register_transcodings(transcoder)
+        ag.register_transcodings(transcoder)
+
+    # -- the command pipeline --------------------------------------------------------------
+
+    def _execute(
+        self,
+        request_id: str,
+        name: str,
+        args: dict[str, Any],
+        work: Callable[[str], tuple[list[Aggregate], str, str, Aggregate]],
+    ) -> CommandResult:
+        """Run ``work`` (load, decide, record) and save its aggregates with the request's record, atomically."""
+        _check_id(request_id, "request_id")
+        fingerprint = _fingerprint(name, args)
+        record_id = ag.command_uuid(request_id)
+        for _attempt in range(MAX_ATTEMPTS):
+            done = self._command_record(record_id)
+            if done is not None:
+                return self._replayed(done, fingerprint)
+            aggregates, stream, stream_id, target = work(request_id)
+            before = target.version - len(target.pending_events)
+            result = {"stream": stream, "id": stream_id, "from": before + 1, "to": target.version}
+            record = CommandRecord(request_id, fingerprint, result)
+            try:
+                self.save(*aggregates, record)
+            except IntegrityError:
+                continue
+            return self._result(request_id, result)
+        raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
+
+    def _command_record(self, record_id: UUID) -> CommandRecord | None:
+        try:
+            record = self.repository.get(record_id)
+        except AggregateNotFoundError:
+            return None
+        assert isinstance(record, CommandRecord)
+        return record
+
+    def _replayed(self, record: CommandRecord, fingerprint: str) -> CommandResult:
+        if record.fingerprint != fingerprint:
+            raise DuplicateRequest(
+                f"request id {record.request_id!r} was already used for a different command", field="request_id"
+            )
+        return self._result(record.request_id, record.result, replayed=True)
+
+    def _result(self, request_id: str, result: dict[str, Any], replayed: bool = False) -> CommandResult:
+        stream, stream_id = result["stream"], result["id"]
+        uuid = {"round": ag.round_uuid, "table": ag.table_uuid, "wallet": ag.wallet_uuid}[stream](stream_id)
+        events = self._recorded(uuid, result["from"] - 1, result["to"])
+        return CommandResult(request_id=request_id, stream=stream, id=stream_id, events=events, replayed=replayed)
+
+    def _recorded(self, uuid: UUID, gt: int | None = None, lte: int | None = None) -> tuple[RecordedEvent, ...]:
+        out = []
+        for item in self.events.get(uuid, gt=gt, lte=lte):
+            out.append(_recorded_event(item))
+        return tuple(out)
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def _get(self, uuid: UUID, cls: type[T], what: str, ident: str) -> T:
+        try:
+            aggregate = self.repository.get(uuid)
+        except AggregateNotFoundError:
+            raise NotFound(f"{what} {ident!r} not found", **{what: ident}) from None
+        if not isinstance(aggregate, cls):
+            raise NotFound(f"{what} {ident!r} not found", **{what: ident})
+        return aggregate
+
+    def _wallet(self, wallet_id: str) -> Wallet:
+        return self._get(ag.wallet_uuid(wallet_id), Wallet, "wallet", wallet_id)
+
+    def _table(self, table_id: str) -> TableRecord:
+        return self._get(ag.table_uuid(table_id), TableRecord, "table", table_id)
+
+    def _round(self, round_id: str, with_shoe: bool = True) -> RoundRecord:
+        record = self._get(ag.round_uuid(round_id), RoundRecord, "round", round_id)
+        if with_shoe and not record.state.is_closed:
+            record.state = replace(record.state, shoe=self._shoe(record))
+        return record
+
+    def _shoe(self, record: RoundRecord) -> Shoe:
+        with self._shoes_lock:
+            shoe = self._shoes.get(record.round_id)
+            if shoe is not None:
+                self._shoes.move_to_end(record.round_id)
+                return shoe
+        sealed = self._get(ag.seed_uuid(record.round_id), SealedSeed, "round", record.round_id)
+        seed = self.vault.open(sealed.nonce, sealed.sealed, record.round_id)
+        attached = attach_shoe(record.state, seed).shoe
+        assert attached is not None
+        with self._shoes_lock:
+            self._shoes[record.round_id] = attached
+            while len(self._shoes) > 1024:
+                self._shoes.popitem(last=False)
+        return attached
+
+    # -- wallets ---------------------------------------------------------------------------
+
+    def open_wallet(self, request_id: str, wallet_id: str) -> CommandResult:
+        _check_id(wallet_id, "wallet_id")
+
+        def work(_rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
+            try:
+                self.repository.get(ag.wallet_uuid(wallet_id))
+            except AggregateNotFoundError:
+                wallet = Wallet(wallet_id)
+                return [wallet], "wallet", wallet_id, wallet
+            raise AlreadyExists(f"wallet {wallet_id!r} already exists", wallet=wallet_id)
+
+        return self._execute(request_id, "open_wallet", {"wallet_id": wallet_id}, work)
+
+    def deposit(self, request_id: str, wallet_id: str, amount: int) -> CommandResult:
+        _check_id(wallet_id, "wallet_id")
+        _check_amount(amount)
+
+        def work(rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
+            wallet = self._wallet(wallet_id)
+            if wallet.balance + amount > MAX_AMOUNT:
+                raise InvalidCommand("the balance would overflow", field="amount")
+            wallet.deposit(amount, rid)
+            return [wallet], "wallet", wallet_id, wallet
+
+        return self._execute(request_id, "deposit", {"wallet_id": wallet_id, "amount": amount}, work)
+
+    def withdraw(self, request_id: str, wallet_id: str, amount: int) -> CommandResult:
+        _check_id(wallet_id, "wallet_id")
+        _check_amount(amount)
+
+        def work(rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
+            wallet = self._wallet(wallet_id)
+            if amount > wallet.available:
+                from pokdeng_core.errors import InsufficientFunds
+
+                raise InsufficientFunds(
+                    f"wallet {wallet_id!r} has {wallet.available} available (reserved funds cannot be withdrawn)",
+                    required=amount,
+                    available=wallet.available,
+                    wallet=wallet_id,
+                )
+            wallet.withdraw(amount, rid)
+            return [wallet], "wallet", wallet_id, wallet
+
+        return self._execute(request_id, "withdraw", {"wallet_id": wallet_id, "amount": amount}, work)
+
+    def get_wallet(self, wallet_id: str) -> WalletView:
+        _check_id(wallet_id, "wallet_id")
+        wallet = self._wallet(wallet_id)
+        return WalletView(
+            wallet_id=wallet.wallet_id,
+            balance=wallet.balance,
+            reserved=wallet.reserved,
+            available=wallet.available,
+            reservations=tuple(Reservation(round_id=k, amount=v) for k, v in wallet.reservations.items()),
+            version=wallet.version,
+        )
+
+    def wallet_statement(self, wallet_id: str, after: int = 0, limit: int = 100) -> tuple[StatementLine, ...]:
+        """The wallet's movements after position ``after`` (at most ``limit``), with the running balance."""
+        _check_id(wallet_id, "wallet_id")
+        if limit < 1 or limit > 1000:
+            raise InvalidCommand("limit is 1 to 1000", field="limit")
+        if after < 0:
+            raise InvalidCommand("after must not be negative", field="after")
+        uuid = ag.wallet_uuid(wallet_id)
+        self._wallet(wallet_id)
+        balance = 0
+        if after:
+            balance = self.repository.get(uuid, version=after).balance
+        lines = []
+        for item in self.events.get(uuid, gt=after, limit=limit):
+            name = type(item).__name__
+            amount = reserved = 0
+            round_id = reference = ""
+            if name == "Deposited":
+                amount, reference = item.amount, item.request_id
+            elif name == "Withdrawn":
+                amount, reference = -item.amount, item.request_id
+            elif name == "FundsReserved":
+                reserved, round_id = item.amount, item.round_id
+            elif name == "RoundSettled":
+                amount, reserved, round_id = item.net, -item.released, item.round_id
+            elif name == "ReservationReleased":
+                reserved, round_id, reference = -item.amount, item.round_id, item.reason
+            balance += amount
+            lines.append(
+                StatementLine(
+                    position=item.originator_version,
+                    kind=name,
+                    amount=amount,
+                    reserved_change=reserved,
+                    balance_after=balance,
+                    round_id=round_id,
+                    reference=reference,
+                    at=item.timestamp.isoformat(),
+                )
+            )
+        return tuple(lines)
+
+    # -- tables ----------------------------------------------------------------------------
+
+    def open_table(
+        self,
+        request_id: str,
+        table_id: str,
+        profile: str,
+        options: dict[str, bool] | None = None,
+        *,
+        min_stake: int,
+        max_stake: int,
+        seats: int = 5,
+        dealer: str | None = None,
+        turn_timeout: int = 30,
+        profile_version: int | None = None,
+    ) -> CommandResult:
+        _check_id(table_id, "table_id")
+        try:
+            rules = get_profile(profile, profile_version, **(options or {}))
+        except ProfileError as error:
+            raise InvalidCommand(str(error), field="profile") from None
+        command = tc.OpenTable(table_id, rules, min_stake, max_stake, seats, dealer, turn_timeout)
+        args = {
+            "table_id": table_id,
+            "profile": rules.key,
+            "min": min_stake,
+            "max": max_stake,
+            "seats": seats,
+            "dealer": dealer,
+            "timeout": turn_timeout,
+        }
+
+        def work(rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
+            try:
+                self.repository.get(ag.table_uuid(table_id))
+            except AggregateNotFoundError:
+                pass
+            else:
+                raise AlreadyExists(f"table {table_id!r} already exists", table=table_id)
+            events = tc.decide_table(tc.TableState(), command)
+            table = TableRecord(table_id)
+            table.record(events, rid)
+            return [table], "table", table_id, table
+
+        return self._execute(request_id, "open_table", args, work)
+
+    def _table_command(
+        self, request_id: str, table_id: str, name: str, args: dict[str, Any], make: Callable[[TableRecord], Any]
+    ) -> CommandResult:
+        _check_id(table_id, "table_id")
+
+        def work(rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
+            table = self._table(table_id)
+            table.record(tc.decide_table(table.state, make(table)), rid)
+            return [table], "table", table_id, table
+
+        return self._execute(request_id, name, {"table_id": table_id, **args}, work)
+
+    def take_seat(self, request_id: str, table_id: str, player: str, seat: int) -> CommandResult:
+        _check_id(player, "player")
+        return self._table_command(
+            request_id, table_id, "take_seat", {"player": player, "seat": seat}, lambda _t: tc.TakeSeat(player, seat)
+        )
+
+    def leave_seat(self, request_id: str, table_id: str, player: str, seat: int | None = None) -> CommandResult:
+        _check_id(player, "player")
+        return self._table_command(
+            request_id, table_id, "leave_seat", {"player": player, "seat": seat}, lambda _t: tc.LeaveSeat(player, seat)
+        )
+
+    def bid_for_banker(self, request_id: str, table_id: str, player: str, rounds: int) -> CommandResult:
+        _check_id(player, "player")
+
+        def make(_table: TableRecord) -> tc.BidForBanker:
+            capital = self._wallet(player).available
+            return tc.BidForBanker(player, rounds, capital)
+
+        return self._table_command(request_id, table_id, "bid_for_banker", {"player": player, "rounds": rounds}, make)
+
+    def close_banker_bid(self, request_id: str, table_id: str) -> CommandResult:
+        return self._table_command(request_id, table_id, "close_banker_bid", {}, lambda _t: tc.CloseBankerBid())
+
+    def disconnect_banker(self, request_id: str, table_id: str, player: str) -> CommandResult:
+        _check_id(player, "player")
+        return self._table_command(
+            request_id, table_id, "disconnect_banker", {"player": player}, lambda _t: tc.DisconnectBanker(player)
+        )
+
+    def get_table(self, table_id: str) -> TableView:
+        _check_id(table_id, "table_id")
+        record = self._table(table_id)
+        s = record.state
+        profile = s.rules
+        return TableView(
+            table_id=s.table_id,
+            profile=profile.name,
+            profile_version=profile.version,
+            options=profile.options,
+            min_stake=s.min_stake,
+            max_stake=s.max_stake,
+            seat_count=s.seat_count,
+            seats=tuple(Seat(seat=n, player=p) for n, p in s.seats),
+            dealer=s.dealer,
+            banker=s.banker,
+            banker_rounds_left=s.tenure_left,
+            bids=s.bids,
+            current_round=s.round_id,
+            round_no=s.round_no,
+            turn_timeout=s.turn_timeout,
+            house_net=s.house_net,
+            commission=s.commission,
+            version=record.version,
+        )
+
+    # -- rounds ----------------------------------------------------------------------------
+
+    def start_round(self, request_id: str, table_id: str, client_seed: str = "") -> CommandResult:
+        """Start the table's next round: a fresh server seed is sealed and its commitment recorded."""
+        _check_id(table_id, "table_id")
+        if not isinstance(client_seed, str) or len(client_seed) > MAX_CLIENT_SEED:
+            raise InvalidCommand(f"client_seed has at most {MAX_CLIENT_SEED} characters", field="client_seed")
+
+        def work(rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
+            table = self._table(table_id)
+            state = table.state
+            round_id = f"{table_id}#{state.round_no + 1}"
+            funds: list[tuple[str, int]] = []
+            if state.rules.banker_bid is not None:
+                for player in state.players:
+                    funds.append((player, self._wallet_available(player)))
+            table.record(tc.decide_table(state, tc.StartRound(round_id, tuple(funds))), rid)
+            state = table.state
+            seed = fresh_seed()
+            command = rc.OpenRound(
+                round_id,
+                table_id,
+                state.round_no,
+                state.rules,
+                state.round_seats(),
+                state.round_banker,
+                state.min_stake,
+                state.max_stake,
+                commitment(seed),
+                client_seed,
+                state.round_no,
+                SHUFFLE_ALGORITHM,
+            )
+            record = RoundRecord(round_id, table_id)
+            record.record(decide(record.state, command), rid)
+            nonce, sealed = self.vault.seal(seed, round_id)
+            sealed_seed = SealedSeed(round_id, nonce, sealed, self.vault.key_id)
+            return [table, record, sealed_seed], "round", round_id, record
+
+        return self._execute(request_id, "start_round", {"table_id": table_id, "client_seed": client_seed}, work)
+
+    def _wallet_available(self, wallet_id: str) -> int:
+        try:
+            return self._wallet(wallet_id).available
+        except NotFound:
+            return 0
+
+    def _round_command(
+        self,
+        request_id: str,
+        round_id: str,
+        name: str,
+        args: dict[str, Any],
+        make: Callable[[RoundState, dict[str, Wallet]], rc.RoundCommand],
+    ) -> CommandResult:
+        _check_id(round_id, "round_id")
+
+        def work(rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
+            record = self._round(round_id)
+            wallets: dict[str, Wallet] = {}
+            command = make(record.state, wallets)
+            events = decide(record.state, command)
+            record.record(events, rid)
+            touched = self._book_money(record, events, wallets, rid)
+            return [record, *touched], "round", round_id, record
+
+        return self._execute(request_id, name, {"round_id": round_id, **args}, work)
+
+    def _load_wallet(self, wallets: dict[str, Wallet], wallet_id: str) -> Wallet:
+        wallet = wallets.get(wallet_id)
+        if wallet is None:
+            wallet = wallets[wallet_id] = self._wallet(wallet_id)
+        return wallet
+
+    def _book_money(
+        self, record: RoundRecord, events: Iterable[re.RoundEvent], wallets: dict[str, Wallet], command_id: str
+    ) -> list[Aggregate]:
+        """Apply the round's money events to the wallets (and, at the close, the table's ledger)."""
+        round_id = record.round_id
+        touched: list[Aggregate] = []
+        closed: re.RoundClosed | None = None
+        house_net = commission = 0
+        for event in events:
+            if isinstance(event, re.BetPlaced):
+                self._load_wallet(wallets, event.player).reserve(round_id, event.reserved)
+                if event.banker_reserved:
+                    banker = record.state.banker_player
+                    assert banker is not None
+                    self._load_wallet(wallets, banker).reserve(round_id, event.banker_reserved)
+            elif isinstance(event, re.SideBetPlaced):
+                self._load_wallet(wallets, event.player).reserve(round_id, event.reserved)
+            elif isinstance(event, re.RoundSettled):
+                for player, reserved, net in event.wallets:
+                    self._load_wallet(wallets, player).settle(round_id, reserved, net)
+                house_net, commission = event.house_net, event.commission
+            elif isinstance(event, re.RoundVoided):
+                for player, reserved in event.wallets:
+                    self._load_wallet(wallets, player).release(round_id, reserved, "round_voided")
+            elif isinstance(event, re.RoundClosed):
+                closed = event
+        touched.extend(wallets.values())
+        if closed is not None:
+            table = self._table(record.table_id)
+            banker = record.state.banker_player
+            banker_funds = self._load_wallet(wallets, banker).available if banker else None
+            finish = tc.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds)
+            table.record(tc.decide_table(table.state, finish), command_id)
+            touched.append(table)
+        return touched
+
+    def place_bet(self, request_id: str, round_id: str, seat: int, player: str, stake: int) -> CommandResult:
+        _check_id(player, "player")
+        _check_amount(stake, "stake")
+
+        def make(state: RoundState, wallets: dict[str, Wallet]) -> rc.RoundCommand:
+            available = self._load_wallet(wallets, player).available
+            banker_available = None
+            if state.banker_player is not None:
+                banker_available = self._load_wallet(wallets, state.banker_player).available
+            return rc.PlaceBet(seat, player, stake, available, banker_available)
+
+        return self._round_command(
+            request_id, round_id, "place_bet", {"seat": seat, "player": player, "stake": stake}, make
+        )
+
+    def deal(self, request_id: str, round_id: str) -> CommandResult:
+        return self._round_command(request_id, round_id, "deal", {}, lambda _s, _w: rc.Deal())
+
+    def place_side_bet(self, request_id: str, round_id: str, seat: int, player: str) -> CommandResult:
+        _check_id(player, "player")
+
+        def make(_state: RoundState, wallets: dict[str, Wallet]) -> rc.RoundCommand:
+            return rc.PlaceSideBet(seat, player, self._load_wallet(wallets, player).available)
+
+        return self._round_command(request_id, round_id, "place_side_bet", {"seat": seat, "player": player}, make)
+
+    def close_side_bets(self, request_id: str, round_id: str) -> CommandResult:
+        return self._round_command(request_id, round_id, "close_side_bets", {}, lambda _s, _w: rc.CloseSideBets())
+
+    def draw(self, request_id: str, round_id: str, seat: int, player: str) -> CommandResult:
+        return self._round_command(
+            request_id, round_id, "draw", {"seat": seat, "player": player}, lambda _s, _w: rc.Draw(seat, player)
+        )
+
+    def stay(self, request_id: str, round_id: str, seat: int, player: str) -> CommandResult:
+        return self._round_command(
+            request_id, round_id, "stay", {"seat": seat, "player": player}, lambda _s, _w: rc.Stay(seat, player)
+        )
+
+    def banker_reveal(
+        self, request_id: str, round_id: str, seats: Iterable[int], player: str | None = None
+    ) -> CommandResult:
+        chosen = tuple(seats)
+        return self._round_command(
+            request_id,
+            round_id,
+            "banker_reveal",
+            {"seats": list(chosen), "player": player},
+            lambda _s, _w: rc.BankerReveal(chosen, player),
+        )
+
+    def banker_draw(self, request_id: str, round_id: str, player: str | None = None) -> CommandResult:
+        return self._round_command(
+            request_id, round_id, "banker_draw", {"player": player}, lambda _s, _w: rc.BankerDraw(player)
+        )
+
+    def banker_stay(self, request_id: str, round_id: str, player: str | None = None) -> CommandResult:
+        return self._round_command(
+            request_id, round_id, "banker_stay", {"player": player}, lambda _s, _w: rc.BankerStay(player)
+        )
+
+    def time_out_turn(self, request_id: str, round_id: str) -> CommandResult:
+        return self._round_command(request_id, round_id, "time_out_turn", {}, lambda _s, _w: rc.TimeOutTurn())
+
+    def void_round(self, request_id: str, round_id: str, reason: str) -> CommandResult:
+        if not isinstance(reason, str) or not reason.strip() or len(reason) > 500:
+            raise InvalidCommand("say why the round is voided (1 to 500 characters)", field="reason")
+        return self._round_command(
+            request_id, round_id, "void_round", {"reason": reason}, lambda _s, _w: rc.VoidRound(reason)
+        )
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def round_state(self, round_id: str) -> RoundState:
+        """The round's public state (no shoe)."""
+        _check_id(round_id, "round_id")
+        return self._round(round_id, with_shoe=False).state
+
+    def get_round(self, round_id: str, with_events: bool = True) -> RoundView:
+        _check_id(round_id, "round_id")
+        record = self._round(round_id, with_shoe=False)
+        s = record.state
+        profile = s.rules
+        holders = dict(s.seats)
+        hands = tuple(
+            HandView(
+                seat=seat,
+                holder=holders.get(seat) if seat else s.banker_player,
+                cards=tuple(map(str, cards)),
+                done=seat in s.done if seat else s.banker_done,
+                revealed=seat in s.revealed if seat else s.phase.value in ("showdown", "settled", "closed"),
+            )
+            for seat, cards in s.hands
+        )
+        return RoundView(
+            round_id=s.round_id,
+            table_id=s.table_id,
+            round_no=s.round_no,
+            profile=profile.name,
+            profile_version=profile.version,
+            phase=s.phase.value,
+            banker=s.banker_player,
+            turn=s.turn,
+            commitment=s.commitment,
+            client_seed=s.client_seed,
+            nonce=s.nonce,
+            server_seed=s.server_seed,
+            bets=tuple(BetView(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved) for b in s.bets),
+            side_bets=tuple(
+                BetView(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved) for b in s.side_bets
+            ),
+            hands=hands,
+            outcome=s.outcome,
+            version=record.version,
+            events=self._recorded(record.id) if with_events else (),
+        )
+
+    def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:
+        _check_id(round_id, "round_id")
+        self._get(ag.round_uuid(round_id), RoundRecord, "round", round_id)
+        return self._recorded(ag.round_uuid(round_id))
+
+    def legal_commands(self, round_id: str, seat: int | None = None) -> tuple[str, ...]:
+        return legal_commands(self.round_state(round_id), seat)
+
+    def read_notifications(self, after: int = 0, limit: int = 1000) -> tuple[Notification, ...]:
+        """Events of every stream after log position ``after``, in the order they were recorded."""
+        if after < 0 or not 1 <= limit <= 10_000:
+            raise InvalidCommand("after >= 0 and 1 <= limit <= 10000", field="limit")
+        out = []
+        for item in self.recorder.select_notifications(start=after + 1, limit=limit):
+            domain_event = self.mapper.to_domain_event(item)
+            out.append(_notification(item.id, domain_event))
+        return tuple(out)
+
+    @property
+    def max_position(self) -> int:
+        return self.recorder.max_notification_id() or 0
+
+
+_STREAM_OF = {
+    "RoundRecord": "round",
+    "TableRecord": "table",
+    "Wallet": "wallet",
+    "SealedSeed": "seed",
+    "CommandRecord": "request",
+}
+
+
+def _recorded_event(item: Any) -> RecordedEvent:
+    kind = getattr(item, "kind", None) or type(item).__name__
+    data = getattr(item, "data", None)
+    if data is None:
+        data = _plain_fields(item)
+    return RecordedEvent(
+        position=item.originator_version,
+        kind=kind,
+        data=data,
+        command_id=getattr(item, "command_id", ""),
+        timestamp=item.timestamp.isoformat(),
+        digest=getattr(item, "digest", ""),
+    )
+
+
+def _plain_fields(item: Any) -> dict[str, Any]:
+    skip = {"originator_id", "originator_version", "timestamp", "originator_topic"}
+    return {k: v for k, v in item.__dict__.items() if k not in skip}
+
+
+def _notification(position: int, item: Any) -> Notification:
+    owner = type(item).__qualname__.split(".")[0]
+    stream = _STREAM_OF.get(owner, owner)
+    stream_id = getattr(item, "stream_id", "")
+    data = getattr(item, "data", None)
+    if data is None:
+        data = {k: v for k, v in _plain_fields(item).items() if k not in ("sealed", "nonce")}
+        stream_id = str(data.get("wallet_id") or data.get("table_id") or data.get("round_id") or "")
+    if stream == "request":
+        data = {"request_id": data.get("request_id", "")}
+    return Notification(
+        position=position,
+        stream=stream,
+        stream_id=stream_id or str(item.originator_id),
+        stream_version=item.originator_version,
+        kind=getattr(item, "kind", None) or type(item).__name__,
+        data=json.loads(json.dumps(data, default=str)),
+        timestamp=item.timestamp.isoformat(),
+    )
+
+
+def _unused(*_args: object) -> None:  # keeps imports honest for type checkers
+    _ = DomainError
