@@ -13,12 +13,12 @@ Three comparison families (``Comparison``):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
-from functools import lru_cache
 
-from .cards import Card
+from .cards import Card, CardError, format_cards
 from .hands import (
     HandKind,
     ante_is_special,
@@ -74,22 +74,99 @@ class HandValue:
         return f"{self.label} (taem {self.taem}, x{_fmt(self.multiplier)})"
 
 
+_INTEGERS = tuple(Fraction(i) for i in range(11))
+
+
+def _integer(value: int) -> Fraction:
+    """``Fraction(value)``, shared for the small multipliers of the hot path."""
+    return _INTEGERS[value] if 0 <= value < len(_INTEGERS) else Fraction(value)
+
+
 def _fmt(value: Fraction) -> str:
     if value.denominator == 1:
         return str(value.numerator)
     return f"{float(value):g}"
 
 
-@lru_cache(maxsize=200_000)
-def evaluate(profile: Profile, cards: tuple[Card, ...]) -> HandValue:
-    """The value of ``cards`` under ``profile``."""
-    if profile.comparison is Comparison.ANTE:
-        return _evaluate_ante(cards)
+class CompiledProfile:
+    """What the hot paths need from one profile, read once: flags, exact rates and a hand cache.
+
+    Built by ``compiled(profile)``; looked up by the profile's identity, so no call hashes
+    the (pydantic) profile model. Equal profiles share one instance.
+    """
+
+    __slots__ = (
+        "ante",
+        "classic",
+        "commission_den",
+        "commission_num",
+        "floor",
+        "hands",
+        "profile",
+        "single_deck",
+    )
+
+    def __init__(self, profile: Profile) -> None:
+        self.profile = profile
+        self.classic = profile.comparison is Comparison.CLASSIC
+        self.ante = profile.comparison is Comparison.ANTE
+        self.single_deck = profile.decks == 1
+        rate = profile.player_commission_rate
+        self.commission_num = rate.numerator
+        self.commission_den = rate.denominator
+        self.floor: Fraction | None = profile.loss_floor if profile.loss_floor > 0 else None
+        self.hands: dict[tuple[Card, ...], HandValue] = {}
+
+
+_COMPILED_BY_ID: dict[int, tuple[Profile, CompiledProfile]] = {}
+_COMPILED_BY_VALUE: dict[Profile, CompiledProfile] = {}
+_HAND_CACHE_LIMIT = 400_000  # more than every ordered 2- and 3-card hand of one deck (142,272)
+
+
+def compiled(profile: Profile) -> CompiledProfile:
+    """The ``CompiledProfile`` of ``profile`` (cached by identity, then by value)."""
+    entry = _COMPILED_BY_ID.get(id(profile))
+    if entry is not None and entry[0] is profile:
+        return entry[1]
+    if not isinstance(profile, Profile):
+        raise TypeError(f"expected a Profile (see get_profile), not {profile!r}")
+    result = _COMPILED_BY_VALUE.get(profile)
+    if result is None:
+        if len(_COMPILED_BY_VALUE) >= 256:
+            _COMPILED_BY_VALUE.clear()
+        result = _COMPILED_BY_VALUE[profile] = CompiledProfile(profile)
+    if len(_COMPILED_BY_ID) >= 1024:
+        _COMPILED_BY_ID.clear()
+    # The entry holds the profile itself, so its id cannot be reused while the entry lives.
+    _COMPILED_BY_ID[id(profile)] = (profile, result)
+    return result
+
+
+def evaluate(profile: Profile, cards: Sequence[Card]) -> HandValue:
+    """The value of ``cards`` (two or three ``Card``s, in deal order) under ``profile``."""
+    hands = compiled(profile).hands
+    key = cards if type(cards) is tuple else tuple(cards)
+    value = hands.get(key)
+    if value is None:
+        value = _evaluate(profile, key)
+        if len(hands) < _HAND_CACHE_LIMIT:
+            hands[key] = value
+    return value
+
+
+def _evaluate(profile: Profile, cards: tuple[Card, ...]) -> HandValue:
+    for card in cards:
+        if not isinstance(card, Card):
+            raise CardError(f"expected cards, not {card!r} (see parse_cards)")
     n = len(cards)
+    if profile.comparison is Comparison.ANTE:
+        if n != 2:
+            raise CardError(f"an ante hand has two cards, not {n}")
+        return _evaluate_ante(cards)
     if n not in (2, 3):
-        raise ValueError(f"a hand has two or three cards, not {n}")
-    if n == 3 and len(set(cards)) != 3 and profile.decks == 1:
-        raise ValueError("a single-deck hand cannot hold the same card twice")
+        raise CardError(f"a hand has two or three cards, not {n}")
+    if profile.decks == 1 and len(set(cards)) != n:
+        raise CardError(f"a single-deck hand cannot hold the same card twice: {format_cards(cards)}")
     kind = hand_kind(cards, profile.straights, profile.ace_low)
     points = taem(cards)
     if profile.comparison is Comparison.CLASSIC:
@@ -99,7 +176,7 @@ def evaluate(profile: Profile, cards: tuple[Card, ...]) -> HandValue:
             label = "pok deng"
         elif kind is HandKind.NORMAL:
             label = {3: "sam deng", 2: "song deng"}.get(d, "normal")
-        return HandValue(cards, kind, points, d, label, Fraction(d), (kind.order, points, d))
+        return HandValue(cards, kind, points, d, label, _integer(d), (kind.order, points, d))
     return _evaluate_ranked(profile, cards, kind, points)
 
 
@@ -140,7 +217,7 @@ def _evaluate_ante(cards: tuple[Card, ...]) -> HandValue:
     label = ante_value_name(value) if 71 <= value <= 75 else f"{value // 10}"
     if special and not 71 <= value <= 75:
         label += " pair" if is_pair(cards) else " flush" if is_flush(cards) else ""
-    return HandValue(cards, kind, taem(cards), deng(cards), label, Fraction(1), (value,), special, value)
+    return HandValue(cards, kind, taem(cards), deng(cards), label, _INTEGERS[1], (value,), special, value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,22 +228,37 @@ class Verdict:
     multiplier: Fraction
 
 
-_TIE = Verdict(Outcome.TIE, Fraction(0))
+_TIE = Verdict(Outcome.TIE, _INTEGERS[0])
+
+
+def classic_multiplier(winner: HandValue, loser: HandValue) -> int:
+    """What the winner of a classic comparison is paid, in stakes.
+
+    Its deng when hand type or taem decided, the difference of deng when deng decided;
+    tong against sam lueang pays 2 (RULES.md section 3, classic).
+    """
+    if winner.kind is not loser.kind:
+        if (winner.kind is HandKind.TONG and loser.kind is HandKind.SAM_LUEANG) or (
+            winner.kind is HandKind.SAM_LUEANG and loser.kind is HandKind.TONG
+        ):
+            return 2
+        return winner.deng
+    if winner.taem != loser.taem:
+        return winner.deng
+    return winner.deng - loser.deng
 
 
 def compare(profile: Profile, player: HandValue, banker: HandValue) -> Verdict:
-    """Compare a player's hand with the banker's under ``profile`` (not for ante: see settlement)."""
+    """Compare a player's hand with the banker's under ``profile`` (not for ante: see settlement).
+
+    The multiplier is the winning hand's (classic: see ``classic_multiplier``), before any
+    loss floor of the profile (kingmaker: see ``settle_values``).
+    """
     if player.key == banker.key:
         return _TIE
     player_wins = player.key > banker.key
     winner, loser = (player, banker) if player_wins else (banker, player)
     outcome = Outcome.PLAYER_WINS if player_wins else Outcome.BANKER_WINS
     if profile.comparison is Comparison.CLASSIC:
-        if winner.kind is not loser.kind:
-            if {winner.kind, loser.kind} == {HandKind.TONG, HandKind.SAM_LUEANG}:
-                return Verdict(outcome, Fraction(2))
-            return Verdict(outcome, Fraction(winner.deng))
-        if winner.taem != loser.taem:
-            return Verdict(outcome, Fraction(winner.deng))
-        return Verdict(outcome, Fraction(winner.deng - loser.deng))
+        return Verdict(outcome, _integer(classic_multiplier(winner, loser)))
     return Verdict(outcome, winner.multiplier)

@@ -2,7 +2,7 @@
 
 Everything here depends only on the cards and on two table options of the
 classic profile (``straights`` and ``ace_low``); how hands are compared and
-paid under each profile lives in ``comparison.py``.
+paid under each profile lives in ``evaluation.py`` and ``settlement.py``.
 """
 
 from __future__ import annotations
@@ -157,7 +157,10 @@ def ante_value(cards: tuple[Card, ...]) -> int:
         return ANTE_FACE_COMBINATION
     if Rank.TEN in ranks and (a.rank.is_face or b.rank.is_face):
         return ANTE_TEN_AND_FACE
-    if flush and points == 0 and a.rank < Rank.TEN and b.rank < Rank.TEN:
+    # Zero flush: one suit, taem 0, no 10 or face card (A-9, 2-8, 3-7, 4-6, 5-5).  Every card
+    # of 10 or more scores 0 points except the ace (rank 14, one point), so test the points:
+    # comparing ranks with 10 would wrongly leave out A-9 (RULES.md section 3, ante).
+    if flush and points == 0 and a.rank.points and b.rank.points:
         return ANTE_ZERO_FLUSH
     return points * 10
 

@@ -374,6 +374,13 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
             raise InvalidCommand(f"{profile.name} allows at most {profile.max_hands} hands", field="seats")
         if any(not h for _, h in cmd.seats):
             raise InvalidCommand("every seat needs a holder", field="seats")
+        held: dict[str | None, int] = {}
+        for _, h in cmd.seats:
+            held[h] = held.get(h, 0) + 1
+        if max(held.values()) > profile.seats_per_player:
+            raise InvalidCommand(
+                f"in {profile.name} a player holds at most {profile.seats_per_player} seat(s)", field="seats"
+            )
     if cmd.banker_player is None and BankerKind.HOUSE not in profile.banker:
         raise InvalidCommand(f"{profile.name} needs a player as banker", field="banker_player")
     if cmd.banker_player is not None:
@@ -718,7 +725,7 @@ def _reveal_seed_and_close(run: _Run, outcome: str) -> None:
 
 def _void(run: _Run, cmd: c.VoidRound) -> None:
     state = run.state
-    if state.phase in (Phase.NEW, Phase.SETTLED, Phase.CLOSED):
+    if state.phase in (Phase.NEW, Phase.SHOWDOWN, Phase.SETTLED, Phase.CLOSED):
         raise WrongPhase(f"cannot void a round that is {state.phase.value}", phase=state.phase.value)
     reason = cmd.reason.strip()
     if not reason:
@@ -779,6 +786,8 @@ def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...
     except UnknownSeat:
         return ()
     if phase is Phase.BETTING:
+        if holder is not None and any(b.seat == seat and b.player == holder for b in state.bets):
+            return ()  # the holder's stake is in; a second one would be a duplicate
         return (c.PlaceBet.name,)
     if phase is Phase.SIDE_BETS:
         has_main = any(b.seat == seat and b.player == holder for b in state.bets)

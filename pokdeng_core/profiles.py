@@ -13,7 +13,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class ProfileError(ValueError):
@@ -290,12 +290,19 @@ _CACHE: dict[tuple[str, int | None, tuple[tuple[str, Any], ...]], Profile] = {}
 def get_profile(name: str | Profile, version: int | None = None, **options: Any) -> Profile:
     """A profile by name (latest version unless ``version``), with table options.
 
-    Only classic takes options: ``straights`` (default False) and ``ace_low`` (default False).
+    Only classic takes options: ``straights`` (default False) and ``ace_low`` (default False;
+    needs ``straights``). Anything else, an unknown name or an unknown version raises
+    ``ProfileError``. The same arguments always give the same (cached) instance.
     """
     if isinstance(name, Profile):
         if version is None and not options:
             return name
         return get_profile(name.name, version or name.version, **{**name.options, **options})
+    if not isinstance(name, str):
+        raise ProfileError(f"a profile name must be text, not {name!r}: choose one of {', '.join(PROFILE_NAMES)}")
+    for option, value in options.items():
+        if not isinstance(value, bool):
+            raise ProfileError(f"option {option!r} must be true or false, not {value!r}")
     cache_key = (name, version, tuple(sorted(options.items())))
     cached = _CACHE.get(cache_key)
     if cached is not None:
@@ -305,16 +312,17 @@ def get_profile(name: str | Profile, version: int | None = None, **options: Any)
         raise ProfileError(f"unknown profile {name!r}: choose one of {', '.join(PROFILE_NAMES)}")
     chosen = max(versions) if version is None else version
     base = versions.get(chosen)
-    if base is None:
-        raise ProfileError(f"profile {name!r} has no version {version}: known versions {sorted(versions)}")
+    if base is None or isinstance(version, bool):
+        raise ProfileError(f"profile {name!r} has no version {version!r}: known versions {sorted(versions)}")
     unknown = set(options) - (_CLASSIC_OPTIONS if name == "classic" else set())
     if unknown:
         raise ProfileError(f"profile {name!r} takes no option {', '.join(sorted(unknown))}")
-    for option, value in options.items():
-        if not isinstance(value, bool):
-            raise ProfileError(f"option {option!r} must be true or false, not {value!r}")
-    profile = base.model_copy(update=options) if options else base
+    profile = base
     if options:
-        profile = Profile.model_validate(profile.model_dump())
+        try:
+            profile = Profile.model_validate({**base.model_dump(), **options})
+        except ValidationError as error:
+            reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+            raise ProfileError(f"profile {name!r} cannot take options {options}: {reasons}") from None
     _CACHE[cache_key] = profile
     return profile

@@ -244,7 +244,7 @@ class TableState:
         return self.banker if self.banker is not None else self.dealer
 
 
-def evolve_table(state: TableState, event: TableEvent) -> TableState:  # noqa: C901
+def evolve_table(state: TableState, event: TableEvent) -> TableState:
     if isinstance(event, TableOpened):
         profile = get_profile(event.profile_name, event.profile_version, **dict(event.profile_options))
         return replace(
