@@ -1,0 +1,1 @@
+"""pokdeng's gRPC API: the code generated from ``proto/`` (``v1``) and its generator (``generate``)."""
