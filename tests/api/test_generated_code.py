@@ -23,9 +23,13 @@ def _normalised(data: bytes) -> list[bytes]:
 def test_generator_versions_match_the_checked_in_code() -> None:
     recorded = gen.read_stamp(gen.ROOT / gen.PACKAGE_DIR / gen.STAMP_FILE)
     installed = gen.tool_versions()
-    differing = {name: (recorded.get(name), installed[name]) for name in installed if recorded.get(name) != installed[name]}
+    differing = {
+        name: (recorded.get(name), installed[name]) for name in installed if recorded.get(name) != installed[name]
+    }
     if differing:
-        detail = ", ".join(f"{name}: checked in {old}, installed {new}" for name, (old, new) in sorted(differing.items()))
+        detail = ", ".join(
+            f"{name}: checked in {old}, installed {new}" for name, (old, new) in sorted(differing.items())
+        )
         pytest.fail(
             f"the generated API code was made with other tool versions ({detail}). "
             f"Install the recorded versions, or run `{REGENERATE}` and commit the result.",
@@ -78,9 +82,7 @@ def _descriptor_with_comments(tmp_path: Path) -> descriptor_pb2.FileDescriptorSe
 def test_every_element_of_the_proto_is_documented(tmp_path: Path) -> None:
     (file,) = _descriptor_with_comments(tmp_path).file
     documented = {
-        tuple(location.path)
-        for location in file.source_code_info.location
-        if location.leading_comments.strip()
+        tuple(location.path) for location in file.source_code_info.location if location.leading_comments.strip()
     }
     missing: list[str] = []
 
