@@ -98,6 +98,7 @@ class RoundFinished(TableEvent):
     outcome: str
     house_net: int
     commission: int
+    round_digest: str = ""  # the round stream's last chain digest: pins the whole round record
 
 
 TABLE_EVENT_TYPES: tuple[type[TableEvent], ...] = (
@@ -166,6 +167,7 @@ class FinishRound:
     house_net: int = 0
     commission: int = 0
     banker_funds: int | None = None
+    round_digest: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -460,7 +462,7 @@ def _finish_round(run: _Run, cmd: FinishRound) -> None:
     state = run.state
     if state.round_id != cmd.round_id:
         raise WrongPhase(f"round {cmd.round_id} is not this table's current round")
-    run.emit(RoundFinished(cmd.round_id, cmd.outcome, cmd.house_net, cmd.commission))
+    run.emit(RoundFinished(cmd.round_id, cmd.outcome, cmd.house_net, cmd.commission, cmd.round_digest))
     after = run.state
     banker = after.banker
     if banker is None:

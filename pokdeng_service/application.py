@@ -515,7 +515,7 @@ class PokdengApp(Application[UUID]):
             table = self._table(record.table_id)
             banker = record.state.banker_player
             banker_funds = self._load_wallet(wallets, banker).available if banker else None
-            finish = tc.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds)
+            finish = tc.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds, record.last_digest)
             table.record(tc.decide_table(table.state, finish), command_id)
             touched.append(table)
         return touched

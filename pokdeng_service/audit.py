@@ -1,0 +1,421 @@
+"""Audits: replay a round from its seeds and recorded decisions, check its hash chain, export and verify bundles.
+
+Replay works on the record alone: the decisions are read back from the stored
+events (the first event each command caused says what the command was), the
+shoe is rebuilt from the revealed server seed (checked against the commitment),
+and the pure core decides again. Every replayed event must equal the stored one
+(kind and payload; times are not compared), and so must the money.
+
+A *round bundle* (docs/audit.md) is a self-contained JSON document that
+``verify_bundle`` checks with no server and no database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pokdeng_core import commands as rc
+from pokdeng_core import events as re
+from pokdeng_core.errors import DomainError
+from pokdeng_core.machine import RoundState, attach_shoe, decide, evolve
+from pokdeng_core.profiles import ENGINE_VERSION, get_profile
+from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
+
+from .codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
+from .views import RecordedEvent
+
+BUNDLE_FORMAT = "pokdeng-round-bundle"
+BUNDLE_VERSION = 1
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Verdict:
+    """The outcome of an audit: every check, and the first difference found (if any)."""
+
+    subject: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    @property
+    def first_difference(self) -> str:
+        for check in self.checks:
+            if not check.ok:
+                return f"{check.name}: {check.detail}"
+        return ""
+
+    def add(self, name: str, ok: bool, detail: str = "") -> bool:
+        self.checks.append(Check(name, ok, detail))
+        return ok
+
+    def render(self) -> str:
+        lines = [f"{'PASS' if self.ok else 'FAIL'}  {self.subject}"]
+        for check in self.checks:
+            lines.append(f"  {'ok ' if check.ok else 'BAD'}  {check.name}{': ' + check.detail if check.detail else ''}")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "ok": self.ok,
+            "first_difference": self.first_difference,
+            "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in self.checks],
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# reading decisions back from the record
+
+
+def _facts(events: Iterable[RecordedEvent]) -> list[RecordedEvent]:
+    return [e for e in events if e.kind in re.EVENT_BY_KIND]
+
+
+def _core(event: RecordedEvent) -> re.RoundEvent:
+    return from_data(re.EVENT_BY_KIND[event.kind], event.data)
+
+
+def group_by_command(facts: Sequence[RecordedEvent]) -> list[list[RecordedEvent]]:
+    """Consecutive events caused by one command."""
+    groups: list[list[RecordedEvent]] = []
+    for event in facts:
+        if groups and groups[-1][0].command_id == event.command_id:
+            groups[-1].append(event)
+        else:
+            groups.append([event])
+    return groups
+
+
+def decision_of(group: Sequence[RecordedEvent], state: RoundState) -> rc.RoundCommand:
+    """The command that caused ``group``, read from its first event (and the state before it)."""
+    first = _core(group[0])
+    banker = state.banker_player
+    if isinstance(first, re.RoundOpened):
+        shuffle = _core(group[1])
+        assert isinstance(shuffle, re.ShuffleCommitted)
+        profile = get_profile(first.profile_name, first.profile_version, **dict(first.profile_options))
+        return rc.OpenRound(
+            first.round_id,
+            first.table_id,
+            first.round_no,
+            profile,
+            first.seats,
+            first.banker_player,
+            first.min_stake,
+            first.max_stake,
+            shuffle.commitment,
+            shuffle.client_seed,
+            shuffle.nonce,
+            shuffle.algorithm,
+        )
+    if isinstance(first, re.BetPlaced):
+        return rc.PlaceBet(
+            first.seat, first.player, first.stake, first.reserved, first.banker_reserved if banker else None
+        )
+    if isinstance(first, re.CardsDealt):
+        return rc.Deal()
+    if isinstance(first, re.SideBetPlaced):
+        return rc.PlaceSideBet(first.seat, first.player, first.reserved)
+    if isinstance(first, re.SideBetsSettled):
+        return rc.CloseSideBets()
+    if isinstance(first, re.TurnTimedOut):
+        return rc.TimeOutTurn()
+    if isinstance(first, re.CardDrawn):
+        return rc.BankerDraw(banker) if first.seat == 0 else rc.Draw(first.seat, state.holder(first.seat) or "")
+    if isinstance(first, re.PlayerStood):
+        return rc.BankerStay(banker) if first.seat == 0 else rc.Stay(first.seat, state.holder(first.seat) or "")
+    if isinstance(first, re.HandsRevealed) and first.selective:
+        return rc.BankerReveal(first.seats, banker)
+    if isinstance(first, re.RoundVoided):
+        return rc.VoidRound(first.reason)
+    raise ValueError(f"event {group[0].position} ({group[0].kind}) does not start a command")
+
+
+def decisions(events: Iterable[RecordedEvent]) -> list[rc.RoundCommand]:
+    """Every command of a recorded round, in order."""
+    out = []
+    state = RoundState()
+    for group in group_by_command(_facts(events)):
+        out.append(decision_of(group, state))
+        for event in group:
+            state = evolve(state, _core(event))
+    return out
+
+
+def revealed_seed(events: Iterable[RecordedEvent]) -> bytes | None:
+    for event in events:
+        if event.kind == re.SeedRevealed.kind:
+            return bytes.fromhex(event.data["server_seed"])
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# checks
+
+
+def check_chain(verdict: Verdict, stream: str, events: Sequence[RecordedEvent], first_position: int = 2) -> str:
+    """Recompute the hash chain; returns the last digest. Detects edited, deleted, inserted or reordered events."""
+    previous = genesis_digest(stream)
+    expected_position = first_position
+    for event in events:
+        if event.kind not in re.EVENT_BY_KIND and not event.digest:
+            continue
+        if event.position != expected_position:
+            verdict.add("chain", False, f"position {event.position} where {expected_position} was expected")
+            return previous
+        digest = chain_digest(previous, event.kind, event.data, event.position, event.command_id, event.timestamp)
+        if digest != event.digest:
+            verdict.add("chain", False, f"event {event.position} ({event.kind}) does not match its digest")
+            return previous
+        previous = digest
+        expected_position += 1
+    verdict.add("chain", True, f"{expected_position - first_position} events linked")
+    return previous
+
+
+def replay_events(
+    events: Sequence[RecordedEvent], server_seed: bytes | None = None
+) -> tuple[list[re.RoundEvent], RoundState]:
+    """Decide the round again from its decisions and seed; returns the replayed events and final state."""
+    seed = server_seed if server_seed is not None else revealed_seed(events)
+    state = RoundState()
+    replayed: list[re.RoundEvent] = []
+    for group in group_by_command(_facts(events)):
+        command = decision_of(group, state)
+        produced = decide(state, command)
+        for event in produced:
+            state = evolve(state, event)
+        replayed.extend(produced)
+        if isinstance(command, rc.OpenRound) and seed is not None:
+            state = attach_shoe(state, seed)
+    return replayed, state
+
+
+def check_replay(verdict: Verdict, events: Sequence[RecordedEvent], server_seed: bytes | None = None) -> RoundState:
+    facts = _facts(events)
+    seed = server_seed if server_seed is not None else revealed_seed(events)
+    if seed is None:
+        verdict.add("seed", False, "the server seed is not revealed yet (the round is open)")
+    else:
+        committed = next((e.data["commitment"] for e in facts if e.kind == re.ShuffleCommitted.kind), "")
+        verdict.add("commitment", commitment(seed) == committed, "SHA-256 of the server seed equals the commitment")
+    try:
+        replayed, state = replay_events(facts, seed)
+    except (DomainError, ValueError, AssertionError, KeyError) as error:
+        verdict.add("replay", False, f"the recorded decisions cannot be replayed: {error}")
+        return RoundState()
+    for stored, again in zip(facts, replayed, strict=False):
+        if stored.kind != again.kind or stored.data != _json(to_data(again)):
+            verdict.add(
+                "replay",
+                False,
+                f"event {stored.position}: stored {stored.kind} {canonical_json(stored.data)}, "
+                f"replayed {again.kind} {canonical_json(_json(to_data(again)))}",
+            )
+            return state
+    if len(facts) != len(replayed):
+        verdict.add("replay", False, f"{len(facts)} events stored, {len(replayed)} replayed")
+        return state
+    verdict.add("replay", True, f"{len(replayed)} events replayed identically")
+    return state
+
+
+def _json(value: Any) -> Any:
+    result: Any = json.loads(json.dumps(value))
+    return result
+
+
+def check_money(verdict: Verdict, events: Sequence[RecordedEvent]) -> dict[str, int]:
+    """The round's settlement balances: wallet nets + house + commission == 0. Returns each wallet's net."""
+    settled = [e for e in events if e.kind == re.RoundSettled.kind]
+    if not settled:
+        voided = any(e.kind == re.RoundVoided.kind for e in events)
+        verdict.add("money", voided, "voided: every reservation released" if voided else "the round is not settled")
+        return {}
+    data = settled[-1].data
+    nets = {player: net for player, _reserved, net in data["wallets"]}
+    total = sum(nets.values()) + data["house_net"] + data["commission"]
+    bets = [e.data for e in events if e.kind == re.BetSettled.kind]
+    sides = [r for e in events if e.kind == re.SideBetsSettled.kind for r in e.data["results"]]
+    per_wallet: dict[str, int] = {}
+    for bet in bets:
+        per_wallet[bet["player"]] = per_wallet.get(bet["player"], 0) + bet["net"]
+    for _seat, player, _stake, net in sides:
+        per_wallet[player] = per_wallet.get(player, 0) + net
+    consistent = all(nets.get(p, 0) == n for p, n in per_wallet.items())
+    verdict.add(
+        "money",
+        total == 0 and consistent,
+        f"wallets {sum(nets.values())} + house {data['house_net']} + commission {data['commission']} = {total}",
+    )
+    return nets
+
+
+# ---------------------------------------------------------------------------------------
+# against a live application
+
+
+def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdict:
+    """Chain, replay, money, and the round as the wallets and the table recorded it."""
+    verdict = Verdict(f"round {round_id}")
+    events = list(app.round_events(round_id))
+    last = check_chain(verdict, round_id, events)
+    state = app.round_state(round_id)
+    seed = None
+    if not state.is_closed:
+        seed = app._shoe(app._round(round_id, with_shoe=False)).server_seed  # operator-side check of an open round
+    check_replay(verdict, events, seed)
+    nets = check_money(verdict, events)
+    if state.is_closed:
+        table = app.get_table(state.table_id)
+        finished = [
+            e
+            for e in app._recorded(_table_uuid(state.table_id))
+            if e.kind == "round_finished" and e.data["round_id"] == round_id
+        ]
+        pinned = bool(finished) and finished[0].data.get("round_digest") == last
+        verdict.add("table record", pinned, f"table {table.table_id} pins the round's last digest")
+        if check_wallets:
+            for player, net in nets.items():
+                line = _settled_line(app, player, round_id)
+                verdict.add(
+                    f"wallet {player}",
+                    line is not None and line.amount == net,
+                    f"wallet applied {line.amount if line else 'nothing'}, round says {net}",
+                )
+    return verdict
+
+
+def _settled_line(app: Any, wallet_id: str, round_id: str) -> Any:
+    after = 0
+    while True:
+        lines = app.wallet_statement(wallet_id, after=after, limit=1000)
+        for line in lines:
+            if line.round_id == round_id and line.kind == "RoundSettled":
+                return line
+        if len(lines) < 1000:
+            return None
+        after = lines[-1].position
+
+
+def _table_uuid(table_id: str) -> Any:
+    from .aggregates import table_uuid
+
+    return table_uuid(table_id)
+
+
+# ---------------------------------------------------------------------------------------
+# bundles
+
+
+def export_bundle(app: Any, round_id: str) -> dict[str, Any]:
+    """A self-contained record of one closed round (docs/audit.md)."""
+    state = app.round_state(round_id)
+    if not state.is_closed:
+        raise DomainError(f"round {round_id} is still open: bundles are for closed rounds (the seed is secret)")
+    events = list(app.round_events(round_id))
+    facts = _facts(events)
+    seed = revealed_seed(facts)
+    profile = state.rules
+    deck = shuffled_deck(seed, state.client_seed, state.nonce, profile.decks) if seed else ()
+    settled = next((e.data for e in facts if e.kind == re.RoundSettled.kind), None)
+    balances = []
+    if settled is not None:
+        for player, _reserved, net in settled["wallets"]:
+            after = _balance_after(app, player, round_id)
+            if after is not None:
+                balances.append({"wallet": player, "before": after - net, "after": after, "net": net})
+    body: dict[str, Any] = {
+        "format": BUNDLE_FORMAT,
+        "format_version": BUNDLE_VERSION,
+        "round_id": round_id,
+        "table_id": state.table_id,
+        "round_no": state.round_no,
+        "profile": {"name": profile.name, "version": profile.version, "options": profile.options},
+        "engine_version": ENGINE_VERSION,
+        "shuffle": {
+            "algorithm": SHUFFLE_ALGORITHM,
+            "commitment": state.commitment,
+            "server_seed": state.server_seed,
+            "client_seed": state.client_seed,
+            "nonce": state.nonce,
+            "decks": profile.decks,
+            "deck_order": [str(c) for c in deck],
+        },
+        "decisions": [_decision_text(c) for c in decisions(events)],
+        "payouts": [e.data for e in facts if e.kind == re.BetSettled.kind],
+        "settlement": settled,
+        "balances": balances,
+        "times": {"opened": facts[0].timestamp, "closed": facts[-1].timestamp},
+        "events": [e.model_dump() for e in facts],
+        "chain": {"version": "pokdeng-chain-v1", "genesis": genesis_digest(round_id), "last": facts[-1].digest},
+    }
+    body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    return body
+
+
+def _balance_after(app: Any, wallet_id: str, round_id: str) -> int | None:
+    line = _settled_line(app, wallet_id, round_id)
+    return None if line is None else int(line.balance_after)
+
+
+def _decision_text(command: rc.RoundCommand) -> dict[str, Any]:
+    fields = {k: getattr(command, k) for k in getattr(command, "__dataclass_fields__", {})}
+    if "profile" in fields:
+        profile = fields.pop("profile")
+        fields["profile"] = profile.key
+    return {"command": command.name, **_json({k: v for k, v in fields.items()})}
+
+
+def bundle_bytes(bundle: dict[str, Any]) -> bytes:
+    """The one byte form of a bundle: canonical JSON and a newline."""
+    return (canonical_json(bundle) + "\n").encode()
+
+
+def verify_bundle(raw: bytes) -> Verdict:
+    """Check a bundle offline: form, digest, commitment, shuffle, chain, replay and money."""
+    verdict = Verdict("bundle")
+    try:
+        bundle = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as error:
+        verdict.add("form", False, f"not JSON: {error}")
+        return verdict
+    if not isinstance(bundle, dict) or bundle.get("format") != BUNDLE_FORMAT:
+        verdict.add("form", False, "not a pokdeng round bundle")
+        return verdict
+    verdict.subject = f"bundle of round {bundle.get('round_id')}"
+    if not verdict.add("form", raw == bundle_bytes(bundle), "canonical JSON, as exported"):
+        return verdict
+    body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
+    digest = hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    if not verdict.add("bundle digest", digest == bundle.get("bundle_digest"), "SHA-256 of the bundle body"):
+        return verdict
+    try:
+        events = [RecordedEvent(**e) for e in bundle["events"]]
+        shuffle = bundle["shuffle"]
+        seed = bytes.fromhex(shuffle["server_seed"])
+        verdict.add("commitment", commitment(seed) == shuffle["commitment"], "SHA-256 of the server seed")
+        deck = [str(c) for c in shuffled_deck(seed, shuffle["client_seed"], shuffle["nonce"], shuffle["decks"])]
+        verdict.add("shuffle", deck == shuffle["deck_order"], f"{len(deck)} cards from {shuffle['algorithm']}")
+        last = check_chain(verdict, bundle["round_id"], events)
+        verdict.add("chain end", last == bundle["chain"]["last"], "the last digest matches the bundle's")
+        check_replay(verdict, events, seed)
+        nets = check_money(verdict, events)
+        balances_ok = all(b["after"] - b["before"] == nets.get(b["wallet"]) for b in bundle["balances"])
+        verdict.add("balances", balances_ok, "every wallet's after = before + net")
+    except (KeyError, TypeError, ValueError) as error:
+        verdict.add("form", False, f"missing or malformed field: {error}")
+    return verdict
