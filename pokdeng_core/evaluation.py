@@ -77,7 +77,7 @@ class HandValue:
 _INTEGERS = tuple(Fraction(i) for i in range(11))
 
 
-def _integer(value: int) -> Fraction:
+def as_fraction(value: int) -> Fraction:
     """``Fraction(value)``, shared for the small multipliers of the hot path."""
     return _INTEGERS[value] if 0 <= value < len(_INTEGERS) else Fraction(value)
 
@@ -176,7 +176,7 @@ def _evaluate(profile: Profile, cards: tuple[Card, ...]) -> HandValue:
             label = "pok deng"
         elif kind is HandKind.NORMAL:
             label = {3: "sam deng", 2: "song deng"}.get(d, "normal")
-        return HandValue(cards, kind, points, d, label, _integer(d), (kind.order, points, d))
+        return HandValue(cards, kind, points, d, label, as_fraction(d), (kind.order, points, d))
     return _evaluate_ranked(profile, cards, kind, points)
 
 
@@ -260,5 +260,5 @@ def compare(profile: Profile, player: HandValue, banker: HandValue) -> Verdict:
     winner, loser = (player, banker) if player_wins else (banker, player)
     outcome = Outcome.PLAYER_WINS if player_wins else Outcome.BANKER_WINS
     if profile.comparison is Comparison.CLASSIC:
-        return Verdict(outcome, _integer(classic_multiplier(winner, loser)))
+        return Verdict(outcome, as_fraction(classic_multiplier(winner, loser)))
     return Verdict(outcome, winner.multiplier)

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from .cards import Card, CardsLike, parse_cards
-from .evaluation import HandValue, Outcome, compare, evaluate
+from .cards import Card, CardError, CardsLike, parse_cards
+from .evaluation import HandValue, Outcome, as_fraction, classic_multiplier, compiled, evaluate
 from .hands import HandKind
-from .profiles import BankerKind, Comparison, Profile, get_profile
+from .profiles import BankerKind, Profile, ProfileError, get_profile
 
 
 class StakeError(ValueError):
@@ -69,34 +69,48 @@ class StakeResult:
 
 
 def _cards(cards: CardsLike | tuple[Card, ...]) -> tuple[Card, ...]:
-    if isinstance(cards, tuple) and all(isinstance(c, Card) for c in cards):
+    if type(cards) is tuple and all(type(c) is Card for c in cards):
         return cards
     return parse_cards(cards)
 
 
+_ZERO = Fraction(0)
+_HALVES = (Fraction(0), Fraction(1, 2), Fraction(1))  # an ante net over its wager: 0, 1/2 or 1
+
+
 def settle_values(profile: Profile, player: HandValue, banker: HandValue, stake: int) -> StakeResult:
-    """Settle ``stake`` on ``player`` against ``banker`` (already evaluated under ``profile``)."""
-    if profile.comparison is Comparison.ANTE:
+    """Settle ``stake`` on ``player`` against ``banker`` (already evaluated under ``profile``).
+
+    ``stake`` must already be valid (see ``check_stake``); this is the hot path.
+    """
+    rules = compiled(profile)
+    if rules.ante:
         return _settle_ante(player, banker, stake)
-    verdict = compare(profile, player, banker)
-    if verdict.outcome is Outcome.TIE:
-        return StakeResult(Outcome.TIE, verdict.multiplier, stake, 0, 0, 0, 0, player, banker)
-    if verdict.outcome is Outcome.PLAYER_WINS:
-        gross = floor_mul(stake, verdict.multiplier)
-        commission = ceil_mul(gross, profile.player_commission_rate) if profile.player_commission != "0" else 0
+    player_key = player.key
+    banker_key = banker.key
+    if player_key == banker_key:
+        return StakeResult(Outcome.TIE, _ZERO, stake, 0, 0, 0, 0, player, banker)
+    if player_key > banker_key:
+        multiplier = as_fraction(classic_multiplier(player, banker)) if rules.classic else player.multiplier
+        gross = stake * multiplier.numerator // multiplier.denominator
+        commission = -(-gross * rules.commission_num // rules.commission_den) if rules.commission_num else 0
         return StakeResult(
-            verdict.outcome, verdict.multiplier, stake, gross, commission, gross - commission, -gross, player, banker
+            Outcome.PLAYER_WINS, multiplier, stake, gross, commission, gross - commission, -gross, player, banker
         )
-    multiplier = max(verdict.multiplier, profile.loss_floor)
-    gross = floor_mul(stake, multiplier)
-    return StakeResult(verdict.outcome, multiplier, stake, gross, 0, -gross, gross, player, banker)
+    multiplier = as_fraction(classic_multiplier(banker, player)) if rules.classic else banker.multiplier
+    floor = rules.floor
+    if floor is not None and multiplier.numerator * floor.denominator < floor.numerator * multiplier.denominator:
+        multiplier = floor  # kingmaker: a loser pays stake * max(1, banker's multiplier)
+    gross = stake * multiplier.numerator // multiplier.denominator
+    return StakeResult(Outcome.BANKER_WINS, multiplier, stake, gross, 0, -gross, gross, player, banker)
 
 
 def _settle_ante(player: HandValue, banker: HandValue, wager: int) -> StakeResult:
+    """Seed 001 as RULES.md section 3 (ante) resolves it; ``wager`` is even (half ante, half bet)."""
     half = wager // 2
     if player.value > banker.value:
         banker_plain_0_or_6 = banker.value in (0, 60) and not banker.special
-        strong_pok = player.value >= 80 and player.special
+        strong_pok = player.value >= 80 and player.special  # 8 or 9 with a flush or a pair
         bet_paid = player.special and (not banker_plain_0_or_6 or strong_pok)
         ante_net, bet_net, outcome = half, half if bet_paid else 0, Outcome.PLAYER_WINS
     elif player.value < banker.value:
@@ -104,8 +118,18 @@ def _settle_ante(player: HandValue, banker: HandValue, wager: int) -> StakeResul
     else:
         ante_net, bet_net, outcome = 0, 0, Outcome.TIE
     net = ante_net + bet_net
-    multiplier = Fraction(abs(net), wager)
+    multiplier = _HALVES[abs(net) * 2 // wager]
     return StakeResult(outcome, multiplier, wager, abs(net), 0, net, -net, player, banker, ante_net, bet_net)
+
+
+def _check_disjoint(hands: Sequence[tuple[Card, ...]]) -> None:
+    """In a single-deck game no card is in two hands (nor twice in one)."""
+    seen: set[Card] = set()
+    for cards in hands:
+        for card in cards:
+            if card in seen:
+                raise CardError(f"card {card} is dealt twice, but a single deck holds it once")
+            seen.add(card)
 
 
 def settle(
@@ -127,7 +151,17 @@ def settle(
     """
     rules = get_profile(profile)
     amount = check_stake(rules, stake)
-    return settle_values(rules, evaluate(rules, _cards(player)), evaluate(rules, _cards(banker)), amount)
+    fast = compiled(rules)
+    hands = fast.hands
+    player_value = hands.get(player) if type(player) is tuple else None
+    if player_value is None:
+        player_value = evaluate(rules, _cards(player))
+    banker_value = hands.get(banker) if type(banker) is tuple else None
+    if banker_value is None:
+        banker_value = evaluate(rules, _cards(banker))
+    if fast.single_deck and not set(player_value.cards).isdisjoint(banker_value.cards):
+        _check_disjoint((player_value.cards, banker_value.cards))
+    return settle_values(rules, player_value, banker_value, amount)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +176,8 @@ def settle_side_bet(profile: Profile, banker_natural: bool, side_stake: int) -> 
     """Kingmaker's side bet: pays ``floor(side stake * 1.2)`` on a banker natural, else is lost."""
     rule = profile.side_bet
     if rule is None:
-        raise ValueError(f"profile {profile.name} has no side bet")
+        raise ProfileError(f"profile {profile.name} has no side bet")
+    side_stake = check_stake(profile, side_stake, "side stake")
     if banker_natural:
         gross = floor_mul(side_stake, rule.payout_fraction)
         return SideBetResult(side_stake, True, gross, gross)
@@ -167,10 +202,11 @@ class PlayerHand:
 class RoundSettlement:
     """A whole round settled.
 
-    ``banker_net`` is the banker's change after its own commission; ``commission`` is
-    everything the operator takes (players' and banker's); ``house_net`` is the house's
-    change as banker (zero under a player banker). They balance:
-    ``sum(player_nets) + banker_net + commission == 0``.
+    ``player_nets`` are the hands' wallet changes in order (main stake after commission,
+    plus any side bet); ``banker_net`` is the banker's change after its own commission;
+    ``commission`` is everything the operator takes (players' and banker's). They balance:
+    ``sum(player_nets) + banker_net + commission == 0``. When the banker is the house,
+    ``house_net`` is ``banker_net`` (otherwise zero: a player banker's wallet takes it).
     """
 
     banker: HandValue
@@ -181,11 +217,17 @@ class RoundSettlement:
     banker_net: int
     commission: int
     player_nets: tuple[int, ...] = field(default=())
+    banker_is_house: bool = False
 
     @property
     def balance(self) -> int:
         """Always zero."""
         return sum(self.player_nets) + self.banker_net + self.commission
+
+    @property
+    def house_net(self) -> int:
+        """The house's change as banker (zero under a player banker), before the commission it collects."""
+        return self.banker_net if self.banker_is_house else 0
 
 
 def banker_commission(profile: Profile, banker_net: int, banker_is_house: bool) -> int:
@@ -204,30 +246,38 @@ def settle_round(
 ) -> RoundSettlement:
     """Settle every hand of a round against the banker, with side bets and commission.
 
+    ``banker_is_house`` defaults to the profile's first banker kind (the house for classic,
+    ante and kingmaker, a player for room). Cards are in deal order: the banker's first
+    card is its up card, which must be an 8 or a 9 for side stakes (kingmaker). In a
+    single-deck game no card may be in two hands.
+
     >>> r = settle_round("room", banker="2S 3D", hands=[("9H KC", 1000), ("4C 2C", 1000)],
     ...                  banker_is_house=False)
     >>> r.player_nets, r.banker_net, r.commission
     ((970, 1940), -3000, 90)
     """
     rules = get_profile(profile)
-    house = BankerKind.PLAYER not in rules.banker if banker_is_house is None else banker_is_house
+    house = rules.banker[0] is BankerKind.HOUSE if banker_is_house is None else banker_is_house
     banker_value = evaluate(rules, _cards(banker))
+    items = [hand if isinstance(hand, PlayerHand) else PlayerHand(hand[0], hand[1]) for hand in hands]
+    values = [evaluate(rules, _cards(item.cards)) for item in items]
+    if rules.decks == 1:
+        _check_disjoint([banker_value.cards, *(v.cards for v in values)])
     natural = banker_value.kind is HandKind.POK
     stakes: list[StakeResult] = []
     sides: list[SideBetResult] = []
     nets: list[int] = []
     banker_sum = 0
     commission = 0
-    for hand in hands:
-        item = hand if isinstance(hand, PlayerHand) else PlayerHand(hand[0], hand[1])
+    for item, value in zip(items, values, strict=True):
         amount = check_stake(rules, item.stake)
-        result = settle_values(rules, evaluate(rules, _cards(item.cards)), banker_value, amount)
+        result = settle_values(rules, value, banker_value, amount)
         stakes.append(result)
         net = result.player_net
         banker_sum += result.banker_net
         commission += result.commission
         if item.side_stake:
-            side = settle_side_bet(rules, natural, check_stake(rules, item.side_stake, "side stake"))
+            side = settle_side_bet(rules, natural, _check_side_stake(rules, banker_value, item))
             sides.append(side)
             net += side.net
             banker_sum -= side.net
@@ -242,4 +292,18 @@ def settle_round(
         banker_sum - owed,
         commission + owed,
         tuple(nets),
+        house,
     )
+
+
+def _check_side_stake(profile: Profile, banker: HandValue, hand: PlayerHand) -> int:
+    rule = profile.side_bet
+    if rule is None:
+        raise StakeError(f"profile {profile.name} has no side bet, so a side stake cannot be settled")
+    amount = check_stake(profile, hand.side_stake, "side stake")
+    if rule.stake_equals_main and amount != hand.stake:
+        raise StakeError(f"a side stake equals its main stake ({hand.stake}), not {amount}")
+    up = banker.cards[0]
+    if up.points not in rule.up_card_points:
+        raise StakeError(f"no side bets: the banker's up card {up} is not an 8 or a 9")
+    return amount
