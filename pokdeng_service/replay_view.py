@@ -39,7 +39,8 @@ def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str |
         )
     if kind == "bet_placed":
         extra = f", banker reserves {d['banker_reserved']}" if d["banker_reserved"] else ""
-        return f"{d['player']} stakes {d['stake']} on {_seat(d['seat'], holders, banker)} (reserves {d['reserved']}{extra})"
+        where = _seat(d["seat"], holders, banker)
+        return f"{d['player']} stakes {d['stake']} on {where} (reserves {d['reserved']}{extra})"
     if kind == "cards_dealt":
         hands: dict[int, list[str]] = {}
         for seat, card in d["cards"]:
