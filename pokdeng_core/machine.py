@@ -646,6 +646,8 @@ def _time_out(run: _Run, _cmd: c.TimeOutTurn) -> None:
         _close_side_bets(run, _cmd)
         return
     _require_phase(state, Phase.PLAYER_TURNS, Phase.BANKER_TURN, doing="time out a turn")
+    if state.phase is Phase.BANKER_TURN and state.banker_done:
+        raise WrongPhase("the banker has already played")
     profile = state.rules
     seat = state.turn if state.phase is Phase.PLAYER_TURNS else BANKER
     rule = profile.player_draw if seat else profile.banker_draw
@@ -765,7 +767,7 @@ def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...
             ops.append(c.Deal.name)
         if phase is Phase.SIDE_BETS:
             ops.append(c.CloseSideBets.name)
-        if phase in (Phase.SIDE_BETS, Phase.PLAYER_TURNS, Phase.BANKER_TURN):
+        if phase in (Phase.SIDE_BETS, Phase.PLAYER_TURNS) or (phase is Phase.BANKER_TURN and not state.banker_done):
             ops.append(c.TimeOutTurn.name)
         if state.banker_player is None and phase is Phase.BANKER_TURN:
             ops.extend(legal_commands(state, BANKER))
