@@ -1,0 +1,297 @@
+"""``pokdeng rtp`` and ``pokdeng simulate``: the game math of pokdeng_core.gamemath on the command line.
+
+The ``pokdeng`` CLI registers these with ``add_rtp_commands(subparsers)``; each parser gets a
+``handler`` default (``handler(args) -> exit code``). Standalone::
+
+    python -m pokdeng_service.cli_rtp rtp classic --strategy best
+    python -m pokdeng_service.cli_rtp simulate kingmaker --rounds 20000 --seed 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import secrets
+import sys
+import time
+from collections.abc import Sequence
+from fractions import Fraction
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from pokdeng_core.gamemath import RtpResult, SimulationResult, exact, simulate
+from pokdeng_core.profiles import PROFILE_NAMES, Profile, ProfileError, get_profile
+
+__all__ = ["add_rtp_commands", "main", "run_rtp", "run_simulate"]
+
+DEFAULT_ROUNDS = 10_000
+
+
+def add_rtp_commands(subparsers: Any) -> None:
+    """Register ``rtp`` and ``simulate`` on an argparse subparsers object (from ``add_subparsers``)."""
+    rtp = subparsers.add_parser(
+        "rtp",
+        help="exact return to player of a profile (complete enumeration)",
+        description="Exact return to player, house edge, win/tie/loss, SD and hand-type probabilities "
+        "of one hand against the banker, by complete enumeration of the deck (docs/game-math.md).",
+    )
+    _common(rtp)
+    rtp.add_argument(
+        "--stake",
+        type=int,
+        default=None,
+        help="settle at this stake in minor units, with its floor/ceil rounding (default: exact multipliers)",
+    )
+    rtp.set_defaults(handler=run_rtp)
+
+    sim = subparsers.add_parser(
+        "simulate",
+        help="Monte Carlo estimate through the round state machine, with 95%% intervals",
+        description="Play whole rounds through the round state machine on seeded shuffles "
+        "(server seed of round i = sha256(seed || i)) and compare with the exact figures.",
+    )
+    _common(sim)
+    sim.add_argument(
+        "--rounds", type=_positive, default=DEFAULT_ROUNDS, help=f"rounds to play (default {DEFAULT_ROUNDS})"
+    )
+    sim.add_argument("--seed", default=None, help="simulation seed (default: a random one, printed)")
+    sim.set_defaults(handler=run_simulate)
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("profile", choices=PROFILE_NAMES, help="rule profile")
+    parser.add_argument(
+        "--strategy",
+        choices=("reference", "best"),
+        default="reference",
+        help="reference: the documented strategy; best: the player's best fixed strategy per two-card total",
+    )
+    parser.add_argument("--straights", action="store_true", help="classic only: count straights (table option)")
+    parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError("at least 2 rounds")
+    return value
+
+
+def _profile(args: argparse.Namespace) -> Profile:
+    options = {"straights": True} if args.straights else {}
+    return get_profile(args.profile, **options)
+
+
+def _console() -> Console:
+    return Console(highlight=False, markup=False)
+
+
+# ---------------------------------------------------------------------------------------
+# rtp
+
+
+def run_rtp(args: argparse.Namespace) -> int:
+    try:
+        profile = _profile(args)
+        started = time.perf_counter()
+        result = exact(profile, args.strategy, stake=args.stake)
+        seconds = time.perf_counter() - started
+    except (ProfileError, ValueError) as error:
+        print(f"pokdeng rtp: {error}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps({**result.to_dict(), "seconds": round(seconds, 3)}, indent=2))
+        return 0
+    print_rtp(result, seconds, _console())
+    return 0
+
+
+def _pct(value: Fraction | float) -> str:
+    return f"{float(value) * 100:.4f}%"
+
+
+def _dec(value: Fraction | float, places: int = 6) -> str:
+    return f"{float(value):+.{places}f}"
+
+
+def print_rtp(result: RtpResult, seconds: float, console: Console) -> None:
+    stake = "exact multipliers" if result.stake is None else f"stake {result.stake} minor units, rounded"
+    console.print(f"{result.profile} - {result.strategy.name} strategy ({stake})", style="bold")
+    console.print(f"Strategy: {result.strategy_text}")
+
+    main = Table(title="Return to player, per unit staked", title_justify="left")
+    main.add_column("figure")
+    main.add_column("decimal", justify="right")
+    main.add_column("exact", overflow="fold")
+    rows: list[tuple[str, Fraction, str]] = [
+        ("RTP", result.rtp, _pct(result.rtp)),
+        ("house edge", result.house_edge, _pct(result.house_edge)),
+        ("win", result.win, _pct(result.win)),
+        ("tie", result.tie, _pct(result.tie)),
+        ("loss", result.loss, _pct(result.loss)),
+        ("variance of net", result.variance, f"{float(result.variance):.6f}"),
+    ]
+    for name, value, shown in rows:
+        main.add_row(name, shown, str(value))
+    main.add_row("SD of net", f"{result.sd:.6f}", "sqrt(variance)")
+    console.print(main)
+
+    types = Table(title="Player's final hand", title_justify="left")
+    types.add_column("hand type")
+    types.add_column("probability", justify="right")
+    types.add_column("exact", overflow="fold")
+    for name, p in result.hand_types:
+        types.add_row(name, _pct(p), str(p))
+    console.print(types)
+
+    if result.decisions:
+        decisions = Table(
+            title="Player's decisions (banker has no pok): E[net per unit] by two-card total", title_justify="left"
+        )
+        for column in ("total", "rule", "P(situation)", "EV stand", "EV draw", "best", "this strategy"):
+            decisions.add_column(column, justify="right" if column != "rule" else "left")
+        for d in result.decisions:
+            decisions.add_row(
+                str(d.total),
+                d.rule,
+                _pct(d.probability),
+                _dec(d.ev_stand),
+                _dec(d.ev_draw),
+                d.best,
+                d.chosen,
+            )
+        console.print(decisions)
+
+    extra = Table(title="Profile notes", title_justify="left", show_header=True)
+    extra.add_column("figure")
+    extra.add_column("decimal", justify="right")
+    extra.add_column("exact", overflow="fold")
+    if result.side_bet is not None:
+        s = result.side_bet
+        extra.add_row("side bet offered (up card 8 or 9)", _pct(s.offer_probability), str(s.offer_probability))
+        extra.add_row("P(banker natural | offered)", _pct(s.natural_probability), str(s.natural_probability))
+        extra.add_row(f"side bet RTP (wins {s.payout} : 1)", _pct(s.rtp), str(s.rtp))
+        extra.add_row("side bet house edge", _pct(s.house_edge), str(s.house_edge))
+        extra.add_row(
+            "side bet RTP, best case knowing own cards", _pct(s.best_conditional_rtp), str(s.best_conditional_rtp)
+        )
+    if result.commission is not None:
+        m = result.commission
+        extra.add_row("RTP before the player's commission", _pct(m.rtp_before_commission), str(m.rtp_before_commission))
+        extra.add_row(
+            f"player's commission ({m.player_rate} of a win)", _pct(m.player_commission), str(m.player_commission)
+        )
+        extra.add_row(
+            f"banker's commission ({m.banker_rate} of its net gain), one player",
+            _pct(m.banker_commission),
+            str(m.banker_commission),
+        )
+    if result.ante is not None:
+        a = result.ante
+        extra.add_row("E[ante net] per unit of ante", _dec(a.ante_ev), str(a.ante_ev))
+        extra.add_row("E[bet net] per unit of bet", _dec(a.bet_ev), str(a.bet_ev))
+        extra.add_row("house edge per ante (wager = 2 antes)", _pct(a.edge_per_ante), str(a.edge_per_ante))
+        extra.add_row("bet won / pushed / lost", f"{_pct(a.bet_won)} / {_pct(a.bet_push)} / {_pct(a.bet_lost)}", "")
+    if extra.row_count:
+        console.print(extra)
+    console.print(f"{result.deals:,} equally likely deals enumerated; {result.method}.")
+    console.print(f"Computed in {seconds:.2f} s.")
+
+
+# ---------------------------------------------------------------------------------------
+# simulate
+
+
+def run_simulate(args: argparse.Namespace) -> int:
+    seed = args.seed if args.seed is not None else secrets.token_hex(8)
+    try:
+        profile = _profile(args)
+    except ProfileError as error:
+        print(f"pokdeng simulate: {error}", file=sys.stderr)
+        return 2
+    errors = Console(stderr=True, highlight=False, markup=False)
+    errors.print(f"seed: {seed}")
+    progress = Progress(
+        TextColumn(f"simulating {profile.key}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=errors,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("rounds", total=args.rounds)
+        started = time.perf_counter()
+        result = simulate(
+            profile, args.rounds, seed, args.strategy, progress=lambda done: progress.update(task, completed=done)
+        )
+        seconds = time.perf_counter() - started
+    reference = exact(profile, result.strategy)
+    if args.json:
+        out = {
+            **result.to_dict(),
+            "seconds": round(seconds, 3),
+            "rounds_per_second": round(args.rounds / seconds, 1),
+            "exact_rtp": float(reference.rtp),
+        }
+        print(json.dumps(out, indent=2))
+        return 0
+    print_simulation(result, reference, seconds, _console())
+    return 0
+
+
+def print_simulation(result: SimulationResult, reference: RtpResult, seconds: float, console: Console) -> None:
+    console.print(f"{result.profile} - {result.strategy.name} strategy, simulated through the machine", style="bold")
+    console.print(f"Strategy: {result.strategy_text}")
+    console.print(
+        f"seed: {result.seed}   rounds: {result.rounds:,}   stake: {result.stake}   "
+        f"({result.rounds / seconds:,.0f} rounds/s, {seconds:.1f} s)"
+    )
+    table = Table(title="Simulated figures with 95% confidence intervals", title_justify="left")
+    for column in ("figure", "estimate", "95% interval", "exact", "z"):
+        table.add_column(column, justify="left" if column == "figure" else "right")
+
+    def row(name: str, est: Any, exact_value: Fraction | None) -> None:
+        z = "" if exact_value is None or not est.se else f"{(est.value - float(exact_value)) / est.se:+.2f}"
+        table.add_row(
+            name,
+            _pct(est.value),
+            f"{_pct(est.low)} .. {_pct(est.high)}",
+            "" if exact_value is None else _pct(exact_value),
+            z,
+        )
+
+    row("RTP", result.rtp, reference.rtp)
+    row("house edge", result.house_edge, reference.house_edge)
+    row("win", result.win, reference.win)
+    row("tie", result.tie, reference.tie)
+    row("loss", result.loss, reference.loss)
+    exact_types = dict(reference.hand_types)
+    for name, est in result.hand_types:
+        row(f"hand: {name}", est, exact_types.get(name))
+    if result.side_bet_rtp is not None:
+        side = reference.side_bet.rtp if reference.side_bet is not None else None
+        row(f"side bet RTP ({result.side_bets:,} bets)", result.side_bet_rtp, side)
+    console.print(table)
+    console.print(f"SD of a unit bet's net: {result.sd:.4f} (exact {reference.sd:.4f})")
+
+
+# ---------------------------------------------------------------------------------------
+# standalone
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="pokdeng", description="Pok Deng game math")
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    add_rtp_commands(subparsers)
+    args = parser.parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
