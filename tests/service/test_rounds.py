@@ -63,7 +63,8 @@ def test_classic_two_seats_one_player_and_a_backer(driver: Driver, app: PokdengA
         settled = events_of(view, "bet_settled")
         assert Counter(s["seat"] for s in settled) == {1: 1, 2: 1, 3: 2}
         bob, carol = (next(s for s in settled if s["seat"] == 3 and s["player"] == p) for p in ("bob", "carol"))
-        assert (bob["outcome"], bob["multiplier"], bob["hand"]) == (carol["outcome"], carol["multiplier"], carol["hand"])
+        for key in ("outcome", "multiplier", "hand"):
+            assert bob[key] == carol[key]
         assert Fraction(bob["net"], 300) == Fraction(carol["net"], 150)
         nets = play.assert_round_books(view)
         (round_settled,) = events_of(view, "round_settled")
@@ -144,7 +145,7 @@ def test_ante_several_wallets_on_several_positions(driver: Driver, app: PokdengA
         assert on_two[0]["outcome"] == on_two[1]["outcome"]
         assert Fraction(on_two[0]["net"], on_two[0]["stake"]) == Fraction(on_two[1]["net"], on_two[1]["stake"])
         nets = play.assert_round_books(view)
-        changes, house, commission = ledger.assert_balanced(app)
+        changes, _house, commission = ledger.assert_balanced(app)
         assert changes == {w: nets.get(w, 0) for w in wallets} and commission == 0
 
 
@@ -278,7 +279,7 @@ def test_kingmaker_side_bet(app: PokdengApp) -> None:
             assert app.round_state(round_id).phase is Phase.CLOSED
         view = play.drive_round(driver, round_id)
         nets = play.assert_round_books(view)
-        changes, house, commission = ledger.assert_balanced(app)
+        changes, _house, commission = ledger.assert_balanced(app)
         assert changes == {w: nets.get(w, 0) for w in wallets} and commission == 0
         return
     pytest.fail("eighty kingmaker rounds without an 8 or 9 up card")
