@@ -249,7 +249,8 @@ def settle_round(
     ``banker_is_house`` defaults to the profile's first banker kind (the house for classic,
     ante and kingmaker, a player for room). Cards are in deal order: the banker's first
     card is its up card, which must be an 8 or a 9 for side stakes (kingmaker). In a
-    single-deck game no card may be in two hands.
+    single-deck game no card may be in two hands; a hand backed by several wallets is
+    listed once per stake, with the same cards.
 
     >>> r = settle_round("room", banker="2S 3D", hands=[("9H KC", 1000), ("4C 2C", 1000)],
     ...                  banker_is_house=False)
@@ -262,7 +263,9 @@ def settle_round(
     items = [hand if isinstance(hand, PlayerHand) else PlayerHand(hand[0], hand[1]) for hand in hands]
     values = [evaluate(rules, _cards(item.cards)) for item in items]
     if rules.decks == 1:
-        _check_disjoint([banker_value.cards, *(v.cards for v in values)])
+        # The same hand may be listed once per wallet backing it; different hands share no card.
+        distinct = {frozenset(v.cards): v.cards for v in values}
+        _check_disjoint([banker_value.cards, *distinct.values()])
     natural = banker_value.kind is HandKind.POK
     stakes: list[StakeResult] = []
     sides: list[SideBetResult] = []
