@@ -639,8 +639,10 @@ class PokdengApp(Application[UUID]):
 
     def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:
         _check_id(round_id, "round_id")
-        self._get(ag.round_uuid(round_id), RoundRecord, "round", round_id)
-        return self._recorded(ag.round_uuid(round_id))
+        recorded = self._recorded(ag.round_uuid(round_id))
+        if not recorded:
+            raise NotFound(f"round {round_id!r} not found", round=round_id)
+        return recorded
 
     def legal_commands(self, round_id: str, seat: int | None = None) -> tuple[str, ...]:
         return legal_commands(self.round_state(round_id), seat)

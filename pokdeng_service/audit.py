@@ -273,7 +273,11 @@ def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdic
     verdict = Verdict(f"round {round_id}")
     events = list(app.round_events(round_id))
     last = check_chain(verdict, round_id, events)
-    state = app.round_state(round_id)
+    try:
+        state = app.round_state(round_id)
+    except Exception as error:  # a gap or a duplicate in the stream stops the library's own loader
+        verdict.add("load", False, f"the round's stream cannot be loaded: {type(error).__name__}: {error}")
+        return verdict
     seed = None
     if not state.is_closed:
         seed = app._shoe(app._round(round_id, with_shoe=False)).server_seed  # operator-side check of an open round
