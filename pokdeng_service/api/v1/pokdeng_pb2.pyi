@@ -227,6 +227,7 @@ class Wallet(_message.Message):
     RESERVED_FIELD_NUMBER: _builtins.int
     AVAILABLE_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
+    RESERVATIONS_FIELD_NUMBER: _builtins.int
     wallet_id: _builtins.str
     """The wallet's id (a player's wallet has the player's id)."""
     balance: _builtins.int
@@ -237,6 +238,10 @@ class Wallet(_message.Message):
     """balance - reserved: what new stakes and withdrawals may use."""
     version: _builtins.int
     """The wallet stream's version (its number of recorded events)."""
+    @_builtins.property
+    def reservations(self) -> _containers.RepeatedCompositeFieldContainer[Global___Reservation]:
+        """What is reserved, round by round."""
+
     def __init__(
         self,
         *,
@@ -245,14 +250,75 @@ class Wallet(_message.Message):
         reserved: _builtins.int = ...,
         available: _builtins.int = ...,
         version: _builtins.int = ...,
+        reservations: _abc.Iterable[Global___Reservation] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["available", b"available", "balance", b"balance", "reserved", b"reserved", "version", b"version", "wallet_id", b"wallet_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["available", b"available", "balance", b"balance", "reservations", b"reservations", "reserved", b"reserved", "version", b"version", "wallet_id", b"wallet_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Wallet: _TypeAlias = Wallet  # noqa: Y015
+
+@_typing.final
+class Reservation(_message.Message):
+    """Funds a round holds in a wallet until it settles or is voided."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUND_ID_FIELD_NUMBER: _builtins.int
+    AMOUNT_FIELD_NUMBER: _builtins.int
+    round_id: _builtins.str
+    """The round."""
+    amount: _builtins.int
+    """The amount held, in minor units."""
+    def __init__(
+        self,
+        *,
+        round_id: _builtins.str = ...,
+        amount: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount", b"amount", "round_id", b"round_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Reservation: _TypeAlias = Reservation  # noqa: Y015
+
+@_typing.final
+class WalletCommandResponse(_message.Message):
+    """What a wallet command did, and the wallet after it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    WALLET_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """The command's request id."""
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecordedEvent]:
+        """The events the command recorded in the wallet's stream (on a retry: those the first call recorded)."""
+
+    @_builtins.property
+    def wallet(self) -> Global___Wallet:
+        """The wallet as it is now."""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        events: _abc.Iterable[Global___RecordedEvent] | None = ...,
+        wallet: Global___Wallet | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["wallet", b"wallet"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "request_id", b"request_id", "wallet", b"wallet"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WalletCommandResponse: _TypeAlias = WalletCommandResponse  # noqa: Y015
 
 @_typing.final
 class OpenWalletRequest(_message.Message):
@@ -403,15 +469,16 @@ class StatementEntry(_message.Message):
     AMOUNT_FIELD_NUMBER: _builtins.int
     RESERVED_CHANGE_FIELD_NUMBER: _builtins.int
     BALANCE_FIELD_NUMBER: _builtins.int
-    RESERVED_FIELD_NUMBER: _builtins.int
     ROUND_ID_FIELD_NUMBER: _builtins.int
+    REFERENCE_FIELD_NUMBER: _builtins.int
     RECORDED_AT_FIELD_NUMBER: _builtins.int
-    PAYLOAD_JSON_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
-    """The entry's sequence number in the wallet's stream, from 1."""
+    """The entry's sequence number in the wallet's stream (its stream position; pass the last one as
+    GetStatementRequest.after to read on).
+    """
     kind: _builtins.str
-    """What happened: the wallet event's kind (for example "deposited", "withdrawn",
-    "funds_reserved", "round_settled"; docs/events.md lists them).
+    """What happened: the wallet event's kind ("Deposited", "Withdrawn", "FundsReserved",
+    "RoundSettled", "ReservationReleased", ...; docs/events.md lists them).
     """
     amount: _builtins.int
     """The change to the balance, signed, in minor units (0 for a reservation)."""
@@ -419,14 +486,12 @@ class StatementEntry(_message.Message):
     """The change to the reserved funds, signed, in minor units."""
     balance: _builtins.int
     """The balance after this entry."""
-    reserved: _builtins.int
-    """The reserved funds after this entry."""
     round_id: _builtins.str
     """The round this entry belongs to, if any."""
+    reference: _builtins.str
+    """A reference: the request id of a deposit or withdrawal, or why a reservation was released."""
     recorded_at: _builtins.str
     """When it was recorded (RFC 3339, UTC)."""
-    payload_json: _builtins.str
-    """The wallet event's full payload as JSON."""
     def __init__(
         self,
         *,
@@ -435,14 +500,13 @@ class StatementEntry(_message.Message):
         amount: _builtins.int = ...,
         reserved_change: _builtins.int = ...,
         balance: _builtins.int = ...,
-        reserved: _builtins.int = ...,
         round_id: _builtins.str = ...,
+        reference: _builtins.str = ...,
         recorded_at: _builtins.str = ...,
-        payload_json: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount", b"amount", "balance", b"balance", "kind", b"kind", "payload_json", b"payload_json", "recorded_at", b"recorded_at", "reserved", b"reserved", "reserved_change", b"reserved_change", "round_id", b"round_id", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["amount", b"amount", "balance", b"balance", "kind", b"kind", "recorded_at", b"recorded_at", "reference", b"reference", "reserved_change", b"reserved_change", "round_id", b"round_id", "sequence", b"sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -457,7 +521,6 @@ class WalletStatement(_message.Message):
     WALLET_ID_FIELD_NUMBER: _builtins.int
     ENTRIES_FIELD_NUMBER: _builtins.int
     NEXT_AFTER_FIELD_NUMBER: _builtins.int
-    WALLET_FIELD_NUMBER: _builtins.int
     wallet_id: _builtins.str
     """The wallet's id."""
     next_after: _builtins.int
@@ -468,21 +531,16 @@ class WalletStatement(_message.Message):
     def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___StatementEntry]:
         """The entries, oldest first."""
 
-    @_builtins.property
-    def wallet(self) -> Global___Wallet:
-        """The wallet's balances now."""
-
     def __init__(
         self,
         *,
         wallet_id: _builtins.str = ...,
         entries: _abc.Iterable[Global___StatementEntry] | None = ...,
         next_after: _builtins.int = ...,
-        wallet: Global___Wallet | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["wallet", b"wallet"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "next_after", b"next_after", "wallet", b"wallet", "wallet_id", b"wallet_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["entries", b"entries", "next_after", b"next_after", "wallet_id", b"wallet_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -508,7 +566,7 @@ class Table(_message.Message):
     BANKER_ROUNDS_LEFT_FIELD_NUMBER: _builtins.int
     BIDS_FIELD_NUMBER: _builtins.int
     CURRENT_ROUND_ID_FIELD_NUMBER: _builtins.int
-    ROUNDS_PLAYED_FIELD_NUMBER: _builtins.int
+    ROUND_NO_FIELD_NUMBER: _builtins.int
     HOUSE_NET_FIELD_NUMBER: _builtins.int
     COMMISSION_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
@@ -534,8 +592,8 @@ class Table(_message.Message):
     """Room: rounds left in the banker's tenure."""
     current_round_id: _builtins.str
     """The round in play, empty between rounds."""
-    rounds_played: _builtins.int
-    """The number of rounds started at this table."""
+    round_no: _builtins.int
+    """The number of the table's latest round (0: none started yet)."""
     house_net: _builtins.int
     """The house's total net as banker at this table, in minor units."""
     commission: _builtins.int
@@ -571,18 +629,52 @@ class Table(_message.Message):
         banker_rounds_left: _builtins.int = ...,
         bids: _abc.Iterable[Global___BankerBid] | None = ...,
         current_round_id: _builtins.str = ...,
-        rounds_played: _builtins.int = ...,
+        round_no: _builtins.int = ...,
         house_net: _builtins.int = ...,
         commission: _builtins.int = ...,
         version: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["banker", b"banker", "banker_rounds_left", b"banker_rounds_left", "bids", b"bids", "commission", b"commission", "current_round_id", b"current_round_id", "dealer", b"dealer", "house_net", b"house_net", "max_stake", b"max_stake", "min_stake", b"min_stake", "options", b"options", "profile", b"profile", "profile_version", b"profile_version", "rounds_played", b"rounds_played", "seated", b"seated", "seats", b"seats", "table_id", b"table_id", "turn_timeout", b"turn_timeout", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["banker", b"banker", "banker_rounds_left", b"banker_rounds_left", "bids", b"bids", "commission", b"commission", "current_round_id", b"current_round_id", "dealer", b"dealer", "house_net", b"house_net", "max_stake", b"max_stake", "min_stake", b"min_stake", "options", b"options", "profile", b"profile", "profile_version", b"profile_version", "round_no", b"round_no", "seated", b"seated", "seats", b"seats", "table_id", b"table_id", "turn_timeout", b"turn_timeout", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Table: _TypeAlias = Table  # noqa: Y015
+
+@_typing.final
+class TableCommandResponse(_message.Message):
+    """What a table command did, and the table after it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    TABLE_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """The command's request id."""
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecordedEvent]:
+        """The events the command recorded in the table's stream (on a retry: those the first call recorded)."""
+
+    @_builtins.property
+    def table(self) -> Global___Table:
+        """The table as it is now."""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        events: _abc.Iterable[Global___RecordedEvent] | None = ...,
+        table: Global___Table | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["table", b"table"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "request_id", b"request_id", "table", b"table"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TableCommandResponse: _TypeAlias = TableCommandResponse  # noqa: Y015
 
 @_typing.final
 class BankerBid(_message.Message):
@@ -801,6 +893,36 @@ class CloseBankerBidRequest(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___CloseBankerBidRequest: _TypeAlias = CloseBankerBidRequest  # noqa: Y015
+
+@_typing.final
+class DisconnectBankerRequest(_message.Message):
+    """Report the banker's disconnection (room)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    PLAYER_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Idempotency key, 1 to 128 characters."""
+    table_id: _builtins.str
+    """The table."""
+    player: _builtins.str
+    """The banker who disconnected."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        table_id: _builtins.str = ...,
+        player: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player", b"player", "request_id", b"request_id", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DisconnectBankerRequest: _TypeAlias = DisconnectBankerRequest  # noqa: Y015
 
 @_typing.final
 class StartRoundRequest(_message.Message):
@@ -1189,13 +1311,21 @@ class Hand(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     HOLDER_FIELD_NUMBER: _builtins.int
     CARDS_FIELD_NUMBER: _builtins.int
+    DONE_FIELD_NUMBER: _builtins.int
+    REVEALED_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat, 0 for the banker."""
     holder: _builtins.str
     """The hand's holder (the player-banker for seat 0; empty for the house or an ante position)."""
+    done: _builtins.bool
+    """True when the hand has finished acting (pok, stood or drew)."""
+    revealed: _builtins.bool
+    """True when the hand has been shown and compared with the banker's."""
     @_builtins.property
     def cards(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """The cards in the order dealt and drawn, RULES.md notation."""
+        """The cards in the order dealt and drawn, RULES.md notation. A card the caller may not see yet
+        (a player token reading another hand before it is shown) is the empty string.
+        """
 
     def __init__(
         self,
@@ -1203,18 +1333,22 @@ class Hand(_message.Message):
         seat: _builtins.int = ...,
         holder: _builtins.str = ...,
         cards: _abc.Iterable[_builtins.str] | None = ...,
+        done: _builtins.bool = ...,
+        revealed: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "holder", b"holder", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cards", b"cards", "done", b"done", "holder", b"holder", "revealed", b"revealed", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Hand: _TypeAlias = Hand  # noqa: Y015
 
 @_typing.final
-class RoundEvent(_message.Message):
-    """A recorded round event, with its place in the round's audit chain."""
+class RecordedEvent(_message.Message):
+    """A recorded event of one stream (a round, a table or a wallet), with its place in the stream's
+    audit chain.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1224,21 +1358,25 @@ class RoundEvent(_message.Message):
     CHAIN_DIGEST_FIELD_NUMBER: _builtins.int
     RECORDED_AT_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
-    POSITION_FIELD_NUMBER: _builtins.int
+    REDACTED_FIELD_NUMBER: _builtins.int
     sequence: _builtins.int
-    """The event's sequence number in the round's stream, from 1."""
+    """The event's position in its stream (the round's first fact is 2: 1 is the stream's creation)."""
     kind: _builtins.str
-    """The event's kind in snake case, for example "bet_placed" (docs/events.md)."""
+    """The event's kind: snake case for round and table facts ("bet_placed", docs/events.md), the
+    class name for wallet events ("Deposited").
+    """
     payload_json: _builtins.str
     """The event's fields as canonical JSON."""
     chain_digest: _builtins.str
-    """SHA-256 (hex) chaining this event to the one before it (docs/audit.md)."""
+    """SHA-256 (hex) chaining this event to the one before it (docs/audit.md); empty for wallet events."""
     recorded_at: _builtins.str
     """When it was recorded (RFC 3339, UTC), as the chain digest covers it."""
     request_id: _builtins.str
     """The request id of the command that caused it."""
-    position: _builtins.int
-    """Its position in the global event log (as in Events.SubscribeEvents), 0 if unknown."""
+    redacted: _builtins.bool
+    """True when cards the caller may not see yet were blanked out of payload_json (a player token
+    reading an open round); chain_digest then covers the unredacted payload.
+    """
     def __init__(
         self,
         *,
@@ -1248,15 +1386,15 @@ class RoundEvent(_message.Message):
         chain_digest: _builtins.str = ...,
         recorded_at: _builtins.str = ...,
         request_id: _builtins.str = ...,
-        position: _builtins.int = ...,
+        redacted: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_digest", b"chain_digest", "kind", b"kind", "payload_json", b"payload_json", "position", b"position", "recorded_at", b"recorded_at", "request_id", b"request_id", "sequence", b"sequence"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["chain_digest", b"chain_digest", "kind", b"kind", "payload_json", b"payload_json", "recorded_at", b"recorded_at", "redacted", b"redacted", "request_id", b"request_id", "sequence", b"sequence"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___RoundEvent: _TypeAlias = RoundEvent  # noqa: Y015
+Global___RecordedEvent: _TypeAlias = RecordedEvent  # noqa: Y015
 
 @_typing.final
 class WalletResult(_message.Message):
@@ -1383,8 +1521,10 @@ class Round(_message.Message):
         """Each wallet's result once the round is over."""
 
     @_builtins.property
-    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___RoundEvent]:
-        """Every event recorded so far, in order."""
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecordedEvent]:
+        """Every event recorded so far, in order (empty in command responses: see their own events, or
+        call Queries.GetRound).
+        """
 
     def __init__(
         self,
@@ -1411,7 +1551,7 @@ class Round(_message.Message):
         results: _abc.Iterable[Global___WalletResult] | None = ...,
         house_net: _builtins.int = ...,
         commission: _builtins.int = ...,
-        events: _abc.Iterable[Global___RoundEvent] | None = ...,
+        events: _abc.Iterable[Global___RecordedEvent] | None = ...,
         version: _builtins.int = ...,
         min_stake: _builtins.int = ...,
         max_stake: _builtins.int = ...,
@@ -1425,6 +1565,42 @@ class Round(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__turn) -> _WhichOneofReturnType__turn | None: ...
 
 Global___Round: _TypeAlias = Round  # noqa: Y015
+
+@_typing.final
+class RoundCommandResponse(_message.Message):
+    """What a round command did, and the round after it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    ROUND_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """The command's request id."""
+    @_builtins.property
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___RecordedEvent]:
+        """The events the command recorded in the round's stream, the automatic steps that followed it
+        included (on a retry: those the first call recorded).
+        """
+
+    @_builtins.property
+    def round(self) -> Global___Round:
+        """The round as it is now (its `events` left empty)."""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        events: _abc.Iterable[Global___RecordedEvent] | None = ...,
+        round: Global___Round | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["round", b"round"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "request_id", b"request_id", "round", b"round"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RoundCommandResponse: _TypeAlias = RoundCommandResponse  # noqa: Y015
 
 @_typing.final
 class GetTableRequest(_message.Message):
@@ -1622,33 +1798,63 @@ class ReplayRoundResponse(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
-    ROUND_FIELD_NUMBER: _builtins.int
-    CONSISTENT_FIELD_NUMBER: _builtins.int
-    PROBLEMS_FIELD_NUMBER: _builtins.int
-    consistent: _builtins.bool
-    """True when the replayed state matches the recorded one."""
+    ROUND_ID_FIELD_NUMBER: _builtins.int
+    OK_FIELD_NUMBER: _builtins.int
+    CHECKS_FIELD_NUMBER: _builtins.int
+    EVENTS_FIELD_NUMBER: _builtins.int
+    round_id: _builtins.str
+    """The round's id."""
+    ok: _builtins.bool
+    """True when the replay reproduced every recorded event."""
     @_builtins.property
-    def round(self) -> Global___Round:
-        """The round as its events rebuild it."""
+    def checks(self) -> _containers.RepeatedCompositeFieldContainer[Global___Check]:
+        """The replay's checks (commitment, replay), in the order run."""
 
     @_builtins.property
-    def problems(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """What differs, if anything."""
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___ReplayedEvent]:
+        """The events the replay produced, in order (empty when the replay failed)."""
 
     def __init__(
         self,
         *,
-        round: Global___Round | None = ...,
-        consistent: _builtins.bool = ...,
-        problems: _abc.Iterable[_builtins.str] | None = ...,
+        round_id: _builtins.str = ...,
+        ok: _builtins.bool = ...,
+        checks: _abc.Iterable[Global___Check] | None = ...,
+        events: _abc.Iterable[Global___ReplayedEvent] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["round", b"round"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["consistent", b"consistent", "problems", b"problems", "round", b"round"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "events", b"events", "ok", b"ok", "round_id", b"round_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ReplayRoundResponse: _TypeAlias = ReplayRoundResponse  # noqa: Y015
+
+@_typing.final
+class ReplayedEvent(_message.Message):
+    """An event as the replay produced it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    PAYLOAD_JSON_FIELD_NUMBER: _builtins.int
+    kind: _builtins.str
+    """The event's kind in snake case."""
+    payload_json: _builtins.str
+    """Its fields as canonical JSON (equal to the recorded payload when the replay is consistent)."""
+    def __init__(
+        self,
+        *,
+        kind: _builtins.str = ...,
+        payload_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "payload_json", b"payload_json"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReplayedEvent: _TypeAlias = ReplayedEvent  # noqa: Y015
 
 @_typing.final
 class VerifyRoundRequest(_message.Message):
@@ -1681,10 +1887,13 @@ class Verdict(_message.Message):
     ROUND_ID_FIELD_NUMBER: _builtins.int
     OK_FIELD_NUMBER: _builtins.int
     CHECKS_FIELD_NUMBER: _builtins.int
+    FIRST_DIFFERENCE_FIELD_NUMBER: _builtins.int
     round_id: _builtins.str
     """The round's id."""
     ok: _builtins.bool
     """True when every check passed."""
+    first_difference: _builtins.str
+    """"name: detail" of the first failed check; empty when ok."""
     @_builtins.property
     def checks(self) -> _containers.RepeatedCompositeFieldContainer[Global___Check]:
         """The individual checks, in the order run."""
@@ -1695,10 +1904,11 @@ class Verdict(_message.Message):
         round_id: _builtins.str = ...,
         ok: _builtins.bool = ...,
         checks: _abc.Iterable[Global___Check] | None = ...,
+        first_difference: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "ok", b"ok", "round_id", b"round_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checks", b"checks", "first_difference", b"first_difference", "ok", b"ok", "round_id", b"round_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1714,7 +1924,7 @@ class Check(_message.Message):
     PASSED_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    """The check's name, for example "chain", "commitment", "shuffle", "rules", "balance"."""
+    """The check's name, for example "chain", "commitment", "replay", "money", "table record"."""
     passed: _builtins.bool
     """Whether it passed."""
     detail: _builtins.str
@@ -1764,23 +1974,25 @@ class RoundBundle(_message.Message):
 
     ROUND_ID_FIELD_NUMBER: _builtins.int
     BUNDLE_JSON_FIELD_NUMBER: _builtins.int
-    SHA256_FIELD_NUMBER: _builtins.int
+    BUNDLE_DIGEST_FIELD_NUMBER: _builtins.int
     round_id: _builtins.str
     """The round's id."""
     bundle_json: _builtins.str
-    """The bundle as JSON (docs/audit.md describes its fields)."""
-    sha256: _builtins.str
-    """SHA-256 (hex) of bundle_json's UTF-8 bytes."""
+    """The bundle exactly as its file form: canonical JSON and a newline (docs/audit.md describes
+    its fields); `pokdeng verify` checks it offline.
+    """
+    bundle_digest: _builtins.str
+    """The bundle's own digest (its "bundle_digest" field: SHA-256 of the body without it)."""
     def __init__(
         self,
         *,
         round_id: _builtins.str = ...,
         bundle_json: _builtins.str = ...,
-        sha256: _builtins.str = ...,
+        bundle_digest: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["bundle_json", b"bundle_json", "round_id", b"round_id", "sha256", b"sha256"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["bundle_digest", b"bundle_digest", "bundle_json", b"bundle_json", "round_id", b"round_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1864,13 +2076,15 @@ class Notification(_message.Message):
     position: _builtins.int
     """Its position in the log, from 1, strictly increasing."""
     aggregate_kind: _builtins.str
-    """The kind of stream it belongs to: "wallet", "table" or "round"."""
+    """The kind of stream it belongs to: "wallet", "table", "round", "seed" (a sealed server seed;
+    never the seed itself) or "request" (an idempotency record).
+    """
     aggregate_id: _builtins.str
     """The stream's id (a wallet, table or round id)."""
     sequence: _builtins.int
     """Its sequence number in that stream, from 1."""
     kind: _builtins.str
-    """The event's kind in snake case (docs/events.md)."""
+    """The event's kind: snake case for round and table facts, the class name otherwise (docs/events.md)."""
     payload_json: _builtins.str
     """The event's fields as canonical JSON."""
     recorded_at: _builtins.str

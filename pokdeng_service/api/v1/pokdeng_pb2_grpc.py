@@ -41,17 +41,17 @@ class WalletsStub:
         self.OpenWallet = channel.unary_unary(
                 '/pokdeng.v1.Wallets/OpenWallet',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.OpenWalletRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.FromString,
                 _registered_method=True)
         self.Deposit = channel.unary_unary(
                 '/pokdeng.v1.Wallets/Deposit',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DepositRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.FromString,
                 _registered_method=True)
         self.Withdraw = channel.unary_unary(
                 '/pokdeng.v1.Wallets/Withdraw',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WithdrawRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.FromString,
                 _registered_method=True)
         self.GetWallet = channel.unary_unary(
                 '/pokdeng.v1.Wallets/GetWallet',
@@ -113,17 +113,17 @@ def add_WalletsServicer_to_server(servicer, server):
             'OpenWallet': grpc.unary_unary_rpc_method_handler(
                     servicer.OpenWallet,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.OpenWalletRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.SerializeToString,
             ),
             'Deposit': grpc.unary_unary_rpc_method_handler(
                     servicer.Deposit,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DepositRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.SerializeToString,
             ),
             'Withdraw': grpc.unary_unary_rpc_method_handler(
                     servicer.Withdraw,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WithdrawRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.SerializeToString,
             ),
             'GetWallet': grpc.unary_unary_rpc_method_handler(
                     servicer.GetWallet,
@@ -166,7 +166,7 @@ class Wallets:
             target,
             '/pokdeng.v1.Wallets/OpenWallet',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.OpenWalletRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -193,7 +193,7 @@ class Wallets:
             target,
             '/pokdeng.v1.Wallets/Deposit',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DepositRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -220,7 +220,7 @@ class Wallets:
             target,
             '/pokdeng.v1.Wallets/Withdraw',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WithdrawRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Wallet.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.WalletCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -304,87 +304,92 @@ class TablesStub:
         self.OpenTable = channel.unary_unary(
                 '/pokdeng.v1.Tables/OpenTable',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.OpenTableRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
                 _registered_method=True)
         self.TakeSeat = channel.unary_unary(
                 '/pokdeng.v1.Tables/TakeSeat',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TakeSeatRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
                 _registered_method=True)
         self.LeaveSeat = channel.unary_unary(
                 '/pokdeng.v1.Tables/LeaveSeat',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.LeaveSeatRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
                 _registered_method=True)
         self.BidForBanker = channel.unary_unary(
                 '/pokdeng.v1.Tables/BidForBanker',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BidForBankerRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
                 _registered_method=True)
         self.CloseBankerBid = channel.unary_unary(
                 '/pokdeng.v1.Tables/CloseBankerBid',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CloseBankerBidRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
+                _registered_method=True)
+        self.DisconnectBanker = channel.unary_unary(
+                '/pokdeng.v1.Tables/DisconnectBanker',
+                request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DisconnectBankerRequest.SerializeToString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
                 _registered_method=True)
         self.StartRound = channel.unary_unary(
                 '/pokdeng.v1.Tables/StartRound',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.StartRoundRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.PlaceBet = channel.unary_unary(
                 '/pokdeng.v1.Tables/PlaceBet',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceBetRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.Deal = channel.unary_unary(
                 '/pokdeng.v1.Tables/Deal',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DealRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.PlaceSideBet = channel.unary_unary(
                 '/pokdeng.v1.Tables/PlaceSideBet',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceSideBetRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.CloseSideBets = channel.unary_unary(
                 '/pokdeng.v1.Tables/CloseSideBets',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CloseSideBetsRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.Draw = channel.unary_unary(
                 '/pokdeng.v1.Tables/Draw',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DrawRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.Stay = channel.unary_unary(
                 '/pokdeng.v1.Tables/Stay',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.StayRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.BankerReveal = channel.unary_unary(
                 '/pokdeng.v1.Tables/BankerReveal',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerRevealRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.BankerDraw = channel.unary_unary(
                 '/pokdeng.v1.Tables/BankerDraw',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerDrawRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.BankerStay = channel.unary_unary(
                 '/pokdeng.v1.Tables/BankerStay',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerStayRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.TimeOutTurn = channel.unary_unary(
                 '/pokdeng.v1.Tables/TimeOutTurn',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TimeOutTurnRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.VoidRound = channel.unary_unary(
                 '/pokdeng.v1.Tables/VoidRound',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.VoidRoundRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
 
 
@@ -427,6 +432,14 @@ class TablesServicer:
 
     def CloseBankerBid(self, request, context):
         """Room: close the banker bid; the winning bidder becomes the banker.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DisconnectBanker(self, request, context):
+        """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
+        during a round the round plays on (the banker's automatic actions) and the role ends with it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -522,87 +535,92 @@ def add_TablesServicer_to_server(servicer, server):
             'OpenTable': grpc.unary_unary_rpc_method_handler(
                     servicer.OpenTable,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.OpenTableRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
             ),
             'TakeSeat': grpc.unary_unary_rpc_method_handler(
                     servicer.TakeSeat,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TakeSeatRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
             ),
             'LeaveSeat': grpc.unary_unary_rpc_method_handler(
                     servicer.LeaveSeat,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.LeaveSeatRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
             ),
             'BidForBanker': grpc.unary_unary_rpc_method_handler(
                     servicer.BidForBanker,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BidForBankerRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
             ),
             'CloseBankerBid': grpc.unary_unary_rpc_method_handler(
                     servicer.CloseBankerBid,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CloseBankerBidRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
+            ),
+            'DisconnectBanker': grpc.unary_unary_rpc_method_handler(
+                    servicer.DisconnectBanker,
+                    request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DisconnectBankerRequest.FromString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
             ),
             'StartRound': grpc.unary_unary_rpc_method_handler(
                     servicer.StartRound,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.StartRoundRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'PlaceBet': grpc.unary_unary_rpc_method_handler(
                     servicer.PlaceBet,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceBetRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'Deal': grpc.unary_unary_rpc_method_handler(
                     servicer.Deal,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DealRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'PlaceSideBet': grpc.unary_unary_rpc_method_handler(
                     servicer.PlaceSideBet,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceSideBetRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'CloseSideBets': grpc.unary_unary_rpc_method_handler(
                     servicer.CloseSideBets,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CloseSideBetsRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'Draw': grpc.unary_unary_rpc_method_handler(
                     servicer.Draw,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DrawRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'Stay': grpc.unary_unary_rpc_method_handler(
                     servicer.Stay,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.StayRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'BankerReveal': grpc.unary_unary_rpc_method_handler(
                     servicer.BankerReveal,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerRevealRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'BankerDraw': grpc.unary_unary_rpc_method_handler(
                     servicer.BankerDraw,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerDrawRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'BankerStay': grpc.unary_unary_rpc_method_handler(
                     servicer.BankerStay,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerStayRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'TimeOutTurn': grpc.unary_unary_rpc_method_handler(
                     servicer.TimeOutTurn,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TimeOutTurnRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'VoidRound': grpc.unary_unary_rpc_method_handler(
                     servicer.VoidRound,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.VoidRoundRequest.FromString,
-                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.SerializeToString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -637,7 +655,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/OpenTable',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.OpenTableRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -664,7 +682,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/TakeSeat',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TakeSeatRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -691,7 +709,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/LeaveSeat',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.LeaveSeatRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -718,7 +736,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/BidForBanker',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BidForBankerRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -745,7 +763,34 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/CloseBankerBid',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CloseBankerBidRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Table.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DisconnectBanker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.Tables/DisconnectBanker',
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DisconnectBankerRequest.SerializeToString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -772,7 +817,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/StartRound',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.StartRoundRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -799,7 +844,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/PlaceBet',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceBetRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -826,7 +871,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/Deal',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DealRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -853,7 +898,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/PlaceSideBet',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceSideBetRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -880,7 +925,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/CloseSideBets',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CloseSideBetsRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -907,7 +952,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/Draw',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DrawRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -934,7 +979,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/Stay',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.StayRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -961,7 +1006,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/BankerReveal',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerRevealRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -988,7 +1033,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/BankerDraw',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerDrawRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1015,7 +1060,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/BankerStay',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.BankerStayRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1042,7 +1087,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/TimeOutTurn',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TimeOutTurnRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -1069,7 +1114,7 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/VoidRound',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.VoidRoundRequest.SerializeToString,
-            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.Round.FromString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -64,11 +64,11 @@ class WalletsStub:
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> WalletsAsyncStub: ...
-    OpenWallet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenWalletRequest, _pokdeng_pb2.Wallet]
+    OpenWallet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenWalletRequest, _pokdeng_pb2.WalletCommandResponse]
     """Open an empty wallet. ALREADY_EXISTS if the wallet id is taken."""
-    Deposit: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DepositRequest, _pokdeng_pb2.Wallet]
+    Deposit: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DepositRequest, _pokdeng_pb2.WalletCommandResponse]
     """Add money to a wallet."""
-    Withdraw: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.WithdrawRequest, _pokdeng_pb2.Wallet]
+    Withdraw: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.WithdrawRequest, _pokdeng_pb2.WalletCommandResponse]
     """Take money out of a wallet; FAILED_PRECONDITION (INSUFFICIENT_FUNDS) beyond what is available."""
     GetWallet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.GetWalletRequest, _pokdeng_pb2.Wallet]
     """A wallet's balances."""
@@ -84,11 +84,11 @@ class WalletsAsyncStub(WalletsStub):
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    OpenWallet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenWalletRequest, _pokdeng_pb2.Wallet]  # type: ignore[assignment]
+    OpenWallet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenWalletRequest, _pokdeng_pb2.WalletCommandResponse]  # type: ignore[assignment]
     """Open an empty wallet. ALREADY_EXISTS if the wallet id is taken."""
-    Deposit: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DepositRequest, _pokdeng_pb2.Wallet]  # type: ignore[assignment]
+    Deposit: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DepositRequest, _pokdeng_pb2.WalletCommandResponse]  # type: ignore[assignment]
     """Add money to a wallet."""
-    Withdraw: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.WithdrawRequest, _pokdeng_pb2.Wallet]  # type: ignore[assignment]
+    Withdraw: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.WithdrawRequest, _pokdeng_pb2.WalletCommandResponse]  # type: ignore[assignment]
     """Take money out of a wallet; FAILED_PRECONDITION (INSUFFICIENT_FUNDS) beyond what is available."""
     GetWallet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.GetWalletRequest, _pokdeng_pb2.Wallet]  # type: ignore[assignment]
     """A wallet's balances."""
@@ -107,7 +107,7 @@ class WalletsServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.OpenWalletRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Wallet, _abc.Awaitable[_pokdeng_pb2.Wallet]]:
+    ) -> _typing.Union[_pokdeng_pb2.WalletCommandResponse, _abc.Awaitable[_pokdeng_pb2.WalletCommandResponse]]:
         """Open an empty wallet. ALREADY_EXISTS if the wallet id is taken."""
 
     @_abc_1.abstractmethod
@@ -115,7 +115,7 @@ class WalletsServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.DepositRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Wallet, _abc.Awaitable[_pokdeng_pb2.Wallet]]:
+    ) -> _typing.Union[_pokdeng_pb2.WalletCommandResponse, _abc.Awaitable[_pokdeng_pb2.WalletCommandResponse]]:
         """Add money to a wallet."""
 
     @_abc_1.abstractmethod
@@ -123,7 +123,7 @@ class WalletsServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.WithdrawRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Wallet, _abc.Awaitable[_pokdeng_pb2.Wallet]]:
+    ) -> _typing.Union[_pokdeng_pb2.WalletCommandResponse, _abc.Awaitable[_pokdeng_pb2.WalletCommandResponse]]:
         """Take money out of a wallet; FAILED_PRECONDITION (INSUFFICIENT_FUNDS) beyond what is available."""
 
     @_abc_1.abstractmethod
@@ -157,39 +157,43 @@ class TablesStub:
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> TablesAsyncStub: ...
-    OpenTable: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenTableRequest, _pokdeng_pb2.Table]
+    OpenTable: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenTableRequest, _pokdeng_pb2.TableCommandResponse]
     """Open a table under a profile."""
-    TakeSeat: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.TakeSeatRequest, _pokdeng_pb2.Table]
+    TakeSeat: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.TakeSeatRequest, _pokdeng_pb2.TableCommandResponse]
     """Seat a player (not for ante, whose betting positions need no seat)."""
-    LeaveSeat: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.LeaveSeatRequest, _pokdeng_pb2.Table]
+    LeaveSeat: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.LeaveSeatRequest, _pokdeng_pb2.TableCommandResponse]
     """Leave one seat, or every seat and the banker's role."""
-    BidForBanker: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.BidForBankerRequest, _pokdeng_pb2.Table]
+    BidForBanker: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.BidForBankerRequest, _pokdeng_pb2.TableCommandResponse]
     """Room: a seated player bids to be the banker for a number of rounds (or skips)."""
-    CloseBankerBid: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.CloseBankerBidRequest, _pokdeng_pb2.Table]
+    CloseBankerBid: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.CloseBankerBidRequest, _pokdeng_pb2.TableCommandResponse]
     """Room: close the banker bid; the winning bidder becomes the banker."""
-    StartRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.Round]
+    DisconnectBanker: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DisconnectBankerRequest, _pokdeng_pb2.TableCommandResponse]
+    """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
+    during a round the round plays on (the banker's automatic actions) and the role ends with it.
+    """
+    StartRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.RoundCommandResponse]
     """Start the table's next round: the shuffle is committed before any card."""
-    PlaceBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.Round]
+    PlaceBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.RoundCommandResponse]
     """Place a stake on a seat (ante: a betting position)."""
-    Deal: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DealRequest, _pokdeng_pb2.Round]
+    Deal: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DealRequest, _pokdeng_pb2.RoundCommandResponse]
     """Close betting and deal (and play every automatic step that follows)."""
-    PlaceSideBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceSideBetRequest, _pokdeng_pb2.Round]
+    PlaceSideBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceSideBetRequest, _pokdeng_pb2.RoundCommandResponse]
     """Kingmaker: match the main stake with a side bet on the banker's natural."""
-    CloseSideBets: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.CloseSideBetsRequest, _pokdeng_pb2.Round]
+    CloseSideBets: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.CloseSideBetsRequest, _pokdeng_pb2.RoundCommandResponse]
     """Kingmaker: close the side bets; the banker checks for a natural."""
-    Draw: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DrawRequest, _pokdeng_pb2.Round]
+    Draw: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DrawRequest, _pokdeng_pb2.RoundCommandResponse]
     """The seat to act draws a third card."""
-    Stay: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.StayRequest, _pokdeng_pb2.Round]
+    Stay: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.StayRequest, _pokdeng_pb2.RoundCommandResponse]
     """The seat to act stays on its cards."""
-    BankerReveal: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerRevealRequest, _pokdeng_pb2.Round]
+    BankerReveal: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerRevealRequest, _pokdeng_pb2.RoundCommandResponse]
     """The banker reveals chosen hands and settles them against its two cards."""
-    BankerDraw: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerDrawRequest, _pokdeng_pb2.Round]
+    BankerDraw: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerDrawRequest, _pokdeng_pb2.RoundCommandResponse]
     """The banker draws a third card; every remaining hand is then settled."""
-    BankerStay: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerStayRequest, _pokdeng_pb2.Round]
+    BankerStay: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerStayRequest, _pokdeng_pb2.RoundCommandResponse]
     """The banker stays; every remaining hand is then settled."""
-    TimeOutTurn: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.TimeOutTurnRequest, _pokdeng_pb2.Round]
+    TimeOutTurn: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.TimeOutTurnRequest, _pokdeng_pb2.RoundCommandResponse]
     """The hand to act ran out of time: the profile's automatic action applies."""
-    VoidRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.VoidRoundRequest, _pokdeng_pb2.Round]
+    VoidRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.VoidRoundRequest, _pokdeng_pb2.RoundCommandResponse]
     """Void a round that cannot finish: every reservation is released, no money moves."""
 
 @_typing.type_check_only
@@ -203,39 +207,43 @@ class TablesAsyncStub(TablesStub):
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    OpenTable: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenTableRequest, _pokdeng_pb2.Table]  # type: ignore[assignment]
+    OpenTable: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenTableRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
     """Open a table under a profile."""
-    TakeSeat: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.TakeSeatRequest, _pokdeng_pb2.Table]  # type: ignore[assignment]
+    TakeSeat: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.TakeSeatRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
     """Seat a player (not for ante, whose betting positions need no seat)."""
-    LeaveSeat: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.LeaveSeatRequest, _pokdeng_pb2.Table]  # type: ignore[assignment]
+    LeaveSeat: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.LeaveSeatRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
     """Leave one seat, or every seat and the banker's role."""
-    BidForBanker: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.BidForBankerRequest, _pokdeng_pb2.Table]  # type: ignore[assignment]
+    BidForBanker: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.BidForBankerRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
     """Room: a seated player bids to be the banker for a number of rounds (or skips)."""
-    CloseBankerBid: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.CloseBankerBidRequest, _pokdeng_pb2.Table]  # type: ignore[assignment]
+    CloseBankerBid: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.CloseBankerBidRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
     """Room: close the banker bid; the winning bidder becomes the banker."""
-    StartRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    DisconnectBanker: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DisconnectBankerRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
+    """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
+    during a round the round plays on (the banker's automatic actions) and the role ends with it.
+    """
+    StartRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Start the table's next round: the shuffle is committed before any card."""
-    PlaceBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    PlaceBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Place a stake on a seat (ante: a betting position)."""
-    Deal: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DealRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    Deal: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DealRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Close betting and deal (and play every automatic step that follows)."""
-    PlaceSideBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceSideBetRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    PlaceSideBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceSideBetRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Kingmaker: match the main stake with a side bet on the banker's natural."""
-    CloseSideBets: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.CloseSideBetsRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    CloseSideBets: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.CloseSideBetsRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Kingmaker: close the side bets; the banker checks for a natural."""
-    Draw: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DrawRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    Draw: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DrawRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """The seat to act draws a third card."""
-    Stay: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.StayRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    Stay: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.StayRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """The seat to act stays on its cards."""
-    BankerReveal: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerRevealRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    BankerReveal: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerRevealRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """The banker reveals chosen hands and settles them against its two cards."""
-    BankerDraw: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerDrawRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    BankerDraw: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerDrawRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """The banker draws a third card; every remaining hand is then settled."""
-    BankerStay: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerStayRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    BankerStay: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.BankerStayRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """The banker stays; every remaining hand is then settled."""
-    TimeOutTurn: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.TimeOutTurnRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    TimeOutTurn: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.TimeOutTurnRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """The hand to act ran out of time: the profile's automatic action applies."""
-    VoidRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.VoidRoundRequest, _pokdeng_pb2.Round]  # type: ignore[assignment]
+    VoidRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.VoidRoundRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Void a round that cannot finish: every reservation is released, no money moves."""
 
 class TablesServicer(metaclass=_abc_1.ABCMeta):
@@ -252,7 +260,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.OpenTableRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Table, _abc.Awaitable[_pokdeng_pb2.Table]]:
+    ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
         """Open a table under a profile."""
 
     @_abc_1.abstractmethod
@@ -260,7 +268,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.TakeSeatRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Table, _abc.Awaitable[_pokdeng_pb2.Table]]:
+    ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
         """Seat a player (not for ante, whose betting positions need no seat)."""
 
     @_abc_1.abstractmethod
@@ -268,7 +276,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.LeaveSeatRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Table, _abc.Awaitable[_pokdeng_pb2.Table]]:
+    ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
         """Leave one seat, or every seat and the banker's role."""
 
     @_abc_1.abstractmethod
@@ -276,7 +284,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.BidForBankerRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Table, _abc.Awaitable[_pokdeng_pb2.Table]]:
+    ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
         """Room: a seated player bids to be the banker for a number of rounds (or skips)."""
 
     @_abc_1.abstractmethod
@@ -284,15 +292,25 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.CloseBankerBidRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Table, _abc.Awaitable[_pokdeng_pb2.Table]]:
+    ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
         """Room: close the banker bid; the winning bidder becomes the banker."""
+
+    @_abc_1.abstractmethod
+    def DisconnectBanker(
+        self,
+        request: _pokdeng_pb2.DisconnectBankerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
+        """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
+        during a round the round plays on (the banker's automatic actions) and the role ends with it.
+        """
 
     @_abc_1.abstractmethod
     def StartRound(
         self,
         request: _pokdeng_pb2.StartRoundRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """Start the table's next round: the shuffle is committed before any card."""
 
     @_abc_1.abstractmethod
@@ -300,7 +318,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.PlaceBetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """Place a stake on a seat (ante: a betting position)."""
 
     @_abc_1.abstractmethod
@@ -308,7 +326,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.DealRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """Close betting and deal (and play every automatic step that follows)."""
 
     @_abc_1.abstractmethod
@@ -316,7 +334,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.PlaceSideBetRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """Kingmaker: match the main stake with a side bet on the banker's natural."""
 
     @_abc_1.abstractmethod
@@ -324,7 +342,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.CloseSideBetsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """Kingmaker: close the side bets; the banker checks for a natural."""
 
     @_abc_1.abstractmethod
@@ -332,7 +350,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.DrawRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """The seat to act draws a third card."""
 
     @_abc_1.abstractmethod
@@ -340,7 +358,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.StayRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """The seat to act stays on its cards."""
 
     @_abc_1.abstractmethod
@@ -348,7 +366,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.BankerRevealRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """The banker reveals chosen hands and settles them against its two cards."""
 
     @_abc_1.abstractmethod
@@ -356,7 +374,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.BankerDrawRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """The banker draws a third card; every remaining hand is then settled."""
 
     @_abc_1.abstractmethod
@@ -364,7 +382,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.BankerStayRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """The banker stays; every remaining hand is then settled."""
 
     @_abc_1.abstractmethod
@@ -372,7 +390,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.TimeOutTurnRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """The hand to act ran out of time: the profile's automatic action applies."""
 
     @_abc_1.abstractmethod
@@ -380,7 +398,7 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _pokdeng_pb2.VoidRoundRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_pokdeng_pb2.Round, _abc.Awaitable[_pokdeng_pb2.Round]]:
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
         """Void a round that cannot finish: every reservation is released, no money moves."""
 
 def add_TablesServicer_to_server(servicer: TablesServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

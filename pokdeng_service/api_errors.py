@@ -1,0 +1,262 @@
+"""The one map from errors to gRPC status codes, with ``google.rpc`` details (through grpcio-status).
+
+=====================================  ===================  ===============================================
+Error                                  gRPC code            Details
+=====================================  ===================  ===============================================
+``RequestInvalid`` (servicer checks)   INVALID_ARGUMENT     BadRequest: every field violation found;
+``InvalidCommand`` (core, app)                              ErrorInfo reason ``INVALID_ARGUMENT``
+``DuplicateRequest``                   INVALID_ARGUMENT     BadRequest on ``request_id``; ErrorInfo reason
+                                                            ``DUPLICATE_REQUEST`` (the client reused an id for a
+                                                            different command: a client bug, never retried;
+                                                            ALREADY_EXISTS is kept for ids of tables/wallets)
+``InsufficientFunds``                  FAILED_PRECONDITION  ErrorInfo reason ``INSUFFICIENT_FUNDS`` with
+                                                            ``required``, ``available``, ``wallet`` metadata;
+                                                            PreconditionFailure (type ``INSUFFICIENT_FUNDS``)
+``WrongPhase``, ``NotYourTurn``,       FAILED_PRECONDITION  ErrorInfo reason = the error's ``code`` in upper
+``UnknownSeat``, ``SealedShoe`` and                         case (``WRONG_PHASE``, ``NOT_YOUR_TURN``,
+any other ``DomainError`` (a rule)                          ``UNKNOWN_SEAT``, ``RULE_VIOLATION`` ...), its
+                                                            details as metadata; PreconditionFailure
+``NotFound``                           NOT_FOUND            ErrorInfo ``NOT_FOUND``; ResourceInfo
+``AlreadyExists``                      ALREADY_EXISTS       ErrorInfo ``ALREADY_EXISTS``; ResourceInfo
+``Conflict``                           ABORTED              ErrorInfo ``CONFLICT``; RetryInfo (retry the same
+                                                            request id: it is safe)
+``Unauthenticated`` (auth)             UNAUTHENTICATED      ErrorInfo ``UNAUTHENTICATED``
+``PermissionDenied`` (auth)            PERMISSION_DENIED    ErrorInfo ``PERMISSION_DENIED``
+``Unavailable`` (shutting down)        UNAVAILABLE          ErrorInfo ``SHUTTING_DOWN``
+``DeadlineExpired``                    DEADLINE_EXCEEDED    (the call's deadline passed before the app ran)
+``ResourceExhausted``                  RESOURCE_EXHAUSTED   ErrorInfo ``TOO_MANY_SUBSCRIPTIONS`` ...
+anything else                          INTERNAL             "internal error (reference <id>)"; the traceback is
+                                                            logged with that reference, never sent
+=====================================  ===================  ===============================================
+
+Every ErrorInfo has domain ``pokdeng``. The status message is the error's own
+message (what and why), which never contains a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import NoReturn
+
+import grpc
+from google.protobuf import any_pb2, duration_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand
+
+from .errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
+
+DOMAIN = "pokdeng"
+log = logging.getLogger("pokdeng.api")
+
+
+# --- errors raised by the API layer itself -------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FieldViolation:
+    field: str
+    description: str
+
+
+class RequestInvalid(InvalidCommand):
+    """The servicer's own checks of a request: every field violation found, reported together."""
+
+    def __init__(self, violations: Iterable[FieldViolation]) -> None:
+        self.violations = tuple(violations)
+        message = "; ".join(f"{v.field}: {v.description}" for v in self.violations) or "invalid request"
+        super().__init__(message, field=self.violations[0].field if self.violations else "")
+
+
+class ApiError(Exception):
+    """An error of the API layer (authentication, authorization, server state) with its own code."""
+
+    code: grpc.StatusCode = grpc.StatusCode.INTERNAL
+    reason = "INTERNAL"
+
+    def __init__(self, message: str, **metadata: str) -> None:
+        super().__init__(message)
+        self.message = message
+        self.metadata = metadata
+
+
+class Unauthenticated(ApiError):
+    code = grpc.StatusCode.UNAUTHENTICATED
+    reason = "UNAUTHENTICATED"
+
+
+class PermissionDenied(ApiError):
+    code = grpc.StatusCode.PERMISSION_DENIED
+    reason = "PERMISSION_DENIED"
+
+
+class Unavailable(ApiError):
+    code = grpc.StatusCode.UNAVAILABLE
+    reason = "SHUTTING_DOWN"
+
+
+class DeadlineExpired(ApiError):
+    code = grpc.StatusCode.DEADLINE_EXCEEDED
+    reason = "DEADLINE_EXCEEDED"
+
+
+class ResourceExhausted(ApiError):
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    reason = "RESOURCE_EXHAUSTED"
+
+
+# --- the map -----------------------------------------------------------------------------------
+
+
+def _pack(*messages: object) -> list[any_pb2.Any]:
+    out = []
+    for message in messages:
+        packed = any_pb2.Any()
+        packed.Pack(message)  # type: ignore[arg-type]
+        out.append(packed)
+    return out
+
+
+def _metadata(details: Mapping[str, object]) -> dict[str, str]:
+    return {str(k): str(v) for k, v in details.items() if v is not None and v != ""}
+
+
+def _info(reason: str, metadata: Mapping[str, str] | None = None) -> error_details_pb2.ErrorInfo:
+    return error_details_pb2.ErrorInfo(reason=reason, domain=DOMAIN, metadata=dict(metadata or {}))
+
+
+def _status(code: grpc.StatusCode, message: str, *details: object) -> status_pb2.Status:
+    rpc_code = getattr(code_pb2, code.name)
+    return status_pb2.Status(code=rpc_code, message=message, details=_pack(*details))
+
+
+def _resource(exc: DomainError) -> error_details_pb2.ResourceInfo:
+    kind, name = next(iter(exc.details.items()), ("", ""))
+    return error_details_pb2.ResourceInfo(resource_type=str(kind), resource_name=str(name), description=exc.message)
+
+
+def status_for(exc: BaseException) -> status_pb2.Status:
+    """The ``google.rpc.Status`` (code, message, details) that reports ``exc`` to a client."""
+    if isinstance(exc, ApiError):
+        return _status(exc.code, exc.message, _info(exc.reason, exc.metadata))
+    if isinstance(exc, DuplicateRequest):
+        violation = error_details_pb2.BadRequest.FieldViolation(field="request_id", description=exc.message)
+        return _status(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            exc.message,
+            error_details_pb2.BadRequest(field_violations=[violation]),
+            _info("DUPLICATE_REQUEST", _metadata(exc.details)),
+        )
+    if isinstance(exc, InvalidCommand):
+        pairs = exc.violations if isinstance(exc, RequestInvalid) else (FieldViolation(exc.field, exc.message),)
+        violations = [
+            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description) for v in pairs
+        ]
+        return _status(
+            grpc.StatusCode.INVALID_ARGUMENT,
+            exc.message,
+            error_details_pb2.BadRequest(field_violations=violations),
+            _info("INVALID_ARGUMENT", _metadata({"field": exc.field, **exc.details})),
+        )
+    if isinstance(exc, NotFound):
+        return _status(
+            grpc.StatusCode.NOT_FOUND, exc.message, _info("NOT_FOUND", _metadata(exc.details)), _resource(exc)
+        )
+    if isinstance(exc, AlreadyExists):
+        return _status(
+            grpc.StatusCode.ALREADY_EXISTS, exc.message, _info("ALREADY_EXISTS", _metadata(exc.details)), _resource(exc)
+        )
+    if isinstance(exc, Conflict):
+        retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
+        return _status(grpc.StatusCode.ABORTED, exc.message, _info("CONFLICT", _metadata(exc.details)), retry)
+    if isinstance(exc, InsufficientFunds):
+        metadata = {"required": str(exc.required), "available": str(exc.available), "wallet": exc.wallet}
+        failure = error_details_pb2.PreconditionFailure(
+            violations=[
+                error_details_pb2.PreconditionFailure.Violation(
+                    type="INSUFFICIENT_FUNDS", subject=f"wallet:{exc.wallet}", description=exc.message
+                )
+            ]
+        )
+        return _status(grpc.StatusCode.FAILED_PRECONDITION, exc.message, _info("INSUFFICIENT_FUNDS", metadata), failure)
+    if isinstance(exc, DomainError):
+        reason = exc.code.upper()
+        failure = error_details_pb2.PreconditionFailure(
+            violations=[error_details_pb2.PreconditionFailure.Violation(type=reason, description=exc.message)]
+        )
+        return _status(grpc.StatusCode.FAILED_PRECONDITION, exc.message, _info(reason, _metadata(exc.details)), failure)
+    reference = secrets.token_hex(6)
+    log.error("internal error (reference %s)", reference, exc_info=(type(exc), exc, exc.__traceback__))
+    return _status(
+        grpc.StatusCode.INTERNAL, f"internal error (reference {reference})", _info("INTERNAL", {"reference": reference})
+    )
+
+
+def abort(context: grpc.ServicerContext, exc: BaseException) -> NoReturn:
+    """End the call with the status that reports ``exc`` (raises, as ``context.abort`` does)."""
+    status = status_for(exc)
+    if status.code != code_pb2.INTERNAL:  # an INTERNAL error is logged with its traceback by status_for
+        log.debug("refused (code %d): %s", status.code, status.message)
+    context.abort_with_status(rpc_status.to_status(status))
+    raise AssertionError("unreachable: abort_with_status raises")  # pragma: no cover
+
+
+# --- reading the details back (clients, tests) -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ErrorDetails:
+    """What a client can read from a failed call's ``google.rpc.Status``."""
+
+    code: grpc.StatusCode
+    message: str
+    reason: str = ""
+    metadata: Mapping[str, str] | None = None
+    field_violations: tuple[FieldViolation, ...] = ()
+    precondition_types: tuple[str, ...] = ()
+    resource: tuple[str, str] | None = None
+
+
+def details_of(error: grpc.RpcError) -> ErrorDetails:
+    """Decode ``grpc-status-details-bin`` of a failed call (``grpc.RpcError`` from a stub)."""
+    call = error if isinstance(error, grpc.Call) else None
+    code = call.code() if call is not None else grpc.StatusCode.UNKNOWN
+    message = call.details() if call is not None else str(error)
+    status = rpc_status.from_call(call) if call is not None else None
+    result = ErrorDetails(code=code, message=message or "")
+    if status is None:
+        return result
+    reason, metadata = "", {}
+    violations: list[FieldViolation] = []
+    preconditions: list[str] = []
+    resource = None
+    for packed in status.details:
+        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            packed.Unpack(info)
+            reason, metadata = info.reason, dict(info.metadata)
+        elif packed.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+            bad = error_details_pb2.BadRequest()
+            packed.Unpack(bad)
+            violations.extend(FieldViolation(v.field, v.description) for v in bad.field_violations)
+        elif packed.Is(error_details_pb2.PreconditionFailure.DESCRIPTOR):
+            failure = error_details_pb2.PreconditionFailure()
+            packed.Unpack(failure)
+            preconditions.extend(v.type for v in failure.violations)
+        elif packed.Is(error_details_pb2.ResourceInfo.DESCRIPTOR):
+            info_r = error_details_pb2.ResourceInfo()
+            packed.Unpack(info_r)
+            resource = (info_r.resource_type, info_r.resource_name)
+    return ErrorDetails(
+        code=code,
+        message=status.message,
+        reason=reason,
+        metadata=metadata,
+        field_violations=tuple(violations),
+        precondition_types=tuple(preconditions),
+        resource=resource,
+    )
