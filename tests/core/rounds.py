@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import pytest
+from hypothesis import strategies as st
 
 from pokdeng_core import commands as c
 from pokdeng_core import events as e
@@ -92,6 +93,7 @@ class Round:
     events: list[e.RoundEvent] = field(default_factory=list)
     commands: list[c.RoundCommand] = field(default_factory=list)
     states: list[RoundState] = field(default_factory=list)  # the state after each accepted command
+    produced: list[tuple[e.RoundEvent, ...]] = field(default_factory=list)  # each accepted command's events
 
     # -- driving ---------------------------------------------------------------------
 
@@ -102,6 +104,7 @@ class Round:
         self.events.extend(produced)
         self.commands.append(command)
         self.states.append(self.state)
+        self.produced.append(produced)
         return produced
 
     def refuse(self, command: c.RoundCommand, error: type[DomainError] = DomainError) -> DomainError:
@@ -265,7 +268,7 @@ def random_command(rnd: random.Random, state: RoundState, name: str, seat: int |
         if holder is None:  # an ante position: any wallet not yet on it
             taken = {b.player for b in state.bets if b.seat == seat}
             free = [p for p in ("ann", "bob", "cat", "dan", "eve", "fay") if p not in taken]
-            player = rnd.choice(free)
+            player = rnd.choice(free) if free else f"wallet{len(taken)}"
         return c.PlaceBet(seat, player, random_stake(rnd, state), BIG, BIG if state.banker_player else None)
     if name == c.PlaceSideBet.name:
         assert seat is not None
@@ -303,22 +306,26 @@ def every_legal(state: RoundState) -> list[tuple[int | None, str]]:
     return listed
 
 
+VOID_AT = st.none() | st.integers(0, 11)
+"""When a random round is voided: never (about half the rounds), else at one of its first steps."""
+
+
 def play_randomly(
     played: Round,
     rnd: random.Random,
     *,
-    void_chance: float = 0.02,
+    void_at: int | None = None,
     max_bets: int = 8,
     max_steps: int = 200,
 ) -> Round:
-    """Play ``played`` to its close by random legal decisions (few voids, a handful of bets)."""
-    for _ in range(max_steps):
+    """Play ``played`` to its close by random legal decisions; void it at step ``void_at`` if still open."""
+    for step in range(max_steps):
         state = played.state
         if state.is_closed:
             return played
         listed = every_legal(state)
         assert listed, f"nothing is legal in {state.phase}"
-        if rnd.random() < void_chance:
+        if step == void_at:
             chosen: tuple[int | None, str] = (None, c.VoidRound.name)
         else:
             choices = [x for x in listed if x[1] != c.VoidRound.name]

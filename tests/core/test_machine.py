@@ -46,6 +46,7 @@ from .rounds import (
     CLIENT_SEED,
     NONCE,
     SEED,
+    VOID_AT,
     Round,
     check_books,
     dealt_round,
@@ -846,7 +847,7 @@ class TestClose:
     @pytest.mark.parametrize("name", PROFILE_NAMES)
     def test_a_seeded_round_reveals_its_seed_and_closes(self, name: str) -> None:
         played = open_round(name)
-        play_randomly(played, random.Random(5), void_chance=0)
+        play_randomly(played, random.Random(5))
         assert played.kinds[-3:] == ["round_settled", "seed_revealed", "round_closed"]
         revealed = played.one(e.SeedRevealed)
         assert hashlib.sha256(bytes.fromhex(revealed.server_seed)).hexdigest() == played.state.commitment
@@ -1071,15 +1072,17 @@ class TestLegalCommands:
         name=st.sampled_from(PROFILE_NAMES),
         players=st.integers(1, 5),
         seed=st.binary(min_size=16, max_size=32),
-        rnd=st.randoms(use_true_random=False),
+        choices=st.integers(0, 2**64),
+        void_at=VOID_AT,
     )
     def test_every_listed_command_is_accepted_and_unlisted_ones_refused(
-        self, name: str, players: int, seed: bytes, rnd: random.Random
+        self, name: str, players: int, seed: bytes, choices: int, void_at: int | None
     ) -> None:
+        rnd = random.Random(choices)
         profile = get_profile(name)
         seats = None if profile.fixed_positions else tuple((s, f"p{s}") for s in range(1, players + 1))
         played = open_round(name, seats, server_seed=seed)
-        play_randomly(played, rnd, void_chance=0.03)
+        play_randomly(played, rnd, void_at=void_at)
         for state in played.states:
             check_legal_commands_agree(attach_shoe(state, seed), rnd)
 
@@ -1113,7 +1116,7 @@ class TestMoney:
     def test_every_closed_round_balances(self, name: str, seed: int) -> None:
         rnd = random.Random(seed)
         played = open_round(name, server_seed=bytes([seed]) * 32, nonce=seed)
-        play_randomly(played, rnd, void_chance=0.05)
+        play_randomly(played, rnd, void_at=rnd.choice([None, None, None, rnd.randrange(12)]))
         check_books(played)
 
     def test_the_books_of_a_busy_classic_round(self) -> None:
