@@ -101,6 +101,18 @@ class RoundFinished(TableEvent):
     round_digest: str = ""  # the round stream's last chain digest: pins the whole round record
 
 
+@dataclass(frozen=True, slots=True)
+class CheckpointRecorded(TableEvent):
+    """A Merkle root over the table's closed rounds ``first_round_no..last_round_no`` (docs/audit.md)."""
+
+    kind: ClassVar[str] = "checkpoint_recorded"
+    period: str
+    first_round_no: int
+    last_round_no: int
+    count: int
+    root: str
+
+
 TABLE_EVENT_TYPES: tuple[type[TableEvent], ...] = (
     TableOpened,
     PlayerSeated,
@@ -111,6 +123,7 @@ TABLE_EVENT_TYPES: tuple[type[TableEvent], ...] = (
     BankerDisconnected,
     RoundStarted,
     RoundFinished,
+    CheckpointRecorded,
 )
 TABLE_EVENT_BY_KIND = {cls.kind: cls for cls in TABLE_EVENT_TYPES}
 
@@ -175,8 +188,25 @@ class DisconnectBanker:
     player: str
 
 
-TableCommand = OpenTable | TakeSeat | LeaveSeat | BidForBanker | CloseBankerBid | StartRound | FinishRound | (
-    DisconnectBanker
+@dataclass(frozen=True, slots=True)
+class RecordCheckpoint:
+    period: str
+    first_round_no: int
+    last_round_no: int
+    count: int
+    root: str
+
+
+TableCommand = (
+    OpenTable
+    | TakeSeat
+    | LeaveSeat
+    | BidForBanker
+    | CloseBankerBid
+    | StartRound
+    | FinishRound
+    | DisconnectBanker
+    | RecordCheckpoint
 )
 
 # --- state ---------------------------------------------------------------------------------
@@ -200,6 +230,7 @@ class TableState:
     round_no: int = 0
     house_net: int = 0
     commission: int = 0
+    checkpointed_to: int = 0  # the last round number covered by a checkpoint
 
     @property
     def rules(self) -> Profile:
@@ -282,6 +313,8 @@ def evolve_table(state: TableState, event: TableEvent) -> TableState:
             house_net=state.house_net + event.house_net,
             commission=state.commission + event.commission,
         )
+    if isinstance(event, CheckpointRecorded):
+        return replace(state, checkpointed_to=event.last_round_no)
     raise TypeError(f"not a table event: {event!r}")
 
 
@@ -485,6 +518,17 @@ def _disconnect(run: _Run, cmd: DisconnectBanker) -> None:
         run.emit(BankerDisconnected(cmd.player))
 
 
+def _checkpoint(run: _Run, cmd: RecordCheckpoint) -> None:
+    state = run.state
+    if not state.is_open:
+        raise WrongPhase("the table is not open")
+    if cmd.first_round_no != state.checkpointed_to + 1 or cmd.last_round_no < cmd.first_round_no:
+        raise InvalidCommand(f"a checkpoint continues from round {state.checkpointed_to + 1}", field="first_round_no")
+    if cmd.count < 1 or len(cmd.root) != 64:
+        raise InvalidCommand("a checkpoint covers at least one round and has a SHA-256 root", field="root")
+    run.emit(CheckpointRecorded(cmd.period, cmd.first_round_no, cmd.last_round_no, cmd.count, cmd.root))
+
+
 _HANDLERS: Mapping[type[Any], Callable[[_Run, Any], None]] = {
     OpenTable: _open_table,
     TakeSeat: _take_seat,
@@ -494,4 +538,5 @@ _HANDLERS: Mapping[type[Any], Callable[[_Run, Any], None]] = {
     StartRound: _start_round,
     FinishRound: _finish_round,
     DisconnectBanker: _disconnect,
+    RecordCheckpoint: _checkpoint,
 }

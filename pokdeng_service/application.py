@@ -35,6 +35,7 @@ from pokdeng_core.profiles import ProfileError, get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
 
 from . import aggregates as ag
+from . import merkle
 from .aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
 from .errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
 from .vault import SeedVault, fresh_seed
@@ -383,6 +384,60 @@ class PokdengApp(Application[UUID]):
         return self._table_command(
             request_id, table_id, "disconnect_banker", {"player": player}, lambda _t: tc.DisconnectBanker(player)
         )
+
+    def checkpoint_table(self, request_id: str, table_id: str, period: str = "") -> CommandResult:
+        """Record a Merkle root over the table's rounds closed since its last checkpoint (docs/audit.md)."""
+        if not isinstance(period, str) or len(period) > MAX_ID:
+            raise InvalidCommand(f"period has at most {MAX_ID} characters", field="period")
+
+        def make(table: TableRecord) -> tc.RecordCheckpoint:
+            rounds = self._finished_rounds(table_id, after_round_no=table.state.checkpointed_to)
+            if not rounds:
+                raise DomainError("no round has closed since the last checkpoint")
+            root = merkle.root([merkle.leaf_hash(r, d) for _n, r, d in rounds]).hex()
+            label = period or f"rounds {rounds[0][0]}-{rounds[-1][0]}"
+            return tc.RecordCheckpoint(label, rounds[0][0], rounds[-1][0], len(rounds), root)
+
+        return self._table_command(request_id, table_id, "checkpoint_table", {"period": period}, make)
+
+    def _finished_rounds(
+        self, table_id: str, after_round_no: int = 0, upto: int | None = None
+    ) -> list[tuple[int, str, str]]:
+        """(round number, round id, last digest) of the table's closed rounds, in order."""
+        out = []
+        for event in self._recorded(ag.table_uuid(table_id)):
+            if event.kind != tc.RoundFinished.kind:
+                continue
+            number = int(event.data["round_id"].rsplit("#", 1)[1])
+            if number > after_round_no and (upto is None or number <= upto):
+                out.append((number, event.data["round_id"], event.data["round_digest"]))
+        return out
+
+    def inclusion_proof(self, round_id: str) -> dict[str, Any] | None:
+        """The proof that a closed round is in its table's checkpoint (None until a checkpoint covers it)."""
+        state = self.round_state(round_id)
+        number = state.round_no
+        for event in self._recorded(ag.table_uuid(state.table_id)):
+            if event.kind != tc.CheckpointRecorded.kind:
+                continue
+            first, last = event.data["first_round_no"], event.data["last_round_no"]
+            if not first <= number <= last:
+                continue
+            rounds = self._finished_rounds(state.table_id, first - 1, last)
+            leaves = [merkle.leaf_hash(r, d) for _n, r, d in rounds]
+            index = next(i for i, (_n, r, _d) in enumerate(rounds) if r == round_id)
+            return {
+                "table_id": state.table_id,
+                "period": event.data["period"],
+                "checkpoint_position": event.position,
+                "checkpoint_digest": event.digest,
+                "root": event.data["root"],
+                "size": len(leaves),
+                "index": index,
+                "leaf": leaves[index].hex(),
+                "path": [h.hex() for h in merkle.inclusion_proof(leaves, index)],
+            }
+        return None
 
     def get_table(self, table_id: str) -> TableView:
         _check_id(table_id, "table_id")
@@ -738,4 +793,3 @@ def _notification(position: int, item: Any) -> Notification:
 
 def _unused(*_args: object) -> None:  # keeps imports honest for type checkers
     _ = DomainError
-

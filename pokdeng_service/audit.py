@@ -25,6 +25,7 @@ from pokdeng_core.machine import RoundState, attach_shoe, decide, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 
+from . import merkle
 from .codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
 from .views import RecordedEvent
 
@@ -366,6 +367,7 @@ def export_bundle(app: Any, round_id: str) -> dict[str, Any]:
         "times": {"opened": facts[0].timestamp, "closed": facts[-1].timestamp},
         "events": [e.model_dump() for e in facts],
         "chain": {"version": "pokdeng-chain-v1", "genesis": genesis_digest(round_id), "last": facts[-1].digest},
+        "inclusion": app.inclusion_proof(round_id),
     }
     body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
     return body
@@ -418,6 +420,17 @@ def verify_bundle(raw: bytes) -> Verdict:
         verdict.add("chain end", last == bundle["chain"]["last"], "the last digest matches the bundle's")
         check_replay(verdict, events, seed)
         nets = check_money(verdict, events)
+        inclusion = bundle.get("inclusion")
+        if inclusion is not None:
+            leaf = merkle.leaf_hash(bundle["round_id"], bundle["chain"]["last"])
+            proven = leaf.hex() == inclusion["leaf"] and merkle.verify_inclusion(
+                leaf,
+                inclusion["index"],
+                inclusion["size"],
+                [bytes.fromhex(h) for h in inclusion["path"]],
+                bytes.fromhex(inclusion["root"]),
+            )
+            verdict.add("inclusion", proven, f"in checkpoint {inclusion['period']!r} of table {inclusion['table_id']}")
         balances_ok = all(b["after"] - b["before"] == nets.get(b["wallet"]) for b in bundle["balances"])
         verdict.add("balances", balances_ok, "every wallet's after = before + net")
     except (KeyError, TypeError, ValueError) as error:
