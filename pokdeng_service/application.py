@@ -96,6 +96,7 @@ class PokdengApp(Application[UUID]):
         self.vault = vault or SeedVault.ephemeral()
         self._shoes: OrderedDict[str, Shoe] = OrderedDict()
         self._shoes_lock = threading.Lock()
+        self._names: dict[UUID, str] = {}
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)
@@ -709,8 +710,21 @@ class PokdengApp(Application[UUID]):
         out = []
         for item in self.recorder.select_notifications(start=after + 1, limit=limit):
             domain_event = self.mapper.to_domain_event(item)
-            out.append(_notification(item.id, domain_event))
+            note = _notification(item.id, domain_event)
+            if note.stream == "wallet" and note.stream_id == str(domain_event.originator_id):
+                note = note.model_copy(update={"stream_id": self._wallet_name(domain_event.originator_id)})
+            out.append(note)
         return tuple(out)
+
+    def _wallet_name(self, uuid: UUID) -> str:
+        name = self._names.get(uuid)
+        if name is None:
+            first = next(iter(self.events.get(uuid, lte=1)), None)
+            name = getattr(first, "wallet_id", str(uuid))
+            if len(self._names) > 100_000:
+                self._names.clear()
+            self._names[uuid] = name
+        return name
 
     @property
     def max_position(self) -> int:
@@ -777,7 +791,8 @@ def _notification(position: int, item: Any) -> Notification:
     data = getattr(item, "data", None)
     if data is None:
         data = {k: v for k, v in _plain_fields(item).items() if k not in ("sealed", "nonce")}
-        stream_id = str(data.get("wallet_id") or data.get("table_id") or data.get("round_id") or "")
+        key = {"round": "round_id", "table": "table_id", "wallet": "wallet_id", "seed": "round_id"}.get(stream, "")
+        stream_id = str(data.get(key, "")) if key else ""
     if stream == "request":
         data = {"request_id": data.get("request_id", "")}
     return Notification(

@@ -1,0 +1,92 @@
+"""The turn clock: a hand that does not act within its table's turn timeout gets the automatic action.
+
+The clock follows the notification log to know which rounds are open and when each
+last moved. When a round waits on a decision (a player's or banker's choice, or the
+kingmaker side-bet window) for longer than the table's ``turn_timeout``, it issues
+``TimeOutTurn`` with the request id ``timeout:<round id>:<round version>``. Several
+service replicas may run clocks on one store: they issue the same request id, so the
+idempotent command pipeline lets exactly one of them act.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from pokdeng_core.errors import DomainError
+from pokdeng_core.machine import Phase
+
+log = logging.getLogger(__name__)
+
+WAITING = {Phase.SIDE_BETS, Phase.PLAYER_TURNS, Phase.BANKER_TURN}
+
+
+class TurnClock:
+    def __init__(self, app: Any, interval: float = 0.5, now: Callable[[], datetime] | None = None) -> None:
+        self.app = app
+        self.interval = interval
+        self.now = now or (lambda: datetime.now(tz=UTC))
+        self.position = 0
+        self.open_rounds: dict[str, datetime] = {}  # round id -> time of its last event
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._timeouts: dict[str, int] = {}  # table id -> seconds
+
+    def follow(self) -> None:
+        """Read new notifications: rounds that opened, moved or closed."""
+        while True:
+            batch = self.app.read_notifications(self.position, 1000)
+            if not batch:
+                return
+            for item in batch:
+                if item.stream == "round":
+                    if item.kind == "round_closed":
+                        self.open_rounds.pop(item.stream_id, None)
+                    else:
+                        self.open_rounds[item.stream_id] = datetime.fromisoformat(item.timestamp)
+            self.position = batch[-1].position
+
+    def tick(self) -> list[str]:
+        """Time out every round that has waited too long; returns the rounds timed out."""
+        self.follow()
+        now = self.now()
+        fired = []
+        for round_id, moved in list(self.open_rounds.items()):
+            state = self.app.round_state(round_id)
+            if state.phase not in WAITING:
+                continue
+            timeout = self._timeout(state.table_id)
+            if (now - moved).total_seconds() < timeout:
+                continue
+            version = self.app.get_round(round_id, with_events=False).version
+            try:
+                self.app.time_out_turn(f"timeout:{round_id}:{version}", round_id)
+                fired.append(round_id)
+            except DomainError as error:  # another replica acted first, or the round moved on
+                log.debug("timeout of %s skipped: %s", round_id, error)
+        return fired
+
+    def _timeout(self, table_id: str) -> int:
+        seconds = self._timeouts.get(table_id)
+        if seconds is None:
+            seconds = self._timeouts[table_id] = int(self.app.get_table(table_id).turn_timeout)
+        return seconds
+
+    def start(self) -> None:
+        def loop() -> None:
+            while not self._stop.wait(self.interval):
+                try:
+                    self.tick()
+                except Exception:  # keep the clock running; the next tick retries
+                    log.exception("turn clock tick failed")
+
+        self._thread = threading.Thread(target=loop, name="pokdeng-turn-clock", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
