@@ -41,11 +41,27 @@ def _open(args: argparse.Namespace) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from .grpc_server import serve
+    import logging
 
+    from .grpc_server import serve
+    from .partitions import PartitionedPokdeng
+    from .turn_clock import TurnClock
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = _config(args)
-    serve(config=config, host=args.host, port=args.port, tokens_file=args.tokens, max_workers=args.workers)
-    return EXIT_OK
+    service = PartitionedPokdeng.open(config)
+    clocks = [TurnClock(app) for app in service.apps]
+    for clock in clocks:
+        clock.start()
+    target = service.apps[0] if len(service.apps) == 1 else service
+    address = f"{args.host}:{args.port}"
+    print(f"pokdeng: serving {config.describe()} on {address}", flush=True)
+    try:
+        return int(serve(address, target, tokens=args.tokens, max_workers=args.workers))
+    finally:
+        for clock in clocks:
+            clock.stop()
+        service.close()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
