@@ -312,3 +312,28 @@ def statement_total(app: PokdengApp, wallet_id: str) -> tuple[int, list[Any]]:
         lines.extend(page)
         after = page[-1].position
     return sum(line.amount for line in lines), lines
+
+
+def cards_in_play_order(view: RoundView) -> list[str]:
+    """Every card the round used, in the order it left the shoe: the deal, then each draw."""
+    out: list[str] = []
+    for event in view.events:
+        if event.kind == "cards_dealt":
+            out.extend(card for _seat, card in event.data["cards"])
+        elif event.kind == "card_drawn":
+            out.append(event.data["card"])
+    return out
+
+
+def assert_cards_from_shoe(view: RoundView) -> None:
+    """A closed round's cards are the first cards of the shuffle its revealed seed commits to."""
+    from pokdeng_core.profiles import get_profile
+    from pokdeng_core.shuffle import commitment, shuffled_deck
+
+    assert view.phase == "closed" and view.server_seed
+    seed = bytes.fromhex(view.server_seed)
+    assert commitment(seed) == view.commitment
+    decks = get_profile(view.profile, view.profile_version).decks
+    shoe = [str(card) for card in shuffled_deck(seed, view.client_seed, view.nonce, decks)]
+    used = cards_in_play_order(view)
+    assert used == shoe[: len(used)], (used, shoe[: len(used)])
