@@ -43,7 +43,7 @@ from typing import NoReturn
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
-from google.rpc import code_pb2, error_details_pb2, status_pb2
+from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from grpc_status import rpc_status
 
 from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand

@@ -269,7 +269,7 @@ def require_player(principal: Principal, player: str | None, what: str, *, read:
     raise PermissionDenied(f"{principal.describe()} may not {what}{target}", player=player or "")
 
 
-def _refusal(handler: grpc.RpcMethodHandler, error: Exception) -> grpc.RpcMethodHandler:
+def _refusal(handler: grpc.RpcMethodHandler[Any, Any], error: Exception) -> grpc.RpcMethodHandler[Any, Any]:
     status = rpc_status.to_status(status_for(error))
 
     def refuse(_request: object, context: grpc.ServicerContext) -> Any:
@@ -287,7 +287,7 @@ def _refusal(handler: grpc.RpcMethodHandler, error: Exception) -> grpc.RpcMethod
     return grpc.unary_unary_rpc_method_handler(refuse, handler.request_deserializer, handler.response_serializer)
 
 
-class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
+class AuthInterceptor(grpc.ServerInterceptor):
     """Authenticates every call (but health and reflection) and checks its method against ``METHOD_ROLES``."""
 
     def __init__(self, authenticator: Authenticator) -> None:
@@ -295,9 +295,9 @@ class AuthInterceptor(grpc.ServerInterceptor):  # type: ignore[misc]
 
     def intercept_service(
         self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler | None],
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
         details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler | None:
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
         method: str = details.method
         if method.startswith(OPEN_SERVICES):
             return continuation(details)

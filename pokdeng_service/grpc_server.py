@@ -69,7 +69,7 @@ def _token_store(tokens: TokenStore | str | os.PathLike[str] | None) -> TokenSto
     return TokenStore.from_file(Path(tokens))
 
 
-class PokdengServer(grpc.Server):  # type: ignore[misc]
+class PokdengServer(grpc.Server):
     """A ``grpc.Server`` whose ``stop`` shuts down gracefully (health, subscriptions, then the server)."""
 
     def __init__(
@@ -195,7 +195,7 @@ def serve(
     """
     server, port = create_server(address, app, tokens=tokens, max_workers=max_workers)
     stopping = stop or threading.Event()
-    previous: dict[int, Any] = {}
+    previous: dict[signal.Signals, Any] = {}
 
     def on_signal(signum: int, _frame: FrameType | None) -> None:
         log.info("received %s: shutting down (grace %.1fs)", signal.Signals(signum).name, grace)

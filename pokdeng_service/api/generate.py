@@ -81,7 +81,7 @@ def _plugin(directory: Path, name: str, function: str) -> Path:
 
 def generate_into(out_root: Path) -> list[Path]:
     """Run protoc; the files land in ``out_root / PACKAGE_DIR``. Returns their paths."""
-    from grpc_tools import protoc  # grpcio-tools: a test/development dependency only
+    from grpc_tools import protoc  # type: ignore[import-untyped]  # grpcio-tools: for development only
 
     tool_versions()  # fail early and clearly when a generator is missing
     out_root.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,245 @@
+"""The error map, class by class, through a real server: code, message and google.rpc details.
+
+Every refusal leaves the store untouched (no event written).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.api_errors import details_of
+from pokdeng_service.errors import Conflict
+
+from .client import Api, error_of, open_table, open_wallets, seat, start_round
+from .conftest import Served, StartServer, make_app, sqlite_env
+
+Code = grpc.StatusCode
+
+
+def refused(served: Served, call: Callable[[], Any]) -> Any:
+    """The details of a call's error, after checking that it wrote nothing."""
+    before = served.app.max_position
+    error = error_of(call)
+    assert served.app.max_position == before, "a refused call wrote events"
+    return details_of(error)
+
+
+@pytest.fixture
+def ops(local: Served) -> Api:
+    return local.api("operator")
+
+
+def test_bad_input_lists_every_field_violation(local: Served, ops: Api) -> None:
+    request = pb.DepositRequest(request_id="", wallet_id="x" * 129, amount=0)
+    details = refused(local, lambda: ops.get("Wallets", "Deposit", request))
+    assert details.code == Code.INVALID_ARGUMENT and details.reason == "INVALID_ARGUMENT"
+    assert [v.field for v in details.field_violations] == ["request_id", "wallet_id", "amount"]
+    assert "Traceback" not in details.message
+
+
+def test_enum_values_and_options_are_checked(local: Served, ops: Api) -> None:
+    for profile in (pb.PROFILE_UNSPECIFIED, 99):
+        request = pb.OpenTableRequest(request_id="t", table_id="t", profile=profile, min_stake=1, max_stake=2, seats=2)
+        details = refused(local, lambda r=request: ops.get("Tables", "OpenTable", r))  # type: ignore[misc]
+        assert details.code == Code.INVALID_ARGUMENT
+        assert [v.field for v in details.field_violations] == ["profile"]
+    request = pb.OpenTableRequest(
+        request_id="t",
+        table_id="t",
+        profile=pb.PROFILE_ROOM,
+        options=pb.TableOptions(straights=True),
+        min_stake=5,
+        max_stake=1,
+        seats=40,
+        turn_timeout=99999,
+    )
+    details = refused(local, lambda: ops.get("Tables", "OpenTable", request))
+    assert [v.field for v in details.field_violations] == ["options", "max_stake", "seats", "turn_timeout"]
+    request = pb.OpenTableRequest(
+        request_id="t",
+        table_id="t",
+        profile=pb.PROFILE_CLASSIC,
+        options=pb.TableOptions(ace_low=True),
+        min_stake=1,
+        max_stake=2,
+        seats=2,
+    )
+    details = refused(local, lambda: ops.get("Tables", "OpenTable", request))
+    assert [v.field for v in details.field_violations] == ["options.ace_low"]
+
+
+def test_an_invalid_command_from_the_rules_names_its_field(local: Served, ops: Api) -> None:
+    open_wallets(ops, ["alice"])
+    open_table(ops, "t", pb.PROFILE_KINGMAKER, min_stake=100, max_stake=1000, seats=5)
+    seat(local.api("alice"), "t", "alice", 1)
+    round_id = start_round(ops, "t").round_id
+    request = pb.PlaceBetRequest(request_id="b1", round_id=round_id, seat=1, player="alice", stake=5000)
+    details = refused(local, lambda: ops.get("Tables", "PlaceBet", request))
+    assert details.code == Code.INVALID_ARGUMENT
+    assert [v.field for v in details.field_violations] == ["stake"]
+    assert "100..1000" in details.message
+
+
+def test_a_reused_request_id_is_a_duplicate_request(local: Served, ops: Api) -> None:
+    open_wallets(ops, ["alice"])
+    ops.cmd("Wallets", "Deposit", pb.DepositRequest(request_id="dep-1", wallet_id="alice", amount=10))
+    request = pb.DepositRequest(request_id="dep-1", wallet_id="alice", amount=11)
+    details = refused(local, lambda: ops.get("Wallets", "Deposit", request))
+    assert details.code == Code.INVALID_ARGUMENT and details.reason == "DUPLICATE_REQUEST"
+    assert [v.field for v in details.field_violations] == ["request_id"]
+
+
+def test_wrong_phase(local: Served, ops: Api) -> None:
+    open_wallets(ops, ["alice"])
+    open_table(ops, "t", pb.PROFILE_ANTE, min_stake=100, max_stake=1000, seats=0)
+    round_id = start_round(ops, "t").round_id
+    details = refused(local, lambda: ops.get("Tables", "Deal", pb.DealRequest(request_id="d0", round_id=round_id)))
+    assert details.code == Code.FAILED_PRECONDITION and details.reason == "RULE_VIOLATION"  # nothing to deal
+    local.api("alice").cmd(
+        "Tables", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=200)
+    )
+    ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))  # ante: the deal settles and closes the round
+    late = pb.PlaceBetRequest(request_id="late", round_id=round_id, seat=1, player="alice", stake=200)
+    details = refused(local, lambda: ops.get("Tables", "PlaceBet", late))
+    assert details.code == Code.FAILED_PRECONDITION and details.reason == "WRONG_PHASE"
+    assert details.metadata == {"phase": "closed"} and details.precondition_types == ("WRONG_PHASE",)
+    assert "betting" in details.message
+
+
+def test_not_your_turn_and_unknown_seat(local: Served, ops: Api) -> None:
+    open_wallets(ops, ["alice", "bob"])
+    open_table(ops, "t", pb.PROFILE_KINGMAKER, min_stake=100, max_stake=1000, seats=5)
+    seat(local.api("alice"), "t", "alice", 1)
+    seat(local.api("bob"), "t", "bob", 2)
+    request = pb.TakeSeatRequest(request_id="s9", table_id="t", player="alice", seat=9)
+    details = refused(local, lambda: ops.get("Tables", "TakeSeat", request))
+    assert details.code == Code.FAILED_PRECONDITION and details.reason == "UNKNOWN_SEAT"
+    assert details.metadata == {"seat": "9"}
+    round_id = start_round(ops, "t").round_id
+    alice = local.api("alice")
+    on_bobs_seat = pb.PlaceBetRequest(request_id="x", round_id=round_id, seat=2, player="alice", stake=100)
+    details = refused(local, lambda: alice.get("Tables", "PlaceBet", on_bobs_seat))
+    assert details.code == Code.FAILED_PRECONDITION and details.reason == "NOT_YOUR_TURN"
+
+
+def test_insufficient_funds_carries_the_amounts(local: Served, ops: Api) -> None:
+    open_wallets(ops, {"alice": 1000})
+    request = pb.WithdrawRequest(request_id="w", wallet_id="alice", amount=1500)
+    details = refused(local, lambda: ops.get("Wallets", "Withdraw", request))
+    assert details.code == Code.FAILED_PRECONDITION and details.reason == "INSUFFICIENT_FUNDS"
+    assert details.metadata == {"required": "1500", "available": "1000", "wallet": "alice"}
+    assert details.precondition_types == ("INSUFFICIENT_FUNDS",)
+    open_table(ops, "t", pb.PROFILE_KINGMAKER, min_stake=100, max_stake=1000, seats=5)
+    seat(local.api("alice"), "t", "alice", 1)
+    round_id = start_round(ops, "t").round_id
+    bet = pb.PlaceBetRequest(request_id="b", round_id=round_id, seat=1, player="alice", stake=300)  # reserves 5x
+    details = refused(local, lambda: local.api("alice").get("Tables", "PlaceBet", bet))
+    assert details.code == Code.FAILED_PRECONDITION
+    assert details.metadata == {"required": "1500", "available": "1000", "wallet": "alice"}
+
+
+def test_unknown_ids_are_not_found(local: Served, ops: Api) -> None:
+    details = refused(local, lambda: ops.wallet("nobody"))
+    assert details.code == Code.NOT_FOUND and details.reason == "NOT_FOUND" and details.resource == ("wallet", "nobody")
+    details = refused(local, lambda: ops.round("nowhere#1"))
+    assert details.code == Code.NOT_FOUND and details.resource == ("round", "nowhere#1")
+    deposit = pb.DepositRequest(request_id="d", wallet_id="nobody", amount=5)
+    assert refused(local, lambda: ops.get("Wallets", "Deposit", deposit)).code == Code.NOT_FOUND
+    deal = pb.DealRequest(request_id="d2", round_id="nowhere#1")
+    assert refused(local, lambda: ops.get("Tables", "Deal", deal)).code == Code.NOT_FOUND
+
+
+def test_a_taken_id_already_exists(local: Served, ops: Api) -> None:
+    open_wallets(ops, ["alice"])
+    again = pb.OpenWalletRequest(request_id="again", wallet_id="alice")
+    details = refused(local, lambda: ops.get("Wallets", "OpenWallet", again))
+    assert details.code == Code.ALREADY_EXISTS and details.reason == "ALREADY_EXISTS"
+
+
+class Faulty:
+    """The real application, except for the methods a test replaces."""
+
+    def __init__(self, app: Any, **overrides: Callable[..., Any]) -> None:
+        self._app = app
+        self._overrides = overrides
+
+    def __getattr__(self, name: str) -> Any:
+        return self._overrides.get(name) or getattr(self._app, name)
+
+
+@pytest.fixture
+def faulty(tmp_path: Path, start_server: StartServer) -> Iterator[Callable[..., Served]]:
+    apps = []
+
+    def make(**overrides: Callable[..., Any]) -> Served:
+        folder = tmp_path / f"store{len(apps)}"
+        folder.mkdir()
+        app = make_app(sqlite_env(folder))
+        apps.append(app)
+        return start_server(Faulty(app, **overrides), max_workers=2)
+
+    yield make
+    for app in apps:
+        app.close()
+
+
+def test_a_conflict_is_aborted_and_retryable(faulty: Callable[..., Served]) -> None:
+    def conflict(*_args: Any, **_kwargs: Any) -> Any:
+        raise Conflict("request 'r' kept conflicting with concurrent writers; try again")
+
+    served = faulty(deposit=conflict)
+    ops = served.api("operator")
+    details = details_of(error_of(lambda: ops.cmd("Wallets", "Deposit", pb.DepositRequest(wallet_id="a", amount=1))))
+    assert details.code == Code.ABORTED and details.reason == "CONFLICT"
+
+
+def test_an_unexpected_error_is_internal_with_a_reference_and_no_trace(
+    faulty: Callable[..., Served], caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(*_args: Any, **_kwargs: Any) -> Any:
+        raise RuntimeError("secret database password in a stack frame")
+
+    served = faulty(get_wallet=broken)
+    with caplog.at_level(logging.ERROR, logger="pokdeng.api"):
+        details = details_of(error_of(lambda: served.api("operator").wallet("alice")))
+    assert details.code == Code.INTERNAL and details.reason == "INTERNAL"
+    reference = details.metadata["reference"] if details.metadata else ""
+    assert details.message == f"internal error (reference {reference})"
+    assert "secret" not in details.message and "Traceback" not in details.message
+    (record,) = [r for r in caplog.records if reference in r.getMessage()]
+    assert record.exc_info is not None and "secret database password" in str(record.exc_info[1])
+
+
+def test_a_call_whose_deadline_passed_is_not_started(faulty: Callable[..., Served]) -> None:
+    """Two slow calls hold both workers; a third call's deadline passes while it waits: the app never runs it."""
+    release = threading.Event()
+    calls: list[str] = []
+
+    def slow_wallet(wallet_id: str) -> Any:
+        calls.append(wallet_id)
+        release.wait(5)
+        raise Conflict("busy")
+
+    served = faulty(get_wallet=slow_wallet)
+    ops = served.api("operator")
+    stub = ops.method("Wallets", "GetWallet")
+    busy = [stub.future(pb.GetWalletRequest(wallet_id=f"slow{i}"), metadata=ops.metadata) for i in range(2)]
+    deadline = time.monotonic() + 5
+    while len(calls) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    late = details_of(error_of(lambda: stub(pb.GetWalletRequest(wallet_id="late"), metadata=ops.metadata, timeout=0.2)))
+    assert late.code == Code.DEADLINE_EXCEEDED
+    release.set()
+    for future in busy:
+        assert future.exception() is not None
+    time.sleep(0.2)
+    assert "late" not in calls
