@@ -187,11 +187,11 @@ def play_round(ops: Api, players: Mapping[str, Api], round_id: str, choices: Cho
             holders = {s.seat: s.player for s in current.seats}
             for b in current.bets:
                 api = players[b.player]
-                if holders.get(b.seat) == b.player and "place_side_bet" in api.legal(round_id, b.seat):
-                    if choices.rng.random() < choices.side_bet:
-                        request = pb.PlaceSideBetRequest(round_id=round_id, seat=b.seat, player=b.player)
-                        api.cmd("Tables", "PlaceSideBet", request)
-                        choices.seen.add("PlaceSideBet")
+                mine = holders.get(b.seat) == b.player and "place_side_bet" in api.legal(round_id, b.seat)
+                if mine and choices.rng.random() < choices.side_bet:
+                    request = pb.PlaceSideBetRequest(round_id=round_id, seat=b.seat, player=b.player)
+                    api.cmd("Tables", "PlaceSideBet", request)
+                    choices.seen.add("PlaceSideBet")
             ops.cmd("Tables", "CloseSideBets", pb.CloseSideBetsRequest(round_id=round_id))
             choices.seen.add("CloseSideBets")
         elif phase == pb.ROUND_PHASE_PLAYER_TURNS:
