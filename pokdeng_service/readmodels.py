@@ -821,8 +821,9 @@ class _SQLViews(ReadModelRecorder, ABC):
 
     def house_totals(self, table_id: str | None) -> HouseTotals:
         text = (
-            "SELECT COALESCE(SUM(house_net), 0), COALESCE(SUM(commission), 0), COALESCE(SUM(rounds), 0), "
-            "COALESCE(SUM(settled), 0), COALESCE(SUM(voided), 0) FROM {pokdeng_house_ledger}"
+            "SELECT COALESCE(SUM(house_net), 0) AS house_net, COALESCE(SUM(commission), 0) AS commission, "
+            "COALESCE(SUM(rounds), 0) AS rounds, COALESCE(SUM(settled), 0) AS settled, "
+            "COALESCE(SUM(voided), 0) AS voided FROM {pokdeng_house_ledger}"
         )
         params: tuple[Any, ...] = ()
         if table_id is not None:
