@@ -49,6 +49,7 @@ the position forward.
 
 from __future__ import annotations
 
+import functools
 import json
 import threading
 from abc import ABC, abstractmethod
@@ -73,7 +74,7 @@ from eventsourcing.popo import POPOTrackingRecorder
 from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.projection import Projection
 from eventsourcing.sqlite import SQLiteTrackingRecorder
-from eventsourcing.utils import Environment, get_topic
+from eventsourcing.utils import Environment, get_topic, resolve_topic
 from pydantic import BaseModel, ConfigDict
 
 from pokdeng_core.errors import InvalidCommand
@@ -453,7 +454,17 @@ PROJECTED_TOPICS: tuple[str, ...] = tuple(
     )
 )
 """The stored-event topics that change a view; every other notification only moves the position."""
-_PROJECTED = frozenset(PROJECTED_TOPICS)
+_PROJECTED_CLASSES = frozenset(
+    {RoundRecord.Started, TABLE_FACTS["round_finished"], *_ROUND_FACT_TYPES, *_WALLET_EVENT_TYPES}
+)
+
+
+@functools.lru_cache(maxsize=1024)
+def _projected(topic: str) -> bool:
+    """Whether a stored topic's events change a view; resolved, so that renamed classes (the library's
+    ``register_topic``) are still recognised. An unknown topic raises, as decoding it would."""
+    cls = resolve_topic(topic)
+    return cls in _PROJECTED_CLASSES or (isinstance(cls, type) and issubclass(cls, Wallet.Event))
 
 
 def _check_limit(limit: int, most: int = 1000) -> None:
@@ -1133,7 +1144,7 @@ class ReadModels:
 
     @staticmethod
     def _decode(app: Application[Any], notification: Notification) -> DomainEventProtocol[Any] | None:
-        if notification.topic not in _PROJECTED:
+        if not _projected(notification.topic):
             return None  # seeds, request records, table facts the views don't use: never decoded
         return app.mapper.to_domain_event(notification)
 
@@ -1169,11 +1180,13 @@ class ReadModels:
                 with subscription:
                     if self._stopping.is_set():
                         return
+                    seen = self.position(app.name)
                     for notification in subscription:
                         if self._stopping.is_set():
                             return
-                        if notification.id > self.position(app.name):
+                        if notification.id > seen:  # else already in the views (a page ran past it)
                             self.catch_up(app)
+                            seen = self.position(app.name)
                 return
             except Exception as error:  # keep going after a passing fault (the position is safe)
                 self.error = error
