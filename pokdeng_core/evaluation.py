@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 
-from .cards import Card, CardError, format_cards
+from .cards import CANONICAL_DECK, Card, CardError, format_cards
 from .hands import (
     HandKind,
     ante_is_special,
@@ -102,8 +102,10 @@ class CompiledProfile:
         "commission_num",
         "floor",
         "hands",
+        "masks",
         "profile",
         "single_deck",
+        "wager_split",
     )
 
     def __init__(self, profile: Profile) -> None:
@@ -111,13 +113,27 @@ class CompiledProfile:
         self.classic = profile.comparison is Comparison.CLASSIC
         self.ante = profile.comparison is Comparison.ANTE
         self.single_deck = profile.decks == 1
+        self.wager_split = profile.wager_split
         rate = profile.player_commission_rate
         self.commission_num = rate.numerator
         self.commission_den = rate.denominator
         self.floor: Fraction | None = profile.loss_floor if profile.loss_floor > 0 else None
         self.hands: dict[tuple[Card, ...], HandValue] = {}
+        self.masks: dict[tuple[Card, ...], int] = {}
+
+    def card_mask(self, cards: tuple[Card, ...]) -> int:
+        """A bit per card of the hand (bit i: the card at ``canonical_index`` i); cached."""
+        mask = self.masks.get(cards)
+        if mask is None:
+            mask = 0
+            for card in cards:
+                mask |= _CARD_BITS[card]
+            if len(self.masks) < _HAND_CACHE_LIMIT:
+                self.masks[cards] = mask
+        return mask
 
 
+_CARD_BITS = {card: 1 << index for index, card in enumerate(CANONICAL_DECK)}
 _COMPILED_BY_ID: dict[int, tuple[Profile, CompiledProfile]] = {}
 _COMPILED_BY_VALUE: dict[Profile, CompiledProfile] = {}
 _HAND_CACHE_LIMIT = 400_000  # more than every ordered 2- and 3-card hand of one deck (142,272)

@@ -149,9 +149,12 @@ def settle(
     ``profile`` is a name or a ``Profile`` from ``get_profile``; hands are card text or
     cards; for ``ante`` the stake is the whole wager (ante plus bet).
     """
-    rules = get_profile(profile)
-    amount = check_stake(rules, stake)
+    rules = profile if isinstance(profile, Profile) else get_profile(profile)
     fast = compiled(rules)
+    if type(stake) is int and stake > 0 and not (fast.wager_split and stake & 1):
+        amount = stake
+    else:
+        amount = check_stake(rules, stake)
     hands = fast.hands
     player_value = hands.get(player) if type(player) is tuple else None
     if player_value is None:
@@ -159,7 +162,7 @@ def settle(
     banker_value = hands.get(banker) if type(banker) is tuple else None
     if banker_value is None:
         banker_value = evaluate(rules, _cards(banker))
-    if fast.single_deck and not set(player_value.cards).isdisjoint(banker_value.cards):
+    if fast.single_deck and fast.card_mask(player_value.cards) & fast.card_mask(banker_value.cards):
         _check_disjoint((player_value.cards, banker_value.cards))
     return settle_values(rules, player_value, banker_value, amount)
 
