@@ -140,39 +140,23 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     from . import replay_view
+    from .readmodels import ReadModels
 
+    config = _config(args)
     app = _open(args)
-    rounds = _recent_rounds(app, args.table, args.player, args.limit)
+    key = args.table or args.player
+    partition = app.partition(key, "table") if args.table else app.partition(key, "wallet")
+    models = ReadModels(config.env(partition))
+    models.catch_up(app.apps[partition])
+    rounds = [r.round_id for r in models.last_rounds(table_id=args.table, player=args.player, limit=args.limit)]
     if args.json:
         print(json.dumps([app.get_round(r).model_dump() for r in rounds], indent=2))
         return EXIT_OK
     for round_id in rounds:
         print(replay_view.text(app.get_round(round_id)))
         print()
-    print(f"{len(rounds)} round(s)")
+    print(f"{len(rounds)} round(s), oldest first")
     return EXIT_OK
-
-
-def _recent_rounds(app: Any, table: str | None, player: str | None, limit: int) -> list[str]:
-    """The last ``limit`` closed rounds of a table or player, oldest first."""
-    try:
-        from .readmodels import ReadModels
-    except ImportError:  # pragma: no cover - read models not installed
-        ReadModels = None  # type: ignore[assignment,misc]
-    if ReadModels is not None and hasattr(app, "apps") and len(app.apps) == 1:
-        try:
-            models = ReadModels.for_app(app.apps[0])  # type: ignore[attr-defined]
-            models.catch_up(app.apps[0])
-            return [r.round_id for r in models.last_rounds(table_id=table, player=player, limit=limit)]
-        except AttributeError:
-            pass
-    found = []
-    for round_id in _all_closed_rounds(app):
-        view = app.get_round(round_id, with_events=False)
-        players = {b.player for b in view.bets} | ({view.banker} if view.banker else set())
-        if (table and view.table_id == table) or (player and player in players):
-            found.append(round_id)
-    return found[-limit:]
 
 
 def build_parser() -> argparse.ArgumentParser:
