@@ -22,7 +22,7 @@ from typing import Any
 
 from . import commands as c
 from . import events as e
-from .cards import Card, parse_card
+from .cards import Card, canonical_deck, parse_card
 from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, SealedShoe, UnknownSeat, WrongPhase
 from .evaluation import evaluate
 from .hands import taem
@@ -31,6 +31,7 @@ from .settlement import StakeError, banker_commission, check_stake, settle_side_
 from .shuffle import SHUFFLE_ALGORITHM, shuffled_deck
 
 MAX_CLIENT_SEED = 256
+_HEX = frozenset("0123456789abcdef")
 BANKER = 0
 
 
@@ -61,9 +62,13 @@ class Shoe:
     cards: tuple[Card, ...]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class RoundState:
-    """Everything the round's events say, plus the private shoe (never in an event before the reveal)."""
+    """Everything the round's events say, plus the private shoe (never in an event before the reveal).
+
+    Not slotted on purpose: ``evolve`` copies the instance dictionary in one step, several
+    times faster than ``dataclasses.replace`` on a slotted class (bench/bench_rounds.py).
+    """
 
     phase: Phase = Phase.NEW
     round_id: str = ""
@@ -165,138 +170,244 @@ def _card(text: str) -> Card:
     return parse_card(text)
 
 
+_CARD_TEXT: dict[Card, str] = {card: str(card) for card in canonical_deck()}
+
+
+def _text(card: Card) -> str:
+    """A card in the events' notation (``str(card)``, looked up)."""
+    text = _CARD_TEXT.get(card)
+    return str(card) if text is None else text
+
+
+def _texts(cards: Iterable[Card]) -> tuple[str, ...]:
+    return tuple(map(_text, cards))
+
+
+_taem = lru_cache(maxsize=8192)(taem)  # the same hands are looked at several times in a round
+
+
 def _add(pairs: tuple[tuple[str, int], ...], key: str, amount: int) -> tuple[tuple[str, int], ...]:
-    out = list(pairs)
-    for i, (k, v) in enumerate(out):
+    for i, (k, v) in enumerate(pairs):
         if k == key:
-            out[i] = (k, v + amount)
-            return tuple(out)
-    out.append((key, amount))
-    return tuple(out)
+            return (*pairs[:i], (k, v + amount), *pairs[i + 1 :])
+    return (*pairs, (key, amount))
 
 
 def _set_hand(
     hands: tuple[tuple[int, tuple[Card, ...]], ...], seat: int, card: Card
 ) -> tuple[tuple[int, tuple[Card, ...]], ...]:
-    out = []
-    found = False
-    for number, cards in hands:
+    for i, (number, cards) in enumerate(hands):
         if number == seat:
-            out.append((number, (*cards, card)))
-            found = True
+            return (*hands[:i], (number, (*cards, card)), *hands[i + 1 :])
+    return (*hands, (seat, (card,)))
+
+
+_new_object = object.__new__
+_set_attribute = object.__setattr__
+
+
+def _with(state: RoundState, changes: dict[str, Any]) -> RoundState:
+    """``dataclasses.replace(state, **changes)`` at a fraction of the cost (the hot path of ``evolve``).
+
+    A copy of the instance dictionary with ``changes`` applied: the same fields and values that
+    ``replace`` gives (``RoundState`` has no ``__post_init__`` and every field is an init field).
+    """
+    fresh = _new_object(RoundState)
+    values = state.__dict__.copy()
+    values.update(changes)
+    _set_attribute(fresh, "__dict__", values)
+    return fresh
+
+
+def _player_done(state: RoundState, seat: int, changes: dict[str, Any]) -> RoundState:
+    """``seat`` has finished acting; the banker's turn comes when every player seat has."""
+    done = state.done | {seat}
+    changes["done"] = done
+    if state.phase is Phase.PLAYER_TURNS:
+        for s in state.in_play:
+            if s not in done:
+                break
         else:
-            out.append((number, cards))
-    if not found:
-        out.append((seat, (card,)))
-    return tuple(out)
+            changes["phase"] = Phase.BANKER_TURN
+    return _with(state, changes)
 
 
-def _after_player_done(state: RoundState, done: frozenset[int]) -> RoundState:
-    phase = state.phase
-    if phase is Phase.PLAYER_TURNS and all(s in done for s in state.in_play):
-        phase = Phase.BANKER_TURN
-    return replace(state, done=done, phase=phase)
+def _on_round_opened(state: RoundState, event: e.RoundOpened) -> RoundState:
+    profile = get_profile(event.profile_name, event.profile_version, **dict(event.profile_options))
+    return _with(
+        state,
+        {
+            "phase": Phase.NEW,
+            "round_id": event.round_id,
+            "table_id": event.table_id,
+            "round_no": event.round_no,
+            "profile": profile,
+            "banker_player": event.banker_player,
+            "seats": event.seats,
+            "min_stake": event.min_stake,
+            "max_stake": event.max_stake,
+        },
+    )
+
+
+def _on_shuffle_committed(state: RoundState, event: e.ShuffleCommitted) -> RoundState:
+    return _with(
+        state,
+        {
+            "phase": Phase.BETTING,
+            "commitment": event.commitment,
+            "client_seed": event.client_seed,
+            "nonce": event.nonce,
+            "algorithm": event.algorithm,
+        },
+    )
+
+
+def _on_bet_placed(state: RoundState, event: e.BetPlaced) -> RoundState:
+    return _with(
+        state,
+        {
+            "bets": (*state.bets, Bet(event.seat, event.player, event.stake, event.reserved)),
+            "reserved": _add(state.reserved, event.player, event.reserved),
+            "banker_reserved": state.banker_reserved + event.banker_reserved,
+        },
+    )
+
+
+def _on_cards_dealt(state: RoundState, event: e.CardsDealt) -> RoundState:
+    by_seat: dict[int, list[Card]] = {}
+    for seat, text in event.cards:
+        held = by_seat.get(seat)
+        if held is None:
+            by_seat[seat] = [_card(text)]
+        else:
+            held.append(_card(text))
+    return _with(
+        state,
+        {
+            "phase": Phase.PLAYER_TURNS if state.rules.player_draw is not None else Phase.SHOWDOWN,
+            "hands": tuple((seat, tuple(held)) for seat, held in by_seat.items()),
+            "in_play": tuple(seat for seat in by_seat if seat != BANKER),
+            "cards_used": state.cards_used + len(event.cards),
+            "up_card": _card(event.banker_up_card) if event.banker_up_card else None,
+        },
+    )
+
+
+def _on_pok_declared(state: RoundState, event: e.PokDeclared) -> RoundState:
+    if event.seat == BANKER:
+        return _with(state, {"banker_done": True, "phase": Phase.SHOWDOWN})
+    return _player_done(state, event.seat, {})
+
+
+def _on_side_bet_window_opened(state: RoundState, event: e.SideBetWindowOpened) -> RoundState:
+    return _with(state, {"phase": Phase.SIDE_BETS})
+
+
+def _on_side_bet_placed(state: RoundState, event: e.SideBetPlaced) -> RoundState:
+    return _with(
+        state,
+        {
+            "side_bets": (*state.side_bets, Bet(event.seat, event.player, event.stake, event.reserved)),
+            "reserved": _add(state.reserved, event.player, event.reserved),
+        },
+    )
+
+
+def _on_side_bets_settled(state: RoundState, event: e.SideBetsSettled) -> RoundState:
+    nets = state.nets
+    banker_sum = state.banker_sum
+    for _seat, player, _stake, net in event.results:
+        nets = _add(nets, player, net)
+        banker_sum -= net
+    done = state.done
+    every_seat_done = all(s in done for s in state.in_play)
+    phase = Phase.BANKER_TURN if every_seat_done else Phase.PLAYER_TURNS
+    return _with(state, {"nets": nets, "banker_sum": banker_sum, "phase": phase})
+
+
+def _on_turn_timed_out(state: RoundState, event: e.TurnTimedOut) -> RoundState:
+    return state
+
+
+def _on_card_drawn(state: RoundState, event: e.CardDrawn) -> RoundState:
+    changes: dict[str, Any] = {
+        "hands": _set_hand(state.hands, event.seat, _card(event.card)),
+        "cards_used": state.cards_used + 1,
+    }
+    if event.seat == BANKER:
+        changes["banker_done"] = True
+        return _with(state, changes)
+    return _player_done(state, event.seat, changes)
+
+
+def _on_player_stood(state: RoundState, event: e.PlayerStood) -> RoundState:
+    if event.seat == BANKER:
+        return _with(state, {"banker_done": True})
+    return _player_done(state, event.seat, {})
+
+
+def _on_hands_revealed(state: RoundState, event: e.HandsRevealed) -> RoundState:
+    phase = state.phase if event.selective else Phase.SHOWDOWN
+    return _with(state, {"revealed": state.revealed | set(event.seats), "phase": phase})
+
+
+def _on_bet_settled(state: RoundState, event: e.BetSettled) -> RoundState:
+    return _with(
+        state,
+        {
+            "nets": _add(state.nets, event.player, event.net),
+            "banker_sum": state.banker_sum - event.net - event.commission,
+            "player_commission": state.player_commission + event.commission,
+        },
+    )
+
+
+def _on_round_settled(state: RoundState, event: e.RoundSettled) -> RoundState:
+    return _with(state, {"phase": Phase.SETTLED, "outcome": "settled"})
+
+
+def _on_round_voided(state: RoundState, event: e.RoundVoided) -> RoundState:
+    return _with(state, {"phase": Phase.SETTLED, "outcome": "voided"})
+
+
+def _on_seed_revealed(state: RoundState, event: e.SeedRevealed) -> RoundState:
+    return _with(state, {"server_seed": event.server_seed})
+
+
+def _on_round_closed(state: RoundState, event: e.RoundClosed) -> RoundState:
+    return _with(state, {"phase": Phase.CLOSED, "outcome": event.outcome})
+
+
+_EVOLVERS: dict[type[e.RoundEvent], Callable[[RoundState, Any], RoundState]] = {
+    e.RoundOpened: _on_round_opened,
+    e.ShuffleCommitted: _on_shuffle_committed,
+    e.BetPlaced: _on_bet_placed,
+    e.CardsDealt: _on_cards_dealt,
+    e.PokDeclared: _on_pok_declared,
+    e.SideBetWindowOpened: _on_side_bet_window_opened,
+    e.SideBetPlaced: _on_side_bet_placed,
+    e.SideBetsSettled: _on_side_bets_settled,
+    e.TurnTimedOut: _on_turn_timed_out,
+    e.CardDrawn: _on_card_drawn,
+    e.PlayerStood: _on_player_stood,
+    e.HandsRevealed: _on_hands_revealed,
+    e.BetSettled: _on_bet_settled,
+    e.RoundSettled: _on_round_settled,
+    e.RoundVoided: _on_round_voided,
+    e.SeedRevealed: _on_seed_revealed,
+    e.RoundClosed: _on_round_closed,
+}
 
 
 def evolve(state: RoundState, event: e.RoundEvent) -> RoundState:
     """Fold one event into the round's state."""
-    if isinstance(event, e.RoundOpened):
-        profile = get_profile(event.profile_name, event.profile_version, **dict(event.profile_options))
-        return replace(
-            state,
-            phase=Phase.NEW,
-            round_id=event.round_id,
-            table_id=event.table_id,
-            round_no=event.round_no,
-            profile=profile,
-            banker_player=event.banker_player,
-            seats=event.seats,
-            min_stake=event.min_stake,
-            max_stake=event.max_stake,
-        )
-    if isinstance(event, e.ShuffleCommitted):
-        return replace(
-            state,
-            phase=Phase.BETTING,
-            commitment=event.commitment,
-            client_seed=event.client_seed,
-            nonce=event.nonce,
-            algorithm=event.algorithm,
-        )
-    if isinstance(event, e.BetPlaced):
-        return replace(
-            state,
-            bets=(*state.bets, Bet(event.seat, event.player, event.stake, event.reserved)),
-            reserved=_add(state.reserved, event.player, event.reserved),
-            banker_reserved=state.banker_reserved + event.banker_reserved,
-        )
-    if isinstance(event, e.CardsDealt):
-        hands: tuple[tuple[int, tuple[Card, ...]], ...] = ()
-        in_play: list[int] = []
-        for seat, text in event.cards:
-            hands = _set_hand(hands, seat, _card(text))
-            if seat != BANKER and seat not in in_play:
-                in_play.append(seat)
-        phase = Phase.PLAYER_TURNS if state.rules.player_draw is not None else Phase.SHOWDOWN
-        return replace(
-            state,
-            phase=phase,
-            hands=hands,
-            in_play=tuple(in_play),
-            cards_used=state.cards_used + len(event.cards),
-            up_card=_card(event.banker_up_card) if event.banker_up_card else None,
-        )
-    if isinstance(event, e.PokDeclared):
-        if event.seat == BANKER:
-            return replace(state, banker_done=True, phase=Phase.SHOWDOWN)
-        return _after_player_done(state, state.done | {event.seat})
-    if isinstance(event, e.SideBetWindowOpened):
-        return replace(state, phase=Phase.SIDE_BETS)
-    if isinstance(event, e.SideBetPlaced):
-        return replace(
-            state,
-            side_bets=(*state.side_bets, Bet(event.seat, event.player, event.stake, event.reserved)),
-            reserved=_add(state.reserved, event.player, event.reserved),
-        )
-    if isinstance(event, e.SideBetsSettled):
-        nets = state.nets
-        banker_sum = state.banker_sum
-        for _seat, player, _stake, net in event.results:
-            nets = _add(nets, player, net)
-            banker_sum -= net
-        next_state = replace(state, nets=nets, banker_sum=banker_sum, phase=Phase.PLAYER_TURNS)
-        return _after_player_done(next_state, state.done)
-    if isinstance(event, e.TurnTimedOut):
-        return state
-    if isinstance(event, e.CardDrawn):
-        hands = _set_hand(state.hands, event.seat, _card(event.card))
-        moved = replace(state, hands=hands, cards_used=state.cards_used + 1)
-        if event.seat == BANKER:
-            return replace(moved, banker_done=True)
-        return _after_player_done(moved, state.done | {event.seat})
-    if isinstance(event, e.PlayerStood):
-        if event.seat == BANKER:
-            return replace(state, banker_done=True)
-        return _after_player_done(state, state.done | {event.seat})
-    if isinstance(event, e.HandsRevealed):
-        phase = state.phase if event.selective else Phase.SHOWDOWN
-        return replace(state, revealed=state.revealed | set(event.seats), phase=phase)
-    if isinstance(event, e.BetSettled):
-        return replace(
-            state,
-            nets=_add(state.nets, event.player, event.net),
-            banker_sum=state.banker_sum - event.net - event.commission,
-            player_commission=state.player_commission + event.commission,
-        )
-    if isinstance(event, e.RoundSettled):
-        return replace(state, phase=Phase.SETTLED, outcome="settled")
-    if isinstance(event, e.RoundVoided):
-        return replace(state, phase=Phase.SETTLED, outcome="voided")
-    if isinstance(event, e.SeedRevealed):
-        return replace(state, server_seed=event.server_seed)
-    if isinstance(event, e.RoundClosed):
-        return replace(state, phase=Phase.CLOSED, outcome=event.outcome)
-    raise TypeError(f"not a round event: {event!r}")
+    fold = _EVOLVERS.get(type(event))
+    if fold is None:
+        fold = next((_EVOLVERS[k] for k in type(event).__mro__ if k in _EVOLVERS and k is not e.RoundEvent), None)
+        if fold is None:
+            raise TypeError(f"not a round event: {event!r}")
+    return fold(state, event)
 
 
 def replay(events: Iterable[e.RoundEvent], state: RoundState | None = None) -> RoundState:
@@ -331,6 +442,9 @@ class _Run:
         if self.state.cards_used >= len(shoe.cards):
             raise DomainError("the shoe is empty")
         return shoe.cards[self.state.cards_used]
+
+    def next_text(self) -> str:
+        return _text(self.next_card())
 
 
 def decide(state: RoundState, command: c.RoundCommand) -> tuple[e.RoundEvent, ...]:
@@ -388,7 +502,7 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
             raise InvalidCommand(f"in {profile.name} the house is the banker", field="banker_player")
         if any(h == cmd.banker_player for _, h in cmd.seats):
             raise InvalidCommand("the banker cannot also hold a player's seat", field="banker_player")
-    if len(cmd.commitment) != 64 or any(ch not in "0123456789abcdef" for ch in cmd.commitment):
+    if len(cmd.commitment) != 64 or not _HEX.issuperset(cmd.commitment):
         raise InvalidCommand("the commitment must be a SHA-256 in lowercase hex", field="commitment")
     if len(cmd.client_seed) > MAX_CLIENT_SEED:
         raise InvalidCommand(f"a client seed has at most {MAX_CLIENT_SEED} characters", field="client_seed")
@@ -477,8 +591,8 @@ def _deal(run: _Run, _cmd: c.Deal) -> None:
     order = (*in_play, BANKER) * 2
     if len(order) > len(shoe.cards):
         raise DomainError("the shoe is too short for this deal")
-    dealt = tuple((seat, str(shoe.cards[i])) for i, seat in enumerate(order))
-    up_card = str(shoe.cards[len(in_play)]) if profile.side_bet is not None else None
+    dealt = tuple((seat, _text(shoe.cards[i])) for i, seat in enumerate(order))
+    up_card = _text(shoe.cards[len(in_play)]) if profile.side_bet is not None else None
     run.emit(e.CardsDealt(dealt, up_card))
     _after_deal(run)
 
@@ -493,10 +607,10 @@ def _after_deal(run: _Run) -> None:
         cards = state.cards(seat)
         value = evaluate(profile, cards)
         if value.is_pok:
-            run.emit(e.PokDeclared(seat, tuple(map(str, cards)), value.taem, value.label))
+            run.emit(e.PokDeclared(seat, _texts(cards), value.taem, value.label))
     up = run.state.up_card
     if profile.side_bet is not None and up is not None and up.points in profile.side_bet.up_card_points:
-        run.emit(e.SideBetWindowOpened(str(up)))
+        run.emit(e.SideBetWindowOpened(_text(up)))
         return
     if _banker_pok(run):
         return
@@ -510,7 +624,7 @@ def _banker_pok(run: _Run) -> bool:
     value = evaluate(state.rules, cards)
     if not value.is_pok:
         return False
-    run.emit(e.PokDeclared(BANKER, tuple(map(str, cards)), value.taem, value.label))
+    run.emit(e.PokDeclared(BANKER, _texts(cards), value.taem, value.label))
     _showdown(run)
     return True
 
@@ -521,9 +635,9 @@ def _advance(run: _Run) -> None:
     player_draw = profile.player_draw
     assert player_draw is not None
     while (seat := run.state.turn) is not None:
-        action = player_draw.action(taem(run.state.cards(seat)))
+        action = player_draw.action(_taem(run.state.cards(seat)))
         if action == "draw":
-            run.emit(e.CardDrawn(seat, str(run.next_card()), "auto"))
+            run.emit(e.CardDrawn(seat, run.next_text(), "auto"))
         elif action == "stand":
             run.emit(e.PlayerStood(seat, "auto"))
         else:
@@ -532,9 +646,9 @@ def _advance(run: _Run) -> None:
         return
     banker_draw = profile.banker_draw
     assert banker_draw is not None
-    action = banker_draw.action(taem(run.state.banker_cards))
+    action = banker_draw.action(_taem(run.state.banker_cards))
     if action == "draw":
-        run.emit(e.CardDrawn(BANKER, str(run.next_card()), "auto"))
+        run.emit(e.CardDrawn(BANKER, run.next_text(), "auto"))
     elif action == "stand":
         run.emit(e.PlayerStood(BANKER, "auto"))
     else:
@@ -583,10 +697,10 @@ def _player_action(run: _Run, seat: int, player: str, draw: bool) -> None:
         raise NotYourTurn(f"it is seat {state.turn}'s turn, not seat {seat}'s", seat=seat, turn=state.turn)
     player_draw = state.rules.player_draw
     assert player_draw is not None
-    if player_draw.action(taem(state.cards(seat))) != "choose":
+    if player_draw.action(_taem(state.cards(seat))) != "choose":
         raise DomainError(f"seat {seat} has no choice to make")
     if draw:
-        run.emit(e.CardDrawn(seat, str(run.next_card()), "choice"))
+        run.emit(e.CardDrawn(seat, run.next_text(), "choice"))
     else:
         run.emit(e.PlayerStood(seat, "choice"))
     _advance(run)
@@ -608,7 +722,7 @@ def _banker_may_choose(state: RoundState, player: str | None, doing: str) -> Non
         raise NotYourTurn("only the banker may play the banker's hand")
     banker_draw = state.rules.banker_draw
     assert banker_draw is not None
-    if banker_draw.action(taem(state.banker_cards)) != "choose":
+    if banker_draw.action(_taem(state.banker_cards)) != "choose":
         raise DomainError("the banker has no choice to make")
 
 
@@ -634,7 +748,7 @@ def _banker_play(run: _Run, cmd: c.BankerDraw | c.BankerStay) -> None:
     draw = isinstance(cmd, c.BankerDraw)
     _banker_may_choose(run.state, cmd.player, "draw" if draw else "stay")
     if draw:
-        run.emit(e.CardDrawn(BANKER, str(run.next_card()), "choice"))
+        run.emit(e.CardDrawn(BANKER, run.next_text(), "choice"))
     else:
         run.emit(e.PlayerStood(BANKER, "choice"))
     _showdown(run)
@@ -652,10 +766,10 @@ def _time_out(run: _Run, _cmd: c.TimeOutTurn) -> None:
     seat = state.turn if state.phase is Phase.PLAYER_TURNS else BANKER
     rule = profile.player_draw if seat else profile.banker_draw
     assert seat is not None and rule is not None
-    draws = rule.timeout_draws(taem(state.cards(seat)))
+    draws = rule.timeout_draws(_taem(state.cards(seat)))
     run.emit(e.TurnTimedOut(seat, "draw" if draws else "stay"))
     if draws:
-        run.emit(e.CardDrawn(seat, str(run.next_card()), "timeout"))
+        run.emit(e.CardDrawn(seat, run.next_text(), "timeout"))
     else:
         run.emit(e.PlayerStood(seat, "timeout"))
     if seat == BANKER:
@@ -667,7 +781,7 @@ def _time_out(run: _Run, _cmd: c.TimeOutTurn) -> None:
 def _reveal_and_settle(run: _Run, seats: tuple[int, ...], selective: bool) -> None:
     state = run.state
     profile = state.rules
-    shown = tuple((s, tuple(map(str, state.cards(s)))) for s in (*seats, BANKER))
+    shown = tuple((s, _texts(state.cards(s))) for s in (*seats, BANKER))
     run.emit(e.HandsRevealed(seats, shown, selective))
     banker_value = evaluate(profile, state.banker_cards)
     for seat in seats:
@@ -777,7 +891,7 @@ def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...
         if phase is not Phase.BANKER_TURN or state.banker_done:
             return ()
         assert profile.banker_draw is not None
-        if profile.banker_draw.action(taem(state.banker_cards)) != "choose":
+        if profile.banker_draw.action(_taem(state.banker_cards)) != "choose":
             return ()
         out = [c.BankerDraw.name, c.BankerStay.name]
         if profile.banker_selective_reveal:
@@ -797,7 +911,7 @@ def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...
         return (c.PlaceSideBet.name,) if has_main and not has_side else ()
     if phase is Phase.PLAYER_TURNS and state.turn == seat:
         assert profile.player_draw is not None
-        if profile.player_draw.action(taem(state.cards(seat))) == "choose":
+        if profile.player_draw.action(_taem(state.cards(seat))) == "choose":
             return (c.Draw.name, c.Stay.name)
     return ()
 
