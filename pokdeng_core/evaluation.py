@@ -31,7 +31,7 @@ from .hands import (
     is_pair,
     taem,
 )
-from .profiles import Comparison, Profile
+from .profiles import Comparison, Profile, get_profile
 
 
 class Outcome(StrEnum):
@@ -139,11 +139,13 @@ _COMPILED_BY_VALUE: dict[Profile, CompiledProfile] = {}
 _HAND_CACHE_LIMIT = 400_000  # more than every ordered 2- and 3-card hand of one deck (142,272)
 
 
-def compiled(profile: Profile) -> CompiledProfile:
-    """The ``CompiledProfile`` of ``profile`` (cached by identity, then by value)."""
+def compiled(profile: Profile | str) -> CompiledProfile:
+    """The ``CompiledProfile`` of ``profile`` (cached by identity, then by value); a name is looked up."""
     entry = _COMPILED_BY_ID.get(id(profile))
     if entry is not None and entry[0] is profile:
         return entry[1]
+    if isinstance(profile, str):
+        return compiled(get_profile(profile))
     if not isinstance(profile, Profile):
         raise TypeError(f"expected a Profile (see get_profile), not {profile!r}")
     result = _COMPILED_BY_VALUE.get(profile)
@@ -158,13 +160,14 @@ def compiled(profile: Profile) -> CompiledProfile:
     return result
 
 
-def evaluate(profile: Profile, cards: Sequence[Card]) -> HandValue:
-    """The value of ``cards`` (two or three ``Card``s, in deal order) under ``profile``."""
-    hands = compiled(profile).hands
+def evaluate(profile: Profile | str, cards: Sequence[Card]) -> HandValue:
+    """The value of ``cards`` (two or three ``Card``s, in deal order) under ``profile`` (or its name)."""
+    rules = compiled(profile)
+    hands = rules.hands
     key = cards if type(cards) is tuple else tuple(cards)
     value = hands.get(key)
     if value is None:
-        value = _evaluate(profile, key)
+        value = _evaluate(rules.profile, key)
         if len(hands) < _HAND_CACHE_LIMIT:
             hands[key] = value
     return value

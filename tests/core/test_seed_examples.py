@@ -115,7 +115,7 @@ class TestSeed000ScoringExamples:
         [("7♠ 7♥ 7♣", "Q♣ J♣ J♦"), ("K♣ K♦ K♥", "J♠ Q♠ K♠"), ("2♠ 2♥ 2♦", "Q♥ Q♦ J♥")],
     )
     def test_tong_against_sam_lueang_pays_two(self, tong: str, sam_lueang: str) -> None:
-        """ "The hand with tong wins two times the bet. (This comes from five deng minus three deng.)" """
+        """Seed: "The hand with tong wins two times the bet. (This comes from five deng minus three deng.)"."""
         assert settle("classic", player=tong, banker=sam_lueang, stake=100).player_net == 200
         assert settle("classic", player=sam_lueang, banker=tong, stake=100).player_net == -200
 
@@ -177,7 +177,7 @@ class TestSeed000HandRankingTable:
 
 
 class TestSeed000StraightsOption:
-    """ "Riang" (straight, 3 deng) and "riang plus" (straight flush, 5 deng); no wrap-around."""
+    """Seed: "riang" (straight, 3 deng) and "riang plus" (straight flush, 5 deng); no wrap-around."""
 
     @pytest.mark.parametrize(
         ("cards", "high", "low"),
@@ -309,7 +309,7 @@ class TestSeed001:
         assert ante_value(parse_cards(cards)) == expected
 
     def test_equal_values_tie_even_zero_flushes(self) -> None:
-        """ "both Banker and Player have a zero flush (7.1 points), resulting in a tie"."""
+        """Seed: "both Banker and Player have a zero flush (7.1 points), resulting in a tie"."""
         result = settle("ante", player="4♣ 6♣", banker="3♥ 7♥", stake=100)
         assert (result.outcome, result.player_net) == (TIE, 0)
         # A-9 is a zero flush too (this was a bug: A-9 of one suit valued 0).
@@ -409,7 +409,7 @@ class TestSeed002Room:
         assert (result.outcome, result.gross, result.player_net) == (outcome, gross, net), example
 
     def test_rank_1_and_6_compare_score_only(self) -> None:
-        """ "Pok 8 vs Pok 8(2x), Taem - 7 vs Taem(3x) - 7" are ties."""
+        """Seed: "Pok 8 vs Pok 8(2x), Taem - 7 vs Taem(3x) - 7" are ties."""
         assert settle("room", player="3♣ 5♦", banker="4♠ 4♥", stake=1000).outcome is TIE
         assert settle("room", player="3♣ 4♦", banker="2♠ 6♠ 9♠", stake=1000).outcome is TIE
 
@@ -605,7 +605,7 @@ class TestSeed003Kingmaker:
         assert round_.balance == 0
 
     def test_side_bet_needs_funds_beyond_the_reservation(self) -> None:
-        """ "Player(s) has only $290 and plays in a $50 table": $250 insurance + $50 side bet > $290."""
+        """Seed: "Player(s) has only $290 and plays in a $50 table": $250 insurance + $50 side bet > $290."""
         stake = 5000
         needed = stake * get_profile("kingmaker").reserve_multiple + stake
         assert needed == 30000 > 29000
