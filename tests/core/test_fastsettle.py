@@ -46,7 +46,7 @@ def random_hands(profile: Profile, count: int, seed: int) -> tuple[NDArray[np.in
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.key)
 def test_fast_path_equals_settle_on_random_hands(profile: Profile) -> None:
-    count = 20_000
+    count = 10_000
     player, banker = random_hands(profile, count, seed=20_260_101)
     rng = np.random.default_rng(7)
     stakes = rng.integers(1, 10**12, size=count, dtype=np.int64)

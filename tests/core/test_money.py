@@ -154,7 +154,7 @@ def rounds(draw: st.DrawFn) -> tuple[Profile, tuple[Card, ...], list[PlayerHand]
     return profile, banker, hands, house
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(round_=rounds())
 def test_every_round_balances(round_: tuple[Profile, tuple[Card, ...], list[PlayerHand], bool | None]) -> None:
     profile, banker, hands, house = round_
