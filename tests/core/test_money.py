@@ -134,6 +134,17 @@ def test_room_commission_is_rounded_up(hands: list[tuple[Card, ...]], stake: int
         assert result.commission == 0
 
 
+@RUNS
+@given(side_stake=st.integers(1, MAX_STAKE), natural=st.booleans())
+def test_side_bet_rounding_floors_the_winner(side_stake: int, natural: bool) -> None:
+    result = settle_side_bet(get_profile("kingmaker"), natural, side_stake)
+    if natural:
+        assert result.net == side_stake * 12 // 10 == math.floor(Fraction(side_stake) * Fraction("1.2"))
+        assert result.net <= side_stake * Fraction(6, 5)  # never more than the exact fraction
+    else:
+        assert result.net == -side_stake
+
+
 # --- properties of a round -------------------------------------------------------------------
 
 
