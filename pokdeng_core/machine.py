@@ -400,8 +400,18 @@ _EVOLVERS: dict[type[e.RoundEvent], Callable[[RoundState, Any], RoundState]] = {
 }
 
 
+_folded: dict[int, tuple[RoundState, e.RoundEvent, RoundState]] = {}
+"""The last decision's folds, by event identity: ``decide`` already folded each event it returns,
+so a caller folding those same event objects into those same states gets the state ``decide``
+computed (``evolve`` is pure and both are immutable). The entries hold their events, so an id
+cannot be reused while it is here; anything else (events rebuilt from storage) folds normally."""
+
+
 def evolve(state: RoundState, event: e.RoundEvent) -> RoundState:
     """Fold one event into the round's state."""
+    done = _folded.get(id(event))
+    if done is not None and done[1] is event and done[0] is state:
+        return done[2]
     fold = _EVOLVERS.get(type(event))
     if fold is None:
         fold = next((_EVOLVERS[k] for k in type(event).__mro__ if k in _EVOLVERS and k is not e.RoundEvent), None)
@@ -425,15 +435,18 @@ def replay(events: Iterable[e.RoundEvent], state: RoundState | None = None) -> R
 class _Run:
     """Collects the events of one decision, folding each into the state as it goes."""
 
-    __slots__ = ("events", "state")
+    __slots__ = ("events", "state", "trail")
 
     def __init__(self, state: RoundState) -> None:
         self.state = state
         self.events: list[e.RoundEvent] = []
+        self.trail: dict[int, tuple[RoundState, e.RoundEvent, RoundState]] = {}
 
     def emit(self, event: e.RoundEvent) -> None:
+        before = self.state
+        self.state = after = evolve(before, event)
         self.events.append(event)
-        self.state = evolve(self.state, event)
+        self.trail[id(event)] = (before, event, after)
 
     def next_card(self) -> Card:
         shoe = self.state.shoe
@@ -454,6 +467,8 @@ def decide(state: RoundState, command: c.RoundCommand) -> tuple[e.RoundEvent, ..
         raise InvalidCommand(f"not a round command: {type(command).__name__}")
     run = _Run(state)
     handler(run, command)
+    global _folded
+    _folded = run.trail
     return tuple(run.events)
 
 

@@ -6,6 +6,7 @@ which cards fall where; the seeded shoe is used where the test is about the seed
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import random
 from collections.abc import Callable
@@ -855,6 +856,17 @@ class TestClose:
         assert played.one(e.RoundClosed).outcome == "settled" and played.state.outcome == "settled"
         assert wallet_changes(played.state) == {p: n for p, n in played.state.nets}
         check_books(played)
+
+    @pytest.mark.parametrize("name", PROFILE_NAMES)
+    def test_every_state_is_a_proper_round_state(self, name: str) -> None:
+        """``evolve`` copies states without ``dataclasses.replace``: each must still be exactly the dataclass."""
+        played = play_randomly(open_round(name), random.Random(11))
+        names = {f.name for f in dataclasses.fields(RoundState)}
+        for state in played.states:
+            assert type(state) is RoundState and set(vars(state)) == names
+            assert dataclasses.replace(state) == state and hash(dataclasses.replace(state)) == hash(state)
+            with pytest.raises(dataclasses.FrozenInstanceError):
+                state.phase = Phase.NEW  # type: ignore[misc]
 
     def test_replay_gives_the_live_state(self) -> None:
         played = dealt_round("room", {1: MID6, 2: LOW2}, MID5, "AH 2H")
