@@ -162,14 +162,15 @@ class TokenStore:
         return cls(TokenEntry(token_digest(t), Principal(Role(r), p)) for t, r, p in tokens)
 
     @classmethod
-    def development(cls, out: IO[str] | None = sys.stderr) -> TokenStore:
-        """Development mode: one random operator token, printed once (to ``out``) and kept as ``development_token``."""
+    def development(cls, out: IO[str] | None = None, *, show: bool = True) -> TokenStore:
+        """Development mode: one random operator token, printed once (to ``out``, default standard error)
+        unless ``show`` is False, and kept as ``development_token``."""
         token = secrets.token_urlsafe(32)
-        if out is not None:
+        if show:
             print(
                 "pokdeng: development mode (no token file): operator token, shown once:\n"
                 f"  authorization: Bearer {token}",
-                file=out,
+                file=out or sys.stderr,
                 flush=True,
             )
         return cls([TokenEntry(token_digest(token), Principal(Role.OPERATOR, name="development"))], token)

@@ -97,7 +97,7 @@ def test_development_mode_prints_one_operator_token_once() -> None:
     token = store.development_token
     assert token and out.getvalue().count(token) == 1
     assert store.authenticate(token) == Principal(Role.OPERATOR, None, "development")
-    assert TokenStore.development(None).development_token != token
+    assert TokenStore.development(show=False).development_token != token
 
 
 def test_bearer_metadata_parsing() -> None:

@@ -1,0 +1,115 @@
+"""The event feed: every event once, in order, in batches, live, and across a reconnect from a position."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import grpc
+
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+
+from .client import Api, bet, error_of, open_table, open_wallets, start_round
+from .conftest import Served, StartServer, make_app, sqlite_env
+
+
+def _ante_round(ops: Api, players: dict[str, Api], table_id: str) -> None:
+    round_id = start_round(ops, table_id).round_id
+    for number, who in ((1, "alice"), (2, "bob"), (3, "alice")):
+        bet(players[who], round_id, number, who, 200)
+    ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+
+
+def _subscribe(api: Api, after: int, batch: int, *, stop_at_head: bool = False) -> Iterator[pb.EventBatch]:
+    request = pb.SubscribeEventsRequest(after_position=after, batch_size=batch, stop_at_head=stop_at_head)
+    stream: Iterator[pb.EventBatch] = api.method("Events", "SubscribeEvents")(
+        request, metadata=api.metadata, timeout=60
+    )
+    return stream
+
+
+def test_every_event_once_in_order_across_a_reconnect(served: Served) -> None:
+    ops, auditor, players = served.api("operator"), served.api("auditor"), served.players()
+    open_wallets(ops, ["alice", "bob"])
+    open_table(ops, "a", pb.PROFILE_ANTE, min_stake=100, max_stake=1000, seats=0)
+    _ante_round(ops, players, "a")
+    head = served.app.max_position
+    received: list[pb.Notification] = []
+
+    stream = _subscribe(auditor, 0, 7)
+    for batch in stream:  # read about half, then drop the connection
+        assert 0 < len(batch.events) <= 7 and batch.last_position == batch.events[-1].position
+        received.extend(batch.events)
+        if batch.last_position >= head // 2:
+            break
+    stream.cancel()  # type: ignore[attr-defined]
+    resume_from = received[-1].position
+
+    _ante_round(ops, players, "a")  # written while the subscriber is away
+    stream = _subscribe(auditor, resume_from, 7)
+    for batch in stream:
+        received.extend(batch.events)
+        if batch.caught_up and batch.last_position == served.app.max_position:
+            break
+    # live: a new command wakes the open stream at once
+    started = time.monotonic()
+    ops.cmd("Wallets", "Deposit", pb.DepositRequest(wallet_id="alice", amount=5))
+    for batch in stream:
+        received.extend(batch.events)
+        if batch.last_position == served.app.max_position:
+            break
+    latency = time.monotonic() - started
+    stream.cancel()  # type: ignore[attr-defined]
+
+    expected = served.app.read_notifications(0, 10_000)
+    assert [n.position for n in received] == [n.position for n in expected]  # once each, in order
+    assert [(n.aggregate_kind, n.aggregate_id, n.sequence, n.kind) for n in received] == [
+        (n.stream, n.stream_id, n.stream_version, n.kind) for n in expected
+    ]
+    assert all(json.loads(n.payload_json) == e.data for n, e in zip(received, expected, strict=True))
+    assert {n.aggregate_kind for n in received} >= {"wallet", "table", "round"}
+    last_wallet_event = [n for n in received if n.aggregate_kind == "wallet"][-1]
+    assert (last_wallet_event.kind, last_wallet_event.aggregate_id) == ("Deposited", "alice")
+    assert latency < 2.0, latency
+
+
+def test_stop_at_head_ends_the_stream_and_an_empty_log_says_caught_up(local: Served) -> None:
+    auditor = local.api("auditor")
+    (only,) = list(_subscribe(auditor, 0, 100, stop_at_head=True))
+    assert (list(only.events), only.last_position, only.caught_up) == ([], 0, True)
+    ops = local.api("operator")
+    open_wallets(ops, ["alice"])
+    head = local.app.max_position
+    batches = list(_subscribe(auditor, 0, 2, stop_at_head=True))
+    assert [len(b.events) for b in batches[:-1]] == [2] * (head // 2) and batches[-1].caught_up
+    assert sum(len(b.events) for b in batches) == head
+    after = list(_subscribe(auditor, head - 1, 1000, stop_at_head=True))
+    assert [n.position for b in after for n in b.events] == [head]
+
+
+def test_bad_subscriptions_and_the_subscription_limit(tmp_path: object, start_server: StartServer) -> None:
+    from pathlib import Path
+
+    app = make_app(sqlite_env(Path(str(tmp_path))))
+    try:
+        served = start_server(app, max_subscriptions=1)
+        auditor = served.api("auditor")
+        error = error_of(lambda: next(_subscribe(auditor, -1, 5000)))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        first = _subscribe(auditor, 0, 10)
+        next(first)  # caught up on the empty log: the subscription holds its place
+        error = error_of(lambda: next(_subscribe(auditor, 0, 10)))
+        assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+        first.cancel()  # type: ignore[attr-defined]
+        deadline = time.monotonic() + 5
+        while True:  # the place frees once the server notices the cancellation
+            try:
+                next(_subscribe(auditor, 0, 10, stop_at_head=True))
+                break
+            except grpc.RpcError as error:
+                assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline
+                time.sleep(0.05)
+        served.stop()
+    finally:
+        app.close()
