@@ -46,7 +46,7 @@ from . import commands as c
 from . import events as e
 from .cards import Card, canonical_deck
 from .evaluation import HandValue, Outcome, evaluate
-from .machine import BANKER, RoundState, attach_shoe, decide, evolve
+from .machine import BANKER, Phase, RoundState, attach_shoe, decide, evolve
 from .profiles import BankerKind, Comparison, DrawRule, Profile, get_profile
 from .settlement import banker_commission, settle_side_bet, settle_values
 from .shuffle import SHUFFLE_ALGORITHM, commitment
@@ -659,7 +659,12 @@ class _Money:
     banker_commission: IntArray  # what a player-banker pays on this one stake
 
 
-def _money(profile: Profile, classes: _Classes, used: npt.NDArray[np.bool_], stake: int | None) -> _Money:
+@lru_cache(maxsize=64)
+def _money(profile: Profile, cards: tuple[Card, ...], banker_draws: frozenset[int], stake: int | None) -> _Money:
+    """Settle every class pair that some player strategy reaches against this banker strategy."""
+    counts = _counts(profile, cards, banker_draws)
+    classes = counts.hands.classes
+    used = _class_counts(counts, np.ones(len(counts.row_total), dtype=np.bool_), with_pok=True) > 0
     at = stake if stake is not None else EXACT_STAKE
     ncls = len(classes)
     arrays = [np.zeros((ncls, ncls), dtype=np.int64) for _ in range(5)]
@@ -676,6 +681,8 @@ def _money(profile: Profile, classes: _Classes, used: npt.NDArray[np.bool_], sta
         gross_net[i, j] = r.player_net + r.commission
         p_comm[i, j] = r.commission
         b_comm[i, j] = banker_commission(profile, r.banker_net, banker_is_house=False)
+    for array in arrays:
+        array.flags.writeable = False  # cached: shared by every caller
     return _Money(at, outcome, net, gross_net, p_comm, b_comm)
 
 
@@ -717,8 +724,7 @@ def _exact_draw_game(profile: Profile, strategy: Strategy, stake: int | None, ca
     by_class = _class_counts(counts, _strategy_rows(counts, profile, strategy), with_pok=True)
     if int(by_class.sum()) != deals:
         raise ArithmeticError(f"the counts cover {int(by_class.sum())} deals, not {deals}")
-    every = _class_counts(counts, np.ones(len(counts.row_total), dtype=np.bool_), with_pok=True)
-    money = _money(profile, classes, every > 0, stake)
+    money = _money(profile, cards, strategy.banker_draws, stake)
     s = money.stake
     expected = Fraction(_sum(by_class, money.net), deals * s)
     second = Fraction(_sum(by_class, money.net * money.net), deals * s * s)
@@ -1036,7 +1042,7 @@ def _play(profile: Profile, strategy: Strategy, server_seed: bytes, seed: str, n
     for _ in range(16):
         if state.is_closed:
             break
-        if state.phase.value == "side_bets":
+        if state.phase is Phase.SIDE_BETS:
             if not side_placed:
                 side_placed = True
                 run(c.PlaceSideBet(1, _PLAYER, funds))
@@ -1045,7 +1051,7 @@ def _play(profile: Profile, strategy: Strategy, server_seed: bytes, seed: str, n
         elif state.turn == 1:
             draw = strategy.player_action(profile, _taem(state.cards(1))) == "draw"
             run(c.Draw(1, _PLAYER) if draw else c.Stay(1, _PLAYER))
-        elif state.phase.value == "banker_turn":
+        elif state.phase is Phase.BANKER_TURN:
             draw = strategy.banker_action(profile, _taem(state.cards(BANKER))) == "draw"
             run(c.BankerDraw(banker) if draw else c.BankerStay(banker))
         else:
