@@ -444,7 +444,7 @@ class _Run:
 
     def emit(self, event: e.RoundEvent) -> None:
         before = self.state
-        self.state = after = evolve(before, event)
+        self.state = after = _EVOLVERS[type(event)](before, event)  # a fresh event: nothing to reuse
         self.events.append(event)
         self.trail[id(event)] = (before, event, after)
 

@@ -824,6 +824,40 @@ class TestVoid:
         closed = produced[2]
         assert isinstance(closed, e.RoundClosed) and closed.outcome == "voided"
 
+    @pytest.mark.parametrize(
+        ("profile", "phase"),
+        [
+            ("ante", Phase.BETTING),
+            ("kingmaker", Phase.SIDE_BETS),
+            ("kingmaker", Phase.PLAYER_TURNS),
+            ("room", Phase.PLAYER_TURNS),
+            ("room", Phase.BANKER_TURN),
+            ("classic", Phase.BANKER_TURN),
+        ],
+    )
+    def test_a_seeded_void_at_each_phase_reveals_the_seed(self, profile: str, phase: Phase) -> None:
+        for nonce in range(300):  # the first seeded round that rests in ``phase``
+            played = open_round(profile, nonce=nonce)
+            for seat in (1, 2, 3):
+                played.bet(seat)
+            if phase is not Phase.BETTING:
+                played.deal()
+            while not played.state.is_closed and played.state.phase is not phase:
+                turn = played.state.turn
+                if turn is None:
+                    break
+                played.stay(turn)
+            if played.state.phase is phase:
+                break
+        else:
+            pytest.fail(f"no seeded {profile} round rests in {phase}")
+        produced = played.do(c.VoidRound("dealer error"))
+        assert [ev.kind for ev in produced] == ["round_voided", "seed_revealed", "round_closed"]
+        revealed = produced[1]
+        assert isinstance(revealed, e.SeedRevealed)
+        assert hashlib.sha256(bytes.fromhex(revealed.server_seed)).hexdigest() == played.state.commitment
+        check_books(played)
+
     def test_void_before_any_bet(self) -> None:
         played = open_round("kingmaker")
         played.do(c.VoidRound("nobody came"))
