@@ -140,13 +140,11 @@ def visibility_for(player: str | None, view: RoundView) -> Visibility:
     """What ``player`` (None: an operator or auditor) may see of the round now."""
     if player is None or view.phase in OVER:
         return EVERYTHING
-    seats = {
-        h.seat for h in view.hands if h.revealed or (h.holder == player and (h.seat != 0 or view.banker == player))
-    }
+    seats = {h.seat for h in view.hands if h.revealed or h.holder == player}  # seat 0's holder: the player-banker
     if view.banker == player:
         seats.add(0)
-    for event in view.events:
-        if event.kind in (re.PokDeclared.kind,):
+    for event in view.events:  # hands shown to the table: a pok at once, the banker's reveals
+        if event.kind == re.PokDeclared.kind:
             seats.add(int(event.data["seat"]))
         elif event.kind == re.HandsRevealed.kind:
             seats.update(int(s) for s, _cards in event.data["hands"])

@@ -218,8 +218,8 @@ def play_round(ops: Api, players: Mapping[str, Api], round_id: str, choices: Cho
                 choices.seen.add("BankerReveal")
             elif "banker_draw" in legal:
                 name = "BankerDraw" if choices.rng.random() < choices.banker_draw else "BankerStay"
-                request_type = pb.BankerDrawRequest if name == "BankerDraw" else pb.BankerStayRequest
-                api.cmd("Tables", name, request_type(round_id=round_id, player=banker))
+                banker_request = pb.BankerDrawRequest if name == "BankerDraw" else pb.BankerStayRequest
+                api.cmd("Tables", name, banker_request(round_id=round_id, player=banker))
                 choices.seen.add(name)
             else:  # pragma: no cover
                 ops.cmd("Tables", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))

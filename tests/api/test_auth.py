@@ -37,7 +37,7 @@ def _call(api: Api, service: str, method: object) -> grpc.StatusCode | None:
         if method.server_streaming:  # type: ignore[attr-defined]
             next(iter(answer))
     except grpc.RpcError as error:
-        return error.code()  # type: ignore[no-any-return]
+        return error.code()
     return None
 
 
@@ -190,7 +190,7 @@ def test_a_player_acts_and_reads_only_for_itself(local: Served, table: str) -> N
         ("Stay", pb.StayRequest(round_id=round_id, seat=2, player="bob")),
         ("PlaceSideBet", pb.PlaceSideBetRequest(round_id=round_id, seat=2, player="bob")),
     ]:
-        _denied(lambda n=name, r=request: alice.cmd("Tables", n, r))  # type: ignore[misc]
+        _denied(lambda n=name, r=request: alice.cmd("Tables", n, r))
     # an open round: a player may not audit it yet (its seed is secret)
     error = error_of(lambda: alice.get("Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)))
     assert error.code() == Code.FAILED_PRECONDITION
@@ -269,5 +269,5 @@ def test_an_auditor_reads_and_verifies_but_changes_nothing(local: Served, table:
         ("Deposit", pb.DepositRequest(wallet_id="alice", amount=1)),
         ("Withdraw", pb.WithdrawRequest(wallet_id="alice", amount=1)),
     ]:
-        _denied(lambda n=name, r=request: auditor.cmd("Wallets", n, r))  # type: ignore[misc]
+        _denied(lambda n=name, r=request: auditor.cmd("Wallets", n, r))
     _denied(lambda: auditor.cmd("Tables", "StartRound", pb.StartRoundRequest(table_id=table)))

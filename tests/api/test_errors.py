@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -47,7 +47,7 @@ def test_bad_input_lists_every_field_violation(local: Served, ops: Api) -> None:
 
 
 def test_enum_values_and_options_are_checked(local: Served, ops: Api) -> None:
-    for profile in (pb.PROFILE_UNSPECIFIED, 99):
+    for profile in (pb.PROFILE_UNSPECIFIED, cast(pb.Profile.ValueType, 99)):
         request = pb.OpenTableRequest(request_id="t", table_id="t", profile=profile, min_stake=1, max_stake=2, seats=2)
         details = refused(local, lambda r=request: ops.get("Tables", "OpenTable", r))  # type: ignore[misc]
         assert details.code == Code.INVALID_ARGUMENT
@@ -178,7 +178,7 @@ class Faulty:
 
 @pytest.fixture
 def faulty(tmp_path: Path, start_server: StartServer) -> Iterator[Callable[..., Served]]:
-    apps = []
+    apps: list[Any] = []
 
     def make(**overrides: Callable[..., Any]) -> Served:
         folder = tmp_path / f"store{len(apps)}"

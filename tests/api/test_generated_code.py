@@ -62,7 +62,7 @@ def test_generated_modules_import_and_name_the_package() -> None:
 
 
 def _descriptor_with_comments(tmp_path: Path) -> descriptor_pb2.FileDescriptorSet:
-    from grpc_tools import protoc
+    from grpc_tools import protoc  # type: ignore[import-untyped]
 
     out = tmp_path / "pokdeng.desc"
     code = protoc.main(

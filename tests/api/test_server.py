@@ -31,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_health_answers_for_the_server_and_every_service_without_a_token(local: Served) -> None:
-    health = health_pb2_grpc.HealthStub(local.channel)
+    health: Any = health_pb2_grpc.HealthStub(local.channel)
     for name in ("", *SERVICE_NAMES):
         assert (
             health.Check(health_pb2.HealthCheckRequest(service=name)).status == health_pb2.HealthCheckResponse.SERVING
@@ -95,7 +95,7 @@ def test_graceful_shutdown(tmp_path: Path, start_server: StartServer) -> None:
     served = start_server(Faulty(app, deposit=slow_deposit), max_workers=4)
     ops, auditor = served.api("operator"), served.api("auditor")
     open_wallets(ops, ["alice"])
-    health = health_pb2_grpc.HealthStub(served.channel)
+    health: Any = health_pb2_grpc.HealthStub(served.channel)
     watch = health.Watch(health_pb2.HealthCheckRequest(service=""), timeout=20)
     assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
     feed = auditor.method("Events", "SubscribeEvents")(pb.SubscribeEventsRequest(), metadata=auditor.metadata)
@@ -106,10 +106,12 @@ def test_graceful_shutdown(tmp_path: Path, start_server: StartServer) -> None:
     assert entered.wait(5)
     done = served.server.stop(10)
     assert next(watch).status == health_pb2.HealthCheckResponse.NOT_SERVING
-    watch.cancel()  # type: ignore[attr-defined]
+    watch.cancel()
     with pytest.raises(grpc.RpcError) as ended:
         next(feed)
-    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE and "resume after position" in ended.value.details()
+    assert ended.value.code() == grpc.StatusCode.UNAVAILABLE and "resume after position" in (
+        ended.value.details() or ""
+    )
     refused = error_of(lambda: ops.wallet("alice"))
     assert refused.code() == grpc.StatusCode.UNAVAILABLE
     release.set()
