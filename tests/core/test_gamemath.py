@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Sequence
 from fractions import Fraction
 from itertools import combinations, permutations
 
@@ -15,6 +16,7 @@ from pokdeng_core.gamemath import (
     EXACT_STAKE,
     RtpResult,
     Strategy,
+    _play,
     best_strategy,
     exact,
     reference_strategy,
@@ -23,6 +25,7 @@ from pokdeng_core.gamemath import (
 )
 from pokdeng_core.profiles import Profile
 from pokdeng_core.settlement import settle_values
+from pokdeng_core.shuffle import shuffled_deck
 
 PROFILES = ("classic", "ante", "room", "kingmaker")
 DRAW_PROFILES = ("classic", "room", "kingmaker")
@@ -117,6 +120,18 @@ def test_reference_strategies_are_as_documented() -> None:
 # --- brute force over every ordering of a small deck ----------------------------------------------
 
 
+def _model_hands(profile: Profile, strategy: Strategy, s: Sequence[Card]) -> tuple[tuple[Card, ...], tuple[Card, ...]]:
+    """The final hands of one player and the banker from a shoe: P B P B, then the player's draw, the banker's."""
+    player, banker, nxt = [s[0], s[2]], [s[1], s[3]], 4
+    if not evaluate(profile, (s[1], s[3])).is_pok:
+        if strategy.player_action(profile, evaluate(profile, (s[0], s[2])).taem) == "draw":
+            player.append(s[nxt])
+            nxt += 1
+        if strategy.banker_action(profile, evaluate(profile, (s[1], s[3])).taem) == "draw":
+            banker.append(s[nxt])
+    return tuple(player), tuple(banker)
+
+
 def _brute(profile: Profile, strategy: Strategy, deck: tuple[Card, ...]) -> dict[str, object]:
     """Deal every ordered sequence of six cards as the machine deals: P B P B, then the draws in turn."""
     nets: Counter[Fraction] = Counter()
@@ -124,14 +139,8 @@ def _brute(profile: Profile, strategy: Strategy, deck: tuple[Card, ...]) -> dict
     types: Counter[str] = Counter()
     n = 0
     for s in permutations(deck, 6):
-        player, banker, nxt = [s[0], s[2]], [s[1], s[3]], 4
-        if not evaluate(profile, (s[1], s[3])).is_pok:
-            if strategy.player_action(profile, evaluate(profile, (s[0], s[2])).taem) == "draw":
-                player.append(s[nxt])
-                nxt += 1
-            if strategy.banker_action(profile, evaluate(profile, (s[1], s[3])).taem) == "draw":
-                banker.append(s[nxt])
-        p, b = evaluate(profile, tuple(player)), evaluate(profile, tuple(banker))
+        player, banker = _model_hands(profile, strategy, s)
+        p, b = evaluate(profile, player), evaluate(profile, banker)
         r = settle_values(profile, p, b, EXACT_STAKE)
         nets[Fraction(r.player_net, EXACT_STAKE)] += 1
         outcomes[r.outcome.value] += 1
@@ -240,3 +249,16 @@ def test_simulation_agrees_with_exact(name: str) -> None:
     if name == "kingmaker":
         assert sim.side_bet_rtp is not None and truth.side_bet is not None
         assert sim.side_bet_rtp.contains(float(truth.side_bet.rtp), sigmas=4)
+
+
+@pytest.mark.parametrize("name", DRAW_PROFILES)
+def test_machine_rounds_follow_the_enumerated_deal_model(name: str) -> None:
+    """Round by round, the machine's result equals the model the enumeration counts: P B P B, then the draws."""
+    profile = get_profile(name)
+    strategy = best_strategy(profile)
+    for i in range(150):
+        server = round_server_seed("model", i)
+        player, banker = _model_hands(profile, strategy, shuffled_deck(server, "sim:model", i, 1))
+        expected = settle_values(profile, evaluate(profile, player), evaluate(profile, banker), 1000)
+        played = _play(profile, strategy, server, "model", i, 1000)
+        assert (played.net, played.outcome) == (expected.player_net, expected.outcome.value), (i, player, banker)
