@@ -1,0 +1,86 @@
+"""The ``pokdeng`` command: replay, verify, export, recall, with exit codes scripts can use."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+
+from pokdeng_service import audit
+from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main
+from pokdeng_service.config import StoreConfig
+from pokdeng_service.partitions import PartitionedPokdeng
+
+from ..service import play
+
+
+@pytest.fixture
+def played(tmp_path: Path) -> tuple[Path, list[str]]:
+    """A SQLite store with three closed kingmaker rounds and one classic round left open."""
+    db = tmp_path / "pokdeng.sqlite"
+    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db)))
+    app = service.apps[0]
+    d = play.Driver(app, chooser=play.Chooser(random.Random(1)))
+    play.open_wallets(d, ["ann", "ben"])
+    play.open_table(d, "km", "kingmaker", [(1, "ann"), (2, "ben")])
+    rounds = []
+    for _ in range(3):
+        round_id = play.start_round(d, "km", "cli")
+        play.seat_bets(d, round_id, 300)
+        play.drive_round(d, round_id)
+        rounds.append(round_id)
+    play.open_table(d, "open", "classic", [(1, "ann")])
+    open_round = play.start_round(d, "open")
+    play.seat_bets(d, open_round, 100)
+    service.close()
+    return db, rounds
+
+
+def test_replay_prints_the_round_and_writes_html(
+    played: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, rounds = played
+    page = tmp_path / "round.html"
+    assert main(["replay", rounds[0], "--db", str(db), "--html", str(page)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert "deal —" in out and "PASS" in out and "server seed revealed" in out
+    text = page.read_text()
+    assert text.startswith("<!doctype html>") and rounds[0] in text and "cards_dealt" in text
+
+
+def test_verify_rounds_all_and_bundle(
+    played: tuple[Path, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, rounds = played
+    assert main(["verify", rounds[1], "--db", str(db)]) == EXIT_OK
+    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_OK
+    assert "3 passed, 0 failed" in capsys.readouterr().out
+    bundle = tmp_path / "b.json"
+    assert main(["export", rounds[2], "--db", str(db), "-o", str(bundle)]) == EXIT_OK
+    assert main(["verify", "--bundle", str(bundle)]) == EXIT_OK
+    raw = bytearray(bundle.read_bytes())
+    raw[len(raw) // 3] ^= 0x01
+    bundle.write_bytes(bytes(raw))
+    assert main(["verify", "--bundle", str(bundle)]) == EXIT_FAILED
+    assert audit.verify_bundle(bytes(raw)).ok is False
+
+
+def test_recall_lists_the_last_rounds_in_play_order(
+    played: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    db, rounds = played
+    assert main(["recall", "--player", "ann", "--limit", "2", "--db", str(db)]) == EXIT_OK
+    out = capsys.readouterr().out
+    assert out.index(f"Round {rounds[1]}") < out.index(f"Round {rounds[2]}")
+    assert f"Round {rounds[0]} " not in out and "2 round(s)" in out
+
+
+def test_exit_codes(played: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
+    db, _rounds = played
+    assert main(["replay", "no-such#1", "--db", str(db)]) == EXIT_REFUSED
+    assert "not found" in capsys.readouterr().err
+    assert main(["export", "open#1", "--db", str(db)]) == EXIT_REFUSED  # the seed is still secret
+    assert main(["verify", "--db", str(db)]) == EXIT_USAGE
+    with pytest.raises(SystemExit):
+        main(["no-such-command"])
