@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import threading
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
@@ -1057,9 +1058,9 @@ class ReadModelProjection(Projection[ReadModelRecorder]):
         self.view.apply(tracking.application_name, None, [(tracking.notification_id, domain_event)])
 
 
-def recorder_class(env: Mapping[str, str] | None = None) -> type[ReadModelRecorder]:
+def recorder_class(env: Mapping[str, str] | None = None, app_name: str = "pokdeng") -> type[ReadModelRecorder]:
     """The view class for the persistence module that ``env`` selects."""
-    module = _environment(env).get(InfrastructureFactory.PERSISTENCE_MODULE, "") or "eventsourcing.popo"
+    module = _environment(env, app_name).get(InfrastructureFactory.PERSISTENCE_MODULE, "") or "eventsourcing.popo"
     if module.startswith("eventsourcing.sqlite"):
         return SQLiteReadModelRecorder
     if module.startswith("eventsourcing.postgres"):
@@ -1069,11 +1070,17 @@ def recorder_class(env: Mapping[str, str] | None = None) -> type[ReadModelRecord
     raise OperationalError(f"no read-model recorder for persistence module {module!r}")
 
 
-def _environment(env: Mapping[str, str] | None) -> Environment:
-    import os
-
+def _environment(env: Mapping[str, str] | None, app_name: str = "pokdeng") -> Environment:
+    """The settings as the application reads them (``os.environ``, then ``env``; ``POKDENG_<KEY>``
+    over ``<KEY>``), so that the views land in the application's store; ``POKDENG_READMODELS_<KEY>``
+    overrides both for the read models alone."""
     merged = dict(os.environ)
     merged.update(env or {})
+    prefix = app_name.upper() + "_"
+    own = TRACKING_NAME.upper() + "_"
+    for key, value in list(merged.items()):
+        if key.startswith(prefix) and not key.startswith(own) and len(key) > len(prefix):
+            merged[key[len(prefix) :]] = value
     return Environment(TRACKING_NAME, merged)
 
 
@@ -1084,14 +1091,16 @@ class ReadModels:
     """The read models of one application store.
 
     ``ReadModels(env)`` takes the application's eventsourcing settings (the same store: the same
-    SQLite file or PostgreSQL database); without ``PERSISTENCE_MODULE`` the views are in memory.
-    Nothing is read until :meth:`catch_up` (or :meth:`run_in_background`) is given the application.
+    SQLite file or PostgreSQL database and schema); ``ReadModels.for_app(app)`` takes them from a
+    running application. Without ``PERSISTENCE_MODULE`` the views are in memory (POPO). An
+    in-memory SQLite database (``:memory:``) cannot be shared: use a file. Nothing is read until
+    :meth:`catch_up` (or :meth:`run_in_background`) is given the application.
     """
 
-    def __init__(self, env: Mapping[str, str] | None = None) -> None:
-        environment = _environment(env)
+    def __init__(self, env: Mapping[str, str] | None = None, app_name: str = "pokdeng") -> None:
+        environment = _environment(env, app_name)
         self.factory = InfrastructureFactory.construct(environment)
-        recorder = self.factory.tracking_recorder(recorder_class(env))
+        recorder = self.factory.tracking_recorder(recorder_class(env, app_name))
         assert isinstance(recorder, ReadModelRecorder)
         self.recorder: ReadModelRecorder = recorder
         self.projection = ReadModelProjection(view=self.recorder)
@@ -1103,6 +1112,11 @@ class ReadModels:
         self._background_app: Application[Any] | None = None
         self._interval = 0.1
         self.error: BaseException | None = None  # the last error the background thread met
+
+    @classmethod
+    def for_app(cls, app: Application[Any]) -> ReadModels:
+        """Read models in the store of ``app`` (from the settings it was made with)."""
+        return cls(dict(app.env), app.name)
 
     # -- processing ------------------------------------------------------------------------
 

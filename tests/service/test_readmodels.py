@@ -7,6 +7,7 @@ round in progress is open until it closes; ``last_rounds`` keeps play order and 
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -276,6 +277,25 @@ def test_in_memory_background_thread_wakes_on_new_events(memory_app: PokdengApp)
         assert rm.error is None
 
 
+def test_read_models_find_the_application_store_as_it_does(tmp_path: Any) -> None:
+    """``POKDENG_<KEY>`` settings (the application's prefix) win over ``<KEY>``, as they do for the app."""
+    env = {
+        "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+        "SQLITE_DBNAME": str(tmp_path / "elsewhere.sqlite"),
+        "POKDENG_SQLITE_DBNAME": str(tmp_path / "pokdeng.sqlite"),
+    }
+    app = play.make_app(env)
+    d = Driver(app)
+    play.open_wallets(d, ["alice"], 500)
+    for rm in (ReadModels(env), ReadModels.for_app(app)):
+        with rm:
+            rm.catch_up(app)
+            assert rm.statement("alice") == app.wallet_statement("alice")
+            assert rm.position() == app.max_position
+    assert not (tmp_path / "elsewhere.sqlite").exists()
+    app.close()
+
+
 def test_catch_up_after_a_restart_continues_from_the_persisted_position(
     make_app: Callable[..., PokdengApp], make_readmodels: Callable[[], ReadModels], app_env: dict[str, str]
 ) -> None:
@@ -298,12 +318,13 @@ def test_catch_up_after_a_restart_continues_from_the_persisted_position(
     rounds += play_rounds(d, 4, ("km", "room", "ante", "c1"))
     rounds.append(void_a_round(d, "room"))
     rounds.append(leave_open(d, "c1"))
-    second = make_readmodels()
+    second = ReadModels.for_app(app)
     assert second.position() == seen  # the persisted position
     new = notifications(app, after=seen)
     assert second.catch_up(app) == len(new) > 0  # only what is new
     assert_views_match(app, second, rounds)  # nothing twice: statements, history and ledger equal the app's
     assert second.catch_up(app) == 0
+    second.close()
 
 
 def test_rebuild_from_zero_gives_the_same_views(driver: Driver, app: PokdengApp, rm: ReadModels) -> None:
@@ -514,11 +535,18 @@ def test_eventsourcing_projection_runner_keeps_the_same_views(postgres_env: dict
 
 @pytest.mark.slow
 def test_catch_up_rate(driver: Driver, app: PokdengApp, rm: ReadModels, store: str) -> None:
+    """Catch-up speed from zero and of a rebuild (``POKDENG_READMODELS_BENCH_ROUNDS`` rounds, default 60)."""
     set_up(driver)
-    play_rounds(driver, 120)
+    play_rounds(driver, int(os.environ.get("POKDENG_READMODELS_BENCH_ROUNDS", "60")))
     total = len(notifications(app))
     started = time.perf_counter()
     assert rm.catch_up(app) == total
     elapsed = time.perf_counter() - started
-    print(f"\n{store}: caught up {total} notifications in {elapsed:.3f} s = {total / elapsed:,.0f}/s")
+    started = time.perf_counter()
+    assert rm.rebuild(app) == total
+    rebuilt = time.perf_counter() - started
+    print(
+        f"\n{store}: caught up {total} notifications in {elapsed:.3f} s = {total / elapsed:,.0f}/s; "
+        f"rebuild {rebuilt:.3f} s = {total / rebuilt:,.0f}/s"
+    )
     assert total / elapsed > 1000
