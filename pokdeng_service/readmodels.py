@@ -1184,7 +1184,7 @@ class ReadModels:
                 self.catch_up(app)
                 try:
                     subscription = app.recorder.subscribe(gt=self.position(app.name))
-                except NotImplementedError:
+                except RuntimeError:  # SQLite's recorder has no subscriptions (the library says "not implemented")
                     subscription = None
                 if subscription is None:
                     while not self._stopping.wait(interval):
