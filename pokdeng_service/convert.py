@@ -190,8 +190,16 @@ def recorded_events(events: Iterable[RecordedEvent], seen: Visibility = EVERYTHI
 # --- rounds ------------------------------------------------------------------------------------
 
 
+def stakeholders(view: RoundView) -> set[str]:
+    """Every wallet with money in the round: its stakes, side bets, and the player-banker."""
+    people = {b.player for b in (*view.bets, *view.side_bets)}
+    if view.banker:
+        people.add(view.banker)
+    return people
+
+
 def participants(view: RoundView) -> set[str]:
-    """Every player with a seat, a stake or the banker's role in the round."""
+    """Every player with a seat, a stake or the banker's role in the round (who may read it)."""
     people = {h.holder for h in view.hands if h.holder}
     people.update(b.player for b in (*view.bets, *view.side_bets))
     if view.banker:

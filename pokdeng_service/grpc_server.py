@@ -36,6 +36,7 @@ from .api.servicers import (
     EventHub,
     EventsServicer,
     QueriesServicer,
+    RecentRounds,
     TablesServicer,
     WalletsServicer,
 )
@@ -133,13 +134,16 @@ def create_server(
     max_subscriptions: int | None = None,
     poll_interval: float = 0.2,
     heartbeat: float = 15.0,
+    read_models: RecentRounds | None = None,
 ) -> tuple[PokdengServer, int]:
     """A bound, not yet started server for ``app`` and the port it is bound to.
 
     ``address`` is ``host:port``; port 0 picks a free port; a bare port binds
     127.0.0.1. ``tokens`` is a ``TokenStore``, the path of a token file, or None for
     development mode (a random operator token, printed once and kept as
-    ``server.tokens.development_token``).
+    ``server.tokens.development_token``). ``read_models`` (``readmodels.ReadModels``, kept
+    up to date by its owner) answers ListRecentRounds for any table or player; without it
+    ListRecentRounds needs a table id and walks that table's rounds.
     """
     if max_workers < 2:
         raise ValueError("max_workers must be at least 2")
@@ -156,7 +160,7 @@ def create_server(
     hub = EventHub(max_subscriptions or max(1, max_workers // 2))
     pb_grpc.add_WalletsServicer_to_server(WalletsServicer(app, authenticator, hub), server)
     pb_grpc.add_TablesServicer_to_server(TablesServicer(app, authenticator, hub), server)
-    pb_grpc.add_QueriesServicer_to_server(QueriesServicer(app, authenticator, hub), server)
+    pb_grpc.add_QueriesServicer_to_server(QueriesServicer(app, authenticator, hub, read_models), server)
     pb_grpc.add_AuditServicer_to_server(AuditServicer(app, authenticator, hub), server)
     pb_grpc.add_EventsServicer_to_server(
         EventsServicer(app, authenticator, hub, poll=poll_interval, heartbeat=heartbeat), server
@@ -187,13 +191,14 @@ def serve(
     grace: float = 10.0,
     ready: Callable[[PokdengServer, int], None] | None = None,
     stop: threading.Event | None = None,
+    read_models: RecentRounds | None = None,
 ) -> int:
     """Serve until SIGTERM or SIGINT (or ``stop`` is set), then shut down gracefully. Returns an exit code.
 
     ``ready(server, port)`` is called once the server listens. Signal handlers are
     installed only when called from the main thread.
     """
-    server, port = create_server(address, app, tokens=tokens, max_workers=max_workers)
+    server, port = create_server(address, app, tokens=tokens, max_workers=max_workers, read_models=read_models)
     stopping = stop or threading.Event()
     previous: dict[signal.Signals, Any] = {}
 

@@ -98,6 +98,14 @@ class Application(Protocol):
     def read_notifications(self, after: int = 0, limit: int = 1000) -> Sequence[Notification]: ...
 
 
+class RecentRounds(Protocol):
+    """A read model that lists closed rounds (``pokdeng_service.readmodels.ReadModels``)."""
+
+    def last_rounds(self, table_id: str | None = None, player: str | None = None, limit: int = 10) -> Sequence[Any]:
+        """Summaries with a ``round_id``, oldest first."""
+        ...
+
+
 # --- request validation ------------------------------------------------------------------------
 
 
@@ -586,6 +594,12 @@ class TablesServicer(_Base, pb_grpc.TablesServicer):
 
 
 class QueriesServicer(_Base, pb_grpc.QueriesServicer):
+    def __init__(
+        self, app: Application, authenticator: Authenticator, hub: EventHub, recent: RecentRounds | None = None
+    ) -> None:
+        super().__init__(app, authenticator, hub)
+        self.recent = recent
+
     @unary
     def GetTable(self, request: pb.GetTableRequest, context: grpc.ServicerContext) -> pb.Table:
         f = Fields()
@@ -647,12 +661,12 @@ class QueriesServicer(_Base, pb_grpc.QueriesServicer):
         return pb.ListRecentRoundsResponse(rounds=[convert.round_(v, convert.visibility_for(viewer, v)) for v in views])
 
     def _recent(self, table_id: str | None, player: str | None, limit: int) -> list[RoundView]:
-        last_rounds = getattr(self.app, "last_rounds", None)
-        if callable(last_rounds):
-            found: Sequence[RoundView] = last_rounds(table_id=table_id, player=player, limit=limit)
-            return list(found)
+        """The last closed rounds, newest first: from the read models, else by walking the table's rounds."""
+        if self.recent is not None:
+            summaries = self.recent.last_rounds(table_id=table_id, player=player, limit=limit)
+            return [self.app.get_round(s.round_id) for s in reversed(summaries)]
         if table_id is None:
-            raise RequestInvalid([FieldViolation("table_id", "name the table whose rounds to list")])
+            raise RequestInvalid([FieldViolation("table_id", "name the table (this server has no round index)")])
         table = self.app.get_table(table_id)
         out: list[RoundView] = []
         for number in range(table.round_no, 0, -1):  # a table's rounds are "<table_id>#<n>"
@@ -660,7 +674,9 @@ class QueriesServicer(_Base, pb_grpc.QueriesServicer):
                 view = self.app.get_round(f"{table_id}#{number}")
             except NotFound:
                 continue
-            if player is None or player in convert.participants(view):
+            if view.phase != "closed":
+                continue
+            if player is None or player in convert.stakeholders(view):
                 out.append(view)
                 if len(out) == limit:
                     break

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import grpc
 import pytest
 from google.rpc import code_pb2, error_details_pb2  # type: ignore[import-untyped]
@@ -53,10 +55,10 @@ CASES = [
 ]
 
 
-def _unpack(status: object, kind: type) -> list[object]:
+def _unpack(status: Any, kind: Any) -> list[Any]:
     out = []
-    for packed in status.details:  # type: ignore[attr-defined]
-        if packed.Is(kind.DESCRIPTOR):  # type: ignore[attr-defined]
+    for packed in status.details:
+        if packed.Is(kind.DESCRIPTOR):
             message = kind()
             packed.Unpack(message)
             out.append(message)

@@ -182,9 +182,6 @@ def test_a_player_acts_and_reads_only_for_itself(local: Served, table: str) -> N
     bet(local.api("bob"), round_id, 2, "bob", 100)
     _denied(lambda: local.api("carol").round(round_id))  # carol takes no part
     _denied(lambda: alice.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(table_id=table, player="bob")))
-    mine = alice.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(table_id=table))
-    assert [r.round_id for r in mine.rounds] == [round_id]
-    assert not local.api("carol").get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(table_id=table)).rounds
     for name, request in [
         ("Draw", pb.DrawRequest(round_id=round_id, seat=2, player="bob")),
         ("Stay", pb.StayRequest(round_id=round_id, seat=2, player="bob")),

@@ -1716,7 +1716,7 @@ Global___LegalCommands: _TypeAlias = LegalCommands  # noqa: Y015
 
 @_typing.final
 class ListRecentRoundsRequest(_message.Message):
-    """List recent rounds."""
+    """List recent closed rounds."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -1724,7 +1724,7 @@ class ListRecentRoundsRequest(_message.Message):
     PLAYER_FIELD_NUMBER: _builtins.int
     LIMIT_FIELD_NUMBER: _builtins.int
     table_id: _builtins.str
-    """Only this table's rounds (empty: every table)."""
+    """Only this table's rounds (empty: every table; a server without a round index needs it)."""
     player: _builtins.str
     """Only rounds this player had a seat, a stake or the banker's role in (empty: everyone's;
     a player token always reads its own).

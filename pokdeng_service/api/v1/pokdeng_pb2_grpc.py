@@ -1190,7 +1190,7 @@ class QueriesServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListRecentRounds(self, request, context):
-        """The last rounds of a table or of a player, newest first (game recall).
+        """The last closed rounds of a table or of a player, newest first (game recall).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -421,7 +421,7 @@ class QueriesStub:
     GetLegalCommands: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.GetLegalCommandsRequest, _pokdeng_pb2.LegalCommands]
     """What may be asked of a round now, by a seat's holder or by the operator."""
     ListRecentRounds: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.ListRecentRoundsRequest, _pokdeng_pb2.ListRecentRoundsResponse]
-    """The last rounds of a table or of a player, newest first (game recall)."""
+    """The last closed rounds of a table or of a player, newest first (game recall)."""
 
 @_typing.type_check_only
 class QueriesAsyncStub(QueriesStub):
@@ -439,7 +439,7 @@ class QueriesAsyncStub(QueriesStub):
     GetLegalCommands: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.GetLegalCommandsRequest, _pokdeng_pb2.LegalCommands]  # type: ignore[assignment]
     """What may be asked of a round now, by a seat's holder or by the operator."""
     ListRecentRounds: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.ListRecentRoundsRequest, _pokdeng_pb2.ListRecentRoundsResponse]  # type: ignore[assignment]
-    """The last rounds of a table or of a player, newest first (game recall)."""
+    """The last closed rounds of a table or of a player, newest first (game recall)."""
 
 class QueriesServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -478,7 +478,7 @@ class QueriesServicer(metaclass=_abc_1.ABCMeta):
         request: _pokdeng_pb2.ListRecentRoundsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_pokdeng_pb2.ListRecentRoundsResponse, _abc.Awaitable[_pokdeng_pb2.ListRecentRoundsResponse]]:
-        """The last rounds of a table or of a player, newest first (game recall)."""
+        """The last closed rounds of a table or of a player, newest first (game recall)."""
 
 def add_QueriesServicer_to_server(servicer: QueriesServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
