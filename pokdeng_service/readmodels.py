@@ -44,7 +44,20 @@ event is applied twice. The per-event path (:class:`ReadModelProjection`, for ev
 ``ProjectionRunner``) uses the same transaction with the library's rule "the position must grow".
 
 Secret seeds (``SealedSeed``) and request records are never decoded: their notifications only move
-the position forward.
+the position forward. ``catch_up`` counts every notification it moved past, these included.
+
+Two other numbers are not log positions: a statement line's ``position`` (and ``statement``'s
+``after``) is the wallet stream's version, as in ``PokdengApp.wallet_statement``; an open round's
+``version`` is the round stream's version. ``ProjectionRunner`` subscribes to
+:data:`PROJECTED_TOPICS` only, so under it the tracked position is that of the last event that
+changed a view; the next :meth:`ReadModels.catch_up` moves it past the rest.
+
+Use
+---
+``rm = ReadModels.for_app(app)`` (or ``ReadModels(env)``); ``rm.catch_up(app)`` after a start or
+restart; ``rm.run_in_background(app)`` to follow the log (PostgreSQL and POPO wake on new events,
+SQLite polls); ``rm.rebuild(app)`` after a change of view code. Queries: ``last_rounds``,
+``statement``, ``wallet_balance``, ``open_rounds``, ``house_totals``.
 """
 
 from __future__ import annotations
