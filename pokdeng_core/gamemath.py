@@ -365,7 +365,7 @@ def exact(
     if rules.comparison is Comparison.ANTE:
         if deck is not None:
             raise ValueError("the ante profile is enumerated over its whole shoe")
-        return _exact_ante(rules, stake)
+        return _exact_ante(rules, stake, "best" if strategy == "best" else "reference")
     if rules.decks != 1:
         raise ValueError(f"profile {rules.name} has {rules.decks} decks: only single-deck draw games are enumerated")
     cards = tuple(deck) if deck is not None else canonical_deck(1)
@@ -836,7 +836,8 @@ def _side_bet(profile: Profile, cards: tuple[Card, ...]) -> SideBetMath:
 # ante: eight decks, two cards each, by card type with multiplicities
 
 
-def _exact_ante(profile: Profile, stake: int | None) -> RtpResult:
+def _exact_ante(profile: Profile, stake: int | None, name: str) -> RtpResult:
+    """Ante has no decisions: every strategy is the same (``name`` only labels the result)."""
     types = canonical_deck(1)
     copies = profile.decks
     shoe = copies * len(types)
@@ -892,7 +893,7 @@ def _exact_ante(profile: Profile, stake: int | None) -> RtpResult:
         bet_push=Fraction(int(by_class[bet_net == 0].sum()), deals),
         bet_lost=Fraction(int(by_class[bet_net < 0].sum()), deals),
     )
-    strategy = Strategy("reference")
+    strategy = Strategy(name)
     return RtpResult(
         profile=profile.key,
         strategy=strategy,
