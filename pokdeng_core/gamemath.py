@@ -836,8 +836,8 @@ def _side_bet(profile: Profile, cards: tuple[Card, ...]) -> SideBetMath:
 # ante: eight decks, two cards each, by card type with multiplicities
 
 
-def _exact_ante(profile: Profile, stake: int | None, name: str) -> RtpResult:
-    """Ante has no decisions: every strategy is the same (``name`` only labels the result)."""
+def _exact_ante(profile: Profile, stake: int | None, strategy_name: str) -> RtpResult:
+    """Ante has no decisions: every strategy is the same (``strategy_name`` only labels the result)."""
     types = canonical_deck(1)
     copies = profile.decks
     shoe = copies * len(types)
@@ -893,7 +893,7 @@ def _exact_ante(profile: Profile, stake: int | None, name: str) -> RtpResult:
         bet_push=Fraction(int(by_class[bet_net == 0].sum()), deals),
         bet_lost=Fraction(int(by_class[bet_net < 0].sum()), deals),
     )
-    strategy = Strategy(name)
+    strategy = Strategy(strategy_name)
     return RtpResult(
         profile=profile.key,
         strategy=strategy,
