@@ -739,15 +739,23 @@ class EventsServicer(_Base, pb_grpc.EventsServicer):
         if request.after_position < 0:
             f.bad("after_position", "after_position must not be negative")
         batch = f.between("batch_size", request.batch_size, 1, 1000, default=100)
+        partitions = len(getattr(self.app, "apps", ())) or 1  # a partitioned front has one app per store
+        f.between("partition", request.partition, 0, partitions - 1)
         f.done()
         self.hub.enter()
         try:
-            yield from self._follow(request.after_position, batch, request.stop_at_head, context)
+            yield from self._follow(request.after_position, batch, request.stop_at_head, request.partition, context)
         finally:
             self.hub.leave()
 
+    def _read(self, after: int, batch: int, partition: int) -> Sequence[Notification]:
+        if partition:
+            items: Sequence[Notification] = self.app.read_notifications(after, batch, partition=partition)  # type: ignore[call-arg]
+            return items
+        return self.app.read_notifications(after, batch)
+
     def _follow(
-        self, after: int, batch: int, stop_at_head: bool, context: grpc.ServicerContext
+        self, after: int, batch: int, stop_at_head: bool, partition: int, context: grpc.ServicerContext
     ) -> Iterator[pb.EventBatch]:
         told_caught_up = False
         last_sent = time.monotonic()
@@ -755,18 +763,21 @@ class EventsServicer(_Base, pb_grpc.EventsServicer):
             if self.hub.closing.is_set():
                 raise Unavailable(f"the server is shutting down: resume after position {after}", position=str(after))
             generation = self.hub.generation
-            items = self.app.read_notifications(after, batch)
+            items = self._read(after, batch, partition)
             if items:
                 after = items[-1].position
                 caught_up = len(items) < batch
                 yield pb.EventBatch(
-                    events=[convert.notification(n) for n in items], last_position=after, caught_up=caught_up
+                    events=[convert.notification(n) for n in items],
+                    last_position=after,
+                    caught_up=caught_up,
+                    partition=partition,
                 )
                 told_caught_up, last_sent = caught_up, time.monotonic()
                 if not caught_up:
                     continue
             elif not told_caught_up or time.monotonic() - last_sent >= self.heartbeat:
-                yield pb.EventBatch(last_position=after, caught_up=True)  # caught up, or a heartbeat
+                yield pb.EventBatch(last_position=after, caught_up=True, partition=partition)  # or a heartbeat
                 told_caught_up, last_sent = True, time.monotonic()
             if stop_at_head:
                 return

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import grpc
 
@@ -21,8 +22,12 @@ def _ante_round(ops: Api, players: dict[str, Api], table_id: str) -> None:
     ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
 
 
-def _subscribe(api: Api, after: int, batch: int, *, stop_at_head: bool = False) -> Iterator[pb.EventBatch]:
-    request = pb.SubscribeEventsRequest(after_position=after, batch_size=batch, stop_at_head=stop_at_head)
+def _subscribe(
+    api: Api, after: int, batch: int, *, stop_at_head: bool = False, partition: int = 0
+) -> Iterator[pb.EventBatch]:
+    request = pb.SubscribeEventsRequest(
+        after_position=after, batch_size=batch, stop_at_head=stop_at_head, partition=partition
+    )
     stream: Iterator[pb.EventBatch] = api.method("Events", "SubscribeEvents")(
         request, metadata=api.metadata, timeout=60
     )
@@ -88,10 +93,8 @@ def test_stop_at_head_ends_the_stream_and_an_empty_log_says_caught_up(local: Ser
     assert [n.position for b in after for n in b.events] == [head]
 
 
-def test_bad_subscriptions_and_the_subscription_limit(tmp_path: object, start_server: StartServer) -> None:
-    from pathlib import Path
-
-    app = make_app(sqlite_env(Path(str(tmp_path))))
+def test_bad_subscriptions_and_the_subscription_limit(tmp_path: Path, start_server: StartServer) -> None:
+    app = make_app(sqlite_env(tmp_path))
     try:
         served = start_server(app, max_subscriptions=1)
         auditor = served.api("auditor")
@@ -113,3 +116,31 @@ def test_bad_subscriptions_and_the_subscription_limit(tmp_path: object, start_se
         served.stop()
     finally:
         app.close()
+
+
+def test_each_partition_has_its_own_feed(tmp_path: Path, start_server: StartServer) -> None:
+    """A deployment over two stores: the feed of partition 1 holds the "asia/" lobby's events, partition 0 not."""
+    from pokdeng_service.config import StoreConfig
+    from pokdeng_service.partitions import PartitionedPokdeng
+
+    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "p.sqlite"), partitions=2, vault_key="c3" * 32)
+    service = PartitionedPokdeng.open(config)
+    try:
+        served = start_server(service)
+        ops, auditor = served.api("operator"), served.api("auditor")
+        open_wallets(ops, ["asia/alice", "asia/bob"])
+        open_table(ops, "asia/t", pb.PROFILE_ANTE, min_stake=100, max_stake=1000, seats=0)
+        round_id = start_round(ops, "asia/t").round_id
+        bet(ops, round_id, 1, "asia/alice", 200)
+        bet(ops, round_id, 2, "asia/bob", 200)
+        ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+        one = [n for b in _subscribe(auditor, 0, 1000, stop_at_head=True, partition=1) for n in b.events]
+        zero = [n for b in _subscribe(auditor, 0, 1000, stop_at_head=True) for n in b.events]
+        assert [n.position for n in one] == [n.position for n in service.apps[1].read_notifications(0, 1000)]
+        assert "asia/t" in {n.aggregate_id for n in one} and round_id in {n.aggregate_id for n in one}
+        assert not {n.aggregate_id for n in zero} & {"asia/t", round_id, "asia/alice"}
+        error = error_of(lambda: next(_subscribe(auditor, 0, 10, partition=2)))
+        assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
+        served.stop()
+    finally:
+        service.close()

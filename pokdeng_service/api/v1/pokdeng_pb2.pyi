@@ -2007,22 +2007,28 @@ class SubscribeEventsRequest(_message.Message):
     AFTER_POSITION_FIELD_NUMBER: _builtins.int
     BATCH_SIZE_FIELD_NUMBER: _builtins.int
     STOP_AT_HEAD_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
     after_position: _builtins.int
     """Deliver events whose position is greater than this (0: from the first event)."""
     batch_size: _builtins.int
     """At most this many events per message, 1 to 1000 (0: 100)."""
     stop_at_head: _builtins.bool
     """End the stream once it has delivered everything recorded so far, instead of waiting for more."""
+    partition: _builtins.int
+    """The event store to read when the deployment spreads tables over several stores (partitions),
+    from 0. Each partition has its own log and positions; with one store, only 0 exists.
+    """
     def __init__(
         self,
         *,
         after_position: _builtins.int = ...,
         batch_size: _builtins.int = ...,
         stop_at_head: _builtins.bool = ...,
+        partition: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_position", b"after_position", "batch_size", b"batch_size", "stop_at_head", b"stop_at_head"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after_position", b"after_position", "batch_size", b"batch_size", "partition", b"partition", "stop_at_head", b"stop_at_head"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -2037,10 +2043,13 @@ class EventBatch(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     LAST_POSITION_FIELD_NUMBER: _builtins.int
     CAUGHT_UP_FIELD_NUMBER: _builtins.int
+    PARTITION_FIELD_NUMBER: _builtins.int
     last_position: _builtins.int
     """The last position delivered so far on this stream (resume after this)."""
     caught_up: _builtins.bool
     """True when this batch reaches what was recorded when it was read."""
+    partition: _builtins.int
+    """The partition the events come from (as requested)."""
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[Global___Notification]:
         """The events, in position order (empty in a heartbeat batch)."""
@@ -2051,10 +2060,11 @@ class EventBatch(_message.Message):
         events: _abc.Iterable[Global___Notification] | None = ...,
         last_position: _builtins.int = ...,
         caught_up: _builtins.bool = ...,
+        partition: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["caught_up", b"caught_up", "events", b"events", "last_position", b"last_position"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["caught_up", b"caught_up", "events", b"events", "last_position", b"last_position", "partition", b"partition"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
