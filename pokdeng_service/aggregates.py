@@ -17,6 +17,7 @@ library's ``upcast_vX_vY`` convention (docs/events.md).
 from __future__ import annotations
 
 import uuid
+from copy import deepcopy
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -60,6 +61,24 @@ def _now() -> datetime:
     return datetime.now(tz=UTC)
 
 
+# Values an aggregate may share with its copies: immutable all the way down (the core's
+# states are frozen dataclasses of tuples, frozensets, frozen profiles and named tuples).
+_SHARED_TYPES = frozenset({str, int, bool, float, bytes, type(None), uuid.UUID, datetime, RoundState, TableState})
+
+
+def _copy_aggregate(aggregate: Aggregate, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy`` of an aggregate that shares its immutable values instead of copying them.
+
+    The repository hands each command a deep copy of the cached aggregate; copying a round's
+    frozen state field by field cost more than the rest of a command."""
+    copy = object.__new__(type(aggregate))
+    memo[id(aggregate)] = copy
+    copy.__dict__.update(
+        {k: v if type(v) in _SHARED_TYPES else deepcopy(v, memo) for k, v in aggregate.__dict__.items()}
+    )
+    return copy
+
+
 class _ChainedStream(Aggregate):
     """An aggregate whose facts carry a hash chain over the stream."""
 
@@ -82,6 +101,9 @@ class _ChainedStream(Aggregate):
 
     def apply_fact(self, fact: _ChainedStream.Fact) -> None:
         self.last_digest = fact.digest
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return _copy_aggregate(self, memo)
 
     def record_fact(
         self, fact_class: type[_ChainedStream.Fact], kind: str, data: dict[str, Any], command_id: str
@@ -193,6 +215,9 @@ class Wallet(Aggregate):
         self.wallet_id = wallet_id
         self.balance = 0
         self.reservations: dict[str, int] = {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return _copy_aggregate(self, memo)
 
     @property
     def reserved(self) -> int:
