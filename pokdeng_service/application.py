@@ -111,24 +111,54 @@ class PokdengApp(Application[UUID]):
         args: dict[str, Any],
         work: Callable[[str], tuple[list[Aggregate], str, str, Aggregate]],
     ) -> CommandResult:
-        """Run ``work`` (load, decide, record) and save its aggregates with the request's record, atomically."""
+        """Run ``work`` (load, decide, record) and save its aggregates with the request's record, atomically.
+
+        The request's record is not read first: the save itself finds a repeated request id,
+        because the record's first event then conflicts with the stored one (nothing of the
+        transaction is written). Only when the work or the save fails is the record looked
+        up, and a repeated request returns its first result (``replayed=True``).
+        """
         _check_id(request_id, "request_id")
         fingerprint = _fingerprint(name, args)
         record_id = ag.command_uuid(request_id)
         for _attempt in range(MAX_ATTEMPTS):
-            done = self._command_record(record_id)
-            if done is not None:
-                return self._replayed(done, fingerprint)
-            aggregates, stream, stream_id, target = work(request_id)
-            before = target.version - len(target.pending_events)
+            try:
+                aggregates, stream, stream_id, target = work(request_id)
+            except Exception:
+                done = self._command_record(record_id)
+                if done is not None:
+                    return self._replayed(done, fingerprint)
+                raise
+            pending = list(target.pending_events)
+            before = target.version - len(pending)
             result = {"stream": stream, "id": stream_id, "from": before + 1, "to": target.version}
             record = CommandRecord(request_id, fingerprint, result)
             try:
                 self.save(*aggregates, record)
             except IntegrityError:
+                done = self._command_record(record_id)
+                if done is not None:
+                    return self._replayed(done, fingerprint)
                 continue
-            return self._result(request_id, result)
+            self._cache_saved(aggregates)
+            events = tuple(_recorded_event(item) for item in pending)
+            return CommandResult(request_id=request_id, stream=stream, id=stream_id, events=events, replayed=False)
         raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
+
+    def _cache_saved(self, aggregates: Iterable[Aggregate]) -> None:
+        """Keep the aggregates just saved in the aggregate cache, so that the next command finds them
+        at their new version instead of reading back and replaying the events it has just written.
+        (The cache still fast-forwards from the store on every load, so other writers are seen.)"""
+        cache = self.repository.cache
+        if cache is None or not self.repository.deepcopy_from_cache:
+            return
+        for aggregate in aggregates:
+            if isinstance(aggregate, RoundRecord):
+                if aggregate.state.shoe is not None:  # the shoe is private: never kept in the cache
+                    aggregate.state = replace(aggregate.state, shoe=None)
+            elif not isinstance(aggregate, TableRecord | Wallet):
+                continue
+            cache.put(aggregate.id, aggregate)
 
     def _command_record(self, record_id: UUID) -> CommandRecord | None:
         try:
