@@ -96,6 +96,9 @@ class Application(Protocol):
     def get_round(self, round_id: str, with_events: bool = True) -> RoundView: ...
     def legal_commands(self, round_id: str, seat: int | None = None) -> tuple[str, ...]: ...
     def read_notifications(self, after: int = 0, limit: int = 1000) -> Sequence[Notification]: ...
+    def verify_round(self, round_id: str, check_wallets: bool = True) -> Any: ...
+    def replay_round(self, round_id: str) -> tuple[Any, list[Any]]: ...
+    def export_bundle(self, round_id: str) -> dict[str, Any]: ...
 
 
 class RecentRounds(Protocol):
@@ -701,18 +704,18 @@ class AuditServicer(_Base, pb_grpc.AuditServicer):
     @unary
     def ReplayRound(self, request: pb.ReplayRoundRequest, context: grpc.ServicerContext) -> pb.ReplayRoundResponse:
         round_id = self._auditable(request, context)
-        verdict, replayed = self.app.replay_round(round_id)  # type: ignore[attr-defined]
+        verdict, replayed = self.app.replay_round(round_id)
         return convert.replay(round_id, verdict, replayed)
 
     @unary
     def VerifyRound(self, request: pb.VerifyRoundRequest, context: grpc.ServicerContext) -> pb.Verdict:
         round_id = self._auditable(request, context)
-        return convert.verdict(round_id, self.app.verify_round(round_id))  # type: ignore[attr-defined]
+        return convert.verdict(round_id, self.app.verify_round(round_id))
 
     @unary
     def ExportRound(self, request: pb.ExportRoundRequest, context: grpc.ServicerContext) -> pb.RoundBundle:
         round_id = self._auditable(request, context)
-        bundle: dict[str, Any] = self.app.export_bundle(round_id)  # type: ignore[attr-defined]
+        bundle = self.app.export_bundle(round_id)
         return pb.RoundBundle(
             round_id=round_id,
             bundle_json=audit.bundle_bytes(bundle).decode("utf-8"),

@@ -16,7 +16,9 @@ Conventions that hold for every message below:
 * Every command carries request_id (1 to 128 characters, chosen by the client, unique per
   command). Sending the same command again with the same request_id is an idempotent retry: it
   changes nothing and answers as the first call did. Reusing a request_id for a different
-  command is refused with INVALID_ARGUMENT (reason DUPLICATE_REQUEST).
+  command is refused with INVALID_ARGUMENT (reason DUPLICATE_REQUEST). A call that failed with
+  DEADLINE_EXCEEDED, UNAVAILABLE or ABORTED may or may not have been carried out: retry it with
+  the same request_id (never a new one) and the answer says what happened.
 * Event payloads are JSON objects (canonical JSON: sorted keys, no spaces) whose fields are
   those of the event catalogue (docs/events.md), the exact text the audit chain digests cover.
 * Timestamps are RFC 3339 strings in UTC exactly as recorded (the audit chain hashes this text).
