@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 
-from .cards import CANONICAL_DECK, Card, CardError, format_cards
+from .cards import Card, CardError, format_cards
 from .hands import (
     HandKind,
     ante_is_special,
@@ -102,7 +102,6 @@ class CompiledProfile:
         "commission_num",
         "floor",
         "hands",
-        "masks",
         "profile",
         "single_deck",
         "wager_split",
@@ -119,21 +118,8 @@ class CompiledProfile:
         self.commission_den = rate.denominator
         self.floor: Fraction | None = profile.loss_floor if profile.loss_floor > 0 else None
         self.hands: dict[tuple[Card, ...], HandValue] = {}
-        self.masks: dict[tuple[Card, ...], int] = {}
-
-    def card_mask(self, cards: tuple[Card, ...]) -> int:
-        """A bit per card of the hand (bit i: the card at ``canonical_index`` i); cached."""
-        mask = self.masks.get(cards)
-        if mask is None:
-            mask = 0
-            for card in cards:
-                mask |= _CARD_BITS[card]
-            if len(self.masks) < _HAND_CACHE_LIMIT:
-                self.masks[cards] = mask
-        return mask
 
 
-_CARD_BITS = {card: 1 << index for index, card in enumerate(CANONICAL_DECK)}
 _COMPILED_BY_ID: dict[int, tuple[Profile, CompiledProfile]] = {}
 _COMPILED_BY_VALUE: dict[Profile, CompiledProfile] = {}
 _HAND_CACHE_LIMIT = 400_000  # more than every ordered 2- and 3-card hand of one deck (142,272)

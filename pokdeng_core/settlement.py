@@ -162,8 +162,11 @@ def settle(
     banker_value = hands.get(banker) if type(banker) is tuple else None
     if banker_value is None:
         banker_value = evaluate(rules, _cards(banker))
-    if fast.single_deck and fast.card_mask(player_value.cards) & fast.card_mask(banker_value.cards):
-        _check_disjoint((player_value.cards, banker_value.cards))
+    if fast.single_deck:
+        banker_cards = banker_value.cards
+        for card in player_value.cards:
+            if card in banker_cards:
+                raise CardError(f"card {card} is dealt twice, but a single deck holds it once")
     return settle_values(rules, player_value, banker_value, amount)
 
 
