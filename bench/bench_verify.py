@@ -1,0 +1,139 @@
+"""Rounds verified per second from SQLite, against reading the same rounds' events raw (a script, not a test).
+
+    python bench/bench_verify.py [--rounds N] [--tables T] [--repeat R] [--profile NAME ...] [--cprofile]
+
+Rounds are played first through ``PokdengApp`` (bench/bench_service.py's player: 5 seats,
+kingmaker and classic by default, ``--tables`` tables per profile) into an SQLite file.
+Then, on a fresh application instance per pass (an auditor's process: nothing cached),
+each pass goes over every round once:
+
+* raw read: ``list(app.events.get(round_uuid))``, the round's stored events decoded by
+  the library, nothing else;
+* verification: ``verify_round(app, round_id, check_wallets=False)``: the hash chain,
+  the library's own load of the round, the replay from the revealed seed and the recorded
+  decisions (every event compared), the money, and the table's record of the round's
+  last digest. Every verdict must pass.
+
+Passes alternate (raw, verify, raw, verify, ...); medians are reported. Target:
+verification costs at most 3x the raw read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_service import Player, machine_line, make_app  # noqa: E402
+
+from pokdeng_service import aggregates as ag  # noqa: E402
+from pokdeng_service.application import PokdengApp  # noqa: E402
+from pokdeng_service.audit import verify_round  # noqa: E402
+
+TARGET = 3.0  # verification time over raw read time, at most
+PROFILES = ("kingmaker", "classic")
+
+
+def raw_pass(app: PokdengApp, round_ids: Sequence[str]) -> tuple[float, int]:
+    events = 0
+    start = time.perf_counter()
+    for round_id in round_ids:
+        events += len(list(app.events.get(ag.round_uuid(round_id))))
+    return time.perf_counter() - start, events
+
+
+def verify_pass(app: PokdengApp, round_ids: Sequence[str]) -> tuple[float, int]:
+    start = time.perf_counter()
+    for round_id in round_ids:
+        verdict = verify_round(app, round_id, check_wallets=False)
+        if not verdict.ok:
+            raise AssertionError(verdict.render())
+    return time.perf_counter() - start, len(round_ids)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=100, help="rounds per table (default 100)")
+    parser.add_argument("--tables", type=int, default=1, help="tables per profile (default 1)")
+    parser.add_argument("--repeat", type=int, default=3, help="passes of each kind; medians (default 3)")
+    parser.add_argument("--profile", action="append", help=f"profiles (default: {', '.join(PROFILES)})")
+    parser.add_argument("--cprofile", action="store_true", help="profile one verification pass (cProfile)")
+    args = parser.parse_args(argv)
+    profiles = args.profile or list(PROFILES)
+    began = time.perf_counter()
+    print(machine_line())
+    folder = tempfile.mkdtemp(prefix="pokdeng-bench-verify-")
+    env = {
+        "PERSISTENCE_MODULE": "eventsourcing.sqlite",
+        "SQLITE_DBNAME": os.path.join(folder, "verify.sqlite"),
+        "SQLITE_LOCK_TIMEOUT": "10",
+    }
+    try:
+        app = make_app(env)
+        round_ids: list[str] = []
+        start = time.perf_counter()
+        for profile in profiles:
+            for t in range(args.tables):
+                player = Player(app, f"v{t}-{profile}", profile, prefix=f"v{t}-{profile}")
+                for _ in range(args.rounds):
+                    round_ids.append(player.play_round())
+        app.close()
+        print(
+            f"played {len(round_ids)} rounds ({', '.join(profiles)}; {args.tables} table(s) per profile, "
+            f"{args.rounds} rounds each) in {time.perf_counter() - start:.1f} s into {env['SQLITE_DBNAME']}"
+        )
+        print(f"{args.repeat} passes of each kind, alternating, each on a fresh application instance; medians")
+
+        passes: dict[str, list[float]] = {"raw": [], "verify": []}
+        events = 0
+        runners: dict[str, Callable[[PokdengApp, Sequence[str]], tuple[float, int]]] = {
+            "raw": raw_pass,
+            "verify": verify_pass,
+        }
+        for _ in range(args.repeat):
+            for kind, run in runners.items():
+                fresh = make_app(env)
+                try:
+                    seconds, count = run(fresh, round_ids)
+                finally:
+                    fresh.close()
+                passes[kind].append(seconds)
+                if kind == "raw":
+                    events = count
+        raw = statistics.median(passes["raw"])
+        verify = statistics.median(passes["verify"])
+        n = len(round_ids)
+        ratio = verify / raw
+        print(f"{'':<22} {'rounds/s':>9} {'ms/round':>9} {'events/s':>9}")
+        print(f"{'raw read (events.get)':<22} {n / raw:>9.0f} {raw / n * 1e3:>9.3f} {events / raw:>9.0f}")
+        print(f"{'verify_round':<22} {n / verify:>9.0f} {verify / n * 1e3:>9.3f} {events / verify:>9.0f}")
+        print(
+            f"verification costs {ratio:.2f}x the raw read ({events / n:.1f} events per round): "
+            f"{'meets' if ratio <= TARGET else 'MISSES'} the target of <= {TARGET:.0f}x"
+        )
+        if args.cprofile:
+            fresh = make_app(env)
+            profiler = cProfile.Profile()
+            profiler.enable()
+            verify_pass(fresh, round_ids)
+            profiler.disable()
+            fresh.close()
+            print("\n== cProfile of one verification pass")
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    print(f"total time {time.perf_counter() - began:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
