@@ -42,6 +42,7 @@ COMMANDS = {
     "banker_stay",
     "time_out_turn",
     "void_round",
+    "checkpoint_table",
 }
 
 
@@ -82,6 +83,7 @@ def _play_everything(driver: Driver) -> None:
         if wanted <= driver.commands_used():
             break
     driver.call("leave_seat", "cl", "c")
+    driver.call("checkpoint_table", "cl", "first")
 
     # kingmaker: a side bet when the up card allows
     play.open_table(driver, "km", "kingmaker", [(1, "a"), (2, "b")])
