@@ -217,13 +217,21 @@ METHOD_ROLES: dict[str, frozenset[Role]] = {
     **_methods("Wallets", _OPERATOR, "OpenWallet", "Deposit", "Withdraw"),
     **_methods("Wallets", _READERS, "GetWallet", "GetStatement"),
     **_methods(
-        "Tables", _OPERATOR, "OpenTable", "CloseBankerBid", "DisconnectBanker", "StartRound", "Deal", "CloseSideBets"
+        "Tables",
+        _OPERATOR,
+        "OpenTable",
+        "CloseBankerBid",
+        "DisconnectBanker",
+        "CheckpointTable",
+        "StartRound",
+        "Deal",
+        "CloseSideBets",
     ),
     **_methods("Tables", _OPERATOR, "TimeOutTurn", "VoidRound"),
     **_methods("Tables", _PLAYER_OR_OPERATOR, "TakeSeat", "LeaveSeat", "BidForBanker", "PlaceBet", "PlaceSideBet"),
     **_methods("Tables", _PLAYER_OR_OPERATOR, "Draw", "Stay", "BankerReveal", "BankerDraw", "BankerStay"),
     **_methods("Queries", _READERS, "GetTable", "GetRound", "GetLegalCommands", "ListRecentRounds"),
-    **_methods("Audit", _READERS, "ReplayRound", "VerifyRound", "ExportRound"),
+    **_methods("Audit", _READERS, "ReplayRound", "VerifyRound", "ExportRound", "GetInclusionProof"),
     **_methods("Events", _AUDITORS, "SubscribeEvents"),
 }
 """Every method of the API and the roles that may call it; a method missing here is refused to everyone."""

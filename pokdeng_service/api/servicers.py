@@ -77,6 +77,8 @@ class Application(Protocol):
     def bid_for_banker(self, request_id: str, table_id: str, player: str, rounds: int) -> CommandResult: ...
     def close_banker_bid(self, request_id: str, table_id: str) -> CommandResult: ...
     def disconnect_banker(self, request_id: str, table_id: str, player: str) -> CommandResult: ...
+    def checkpoint_table(self, request_id: str, table_id: str, period: str = "") -> CommandResult: ...
+    def inclusion_proof(self, round_id: str) -> dict[str, Any] | None: ...
     def get_table(self, table_id: str) -> TableView: ...
     def start_round(self, request_id: str, table_id: str, client_seed: str = "") -> CommandResult: ...
     def place_bet(self, request_id: str, round_id: str, seat: int, player: str, stake: int) -> CommandResult: ...
@@ -470,6 +472,18 @@ class TablesServicer(_Base, pb_grpc.TablesServicer):
         return self._table(result, context)
 
     @unary
+    def CheckpointTable(
+        self, request: pb.CheckpointTableRequest, context: grpc.ServicerContext
+    ) -> pb.TableCommandResponse:
+        f = Fields()
+        f.request_id(request.request_id)
+        f.ident("table_id", request.table_id)
+        f.text("period", request.period, most=MAX_ID, required=False)
+        f.done()
+        result = self.app.checkpoint_table(request.request_id, request.table_id, request.period)
+        return self._table(result, context)
+
+    @unary
     def StartRound(self, request: pb.StartRoundRequest, context: grpc.ServicerContext) -> pb.RoundCommandResponse:
         f = Fields()
         f.request_id(request.request_id)
@@ -720,6 +734,27 @@ class AuditServicer(_Base, pb_grpc.AuditServicer):
             round_id=round_id,
             bundle_json=audit.bundle_bytes(bundle).decode("utf-8"),
             bundle_digest=str(bundle.get("bundle_digest", "")),
+        )
+
+    @unary
+    def GetInclusionProof(
+        self, request: pb.GetInclusionProofRequest, context: grpc.ServicerContext
+    ) -> pb.InclusionProof:
+        round_id = self._auditable(request, context)
+        proof = self.app.inclusion_proof(round_id)
+        if proof is None:
+            raise NotFound(f"no checkpoint covers round {round_id!r} yet", round=round_id)
+        return pb.InclusionProof(
+            round_id=round_id,
+            table_id=str(proof["table_id"]),
+            period=str(proof["period"]),
+            checkpoint_position=int(proof["checkpoint_position"]),
+            checkpoint_digest=str(proof["checkpoint_digest"]),
+            root=str(proof["root"]),
+            size=int(proof["size"]),
+            index=int(proof["index"]),
+            leaf=str(proof["leaf"]),
+            path=[str(h) for h in proof["path"]],
         )
 
 

@@ -48,7 +48,7 @@ def test_every_method_has_a_rule() -> None:
     methods = {f"/{m.full_name.rsplit('.', 1)[0]}/{m.name}" for _s, m in ALL_METHODS}
     assert methods == set(auth.METHOD_ROLES)
     reads = {"GetWallet", "GetStatement", "GetTable", "GetRound", "GetLegalCommands", "ListRecentRounds"}
-    reads |= {"ReplayRound", "VerifyRound", "ExportRound", "SubscribeEvents"}
+    reads |= {"ReplayRound", "VerifyRound", "ExportRound", "GetInclusionProof", "SubscribeEvents"}
     for name, roles in auth.METHOD_ROLES.items():
         method = name.rsplit("/", 1)[1]
         assert (Role.AUDITOR in roles) == (method in reads), name

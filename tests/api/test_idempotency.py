@@ -53,6 +53,7 @@ def test_each_command_type_is_idempotent(served: Served) -> None:
     bet(players["alice"], round_id, 1, "alice", 100)
     voided = ops.cmd("Tables", "VoidRound", pb.VoidRoundRequest(round_id=round_id, reason="dealer's error"))
     assert voided.round.outcome == "voided" and ops.wallet("alice").reserved == 0
+    ops.cmd("Tables", "CheckpointTable", pb.CheckpointTableRequest(table_id="c"))
 
     # room: the banker bid, and the banker's disconnection between rounds
     open_table(ops, "r", pb.PROFILE_ROOM, min_stake=100, max_stake=1000, seats=5)

@@ -11,10 +11,24 @@ from __future__ import annotations
 import json
 import random
 
-from pokdeng_service import audit
+import grpc
+
+from pokdeng_service import audit, merkle
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 
-from .client import Api, Choices, assert_books, balances, bet, open_table, open_wallets, play_round, seat, start_round
+from .client import (
+    Api,
+    Choices,
+    assert_books,
+    balances,
+    bet,
+    error_of,
+    open_table,
+    open_wallets,
+    play_round,
+    seat,
+    start_round,
+)
 from .conftest import Served
 
 
@@ -59,6 +73,20 @@ def test_classic_round_with_a_backer(served: Served) -> None:
         assert {h.seat for h in closed.hands} == {0, 1, 2, 3}
         _audited(auditor, closed.round_id)
     assert ops.get("Queries", "GetTable", pb.GetTableRequest(table_id="classic-1")).round_no == 2
+    # a checkpoint of the table's closed rounds, and each round's inclusion proof
+    missing = error_of(
+        lambda: auditor.get("Audit", "GetInclusionProof", pb.GetInclusionProofRequest(round_id="classic-1#1"))
+    )
+    assert missing.code() == grpc.StatusCode.NOT_FOUND
+    checkpoint = ops.cmd("Tables", "CheckpointTable", pb.CheckpointTableRequest(table_id="classic-1", period="day 1"))
+    assert [e.kind for e in checkpoint.events] == ["checkpoint_recorded"]
+    for round_id in ("classic-1#1", "classic-1#2"):
+        proof = players["alice"].get("Audit", "GetInclusionProof", pb.GetInclusionProofRequest(round_id=round_id))
+        assert (proof.period, proof.size, proof.table_id) == ("day 1", 2, "classic-1")
+        path = [bytes.fromhex(h) for h in proof.path]
+        assert merkle.verify_inclusion(
+            bytes.fromhex(proof.leaf), proof.index, proof.size, path, bytes.fromhex(proof.root)
+        )
 
 
 def test_ante_round_on_betting_positions(served: Served) -> None:

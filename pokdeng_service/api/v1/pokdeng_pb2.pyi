@@ -927,6 +927,36 @@ class DisconnectBankerRequest(_message.Message):
 Global___DisconnectBankerRequest: _TypeAlias = DisconnectBankerRequest  # noqa: Y015
 
 @_typing.final
+class CheckpointTableRequest(_message.Message):
+    """Record a checkpoint of a table's closed rounds."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    PERIOD_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Idempotency key, 1 to 128 characters."""
+    table_id: _builtins.str
+    """The table."""
+    period: _builtins.str
+    """A label for the period it covers, 0 to 128 characters (empty: "rounds <first>-<last>")."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        table_id: _builtins.str = ...,
+        period: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["period", b"period", "request_id", b"request_id", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CheckpointTableRequest: _TypeAlias = CheckpointTableRequest  # noqa: Y015
+
+@_typing.final
 class StartRoundRequest(_message.Message):
     """Start a round."""
 
@@ -1999,6 +2029,88 @@ class RoundBundle(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RoundBundle: _TypeAlias = RoundBundle  # noqa: Y015
+
+@_typing.final
+class GetInclusionProofRequest(_message.Message):
+    """Ask for a round's inclusion proof."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUND_ID_FIELD_NUMBER: _builtins.int
+    round_id: _builtins.str
+    """The round's id."""
+    def __init__(
+        self,
+        *,
+        round_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["round_id", b"round_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetInclusionProofRequest: _TypeAlias = GetInclusionProofRequest  # noqa: Y015
+
+@_typing.final
+class InclusionProof(_message.Message):
+    """A Merkle inclusion proof of a round in its table's checkpoint (docs/audit.md)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROUND_ID_FIELD_NUMBER: _builtins.int
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    PERIOD_FIELD_NUMBER: _builtins.int
+    CHECKPOINT_POSITION_FIELD_NUMBER: _builtins.int
+    CHECKPOINT_DIGEST_FIELD_NUMBER: _builtins.int
+    ROOT_FIELD_NUMBER: _builtins.int
+    SIZE_FIELD_NUMBER: _builtins.int
+    INDEX_FIELD_NUMBER: _builtins.int
+    LEAF_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    round_id: _builtins.str
+    """The round's id."""
+    table_id: _builtins.str
+    """Its table."""
+    period: _builtins.str
+    """The checkpoint's period label."""
+    checkpoint_position: _builtins.int
+    """The checkpoint event's position in the table's stream."""
+    checkpoint_digest: _builtins.str
+    """The checkpoint event's chain digest (hex)."""
+    root: _builtins.str
+    """The Merkle root the checkpoint recorded (hex)."""
+    size: _builtins.int
+    """The number of rounds (leaves) under the root."""
+    index: _builtins.int
+    """The round's leaf index, from 0."""
+    leaf: _builtins.str
+    """The round's leaf hash (hex)."""
+    @_builtins.property
+    def path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The sibling hashes from the leaf up to the root (hex)."""
+
+    def __init__(
+        self,
+        *,
+        round_id: _builtins.str = ...,
+        table_id: _builtins.str = ...,
+        period: _builtins.str = ...,
+        checkpoint_position: _builtins.int = ...,
+        checkpoint_digest: _builtins.str = ...,
+        root: _builtins.str = ...,
+        size: _builtins.int = ...,
+        index: _builtins.int = ...,
+        leaf: _builtins.str = ...,
+        path: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["checkpoint_digest", b"checkpoint_digest", "checkpoint_position", b"checkpoint_position", "index", b"index", "leaf", b"leaf", "path", b"path", "period", b"period", "root", b"root", "round_id", b"round_id", "size", b"size", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___InclusionProof: _TypeAlias = InclusionProof  # noqa: Y015
 
 @_typing.final
 class SubscribeEventsRequest(_message.Message):

@@ -331,6 +331,11 @@ class TablesStub:
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DisconnectBankerRequest.SerializeToString,
                 response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
                 _registered_method=True)
+        self.CheckpointTable = channel.unary_unary(
+                '/pokdeng.v1.Tables/CheckpointTable',
+                request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CheckpointTableRequest.SerializeToString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
+                _registered_method=True)
         self.StartRound = channel.unary_unary(
                 '/pokdeng.v1.Tables/StartRound',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.StartRoundRequest.SerializeToString,
@@ -440,6 +445,13 @@ class TablesServicer:
     def DisconnectBanker(self, request, context):
         """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
         during a round the round plays on (the banker's automatic actions) and the role ends with it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def CheckpointTable(self, request, context):
+        """Record a Merkle root over the table's rounds closed since its last checkpoint (docs/audit.md).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -560,6 +572,11 @@ def add_TablesServicer_to_server(servicer, server):
             'DisconnectBanker': grpc.unary_unary_rpc_method_handler(
                     servicer.DisconnectBanker,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DisconnectBankerRequest.FromString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
+            ),
+            'CheckpointTable': grpc.unary_unary_rpc_method_handler(
+                    servicer.CheckpointTable,
+                    request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CheckpointTableRequest.FromString,
                     response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
             ),
             'StartRound': grpc.unary_unary_rpc_method_handler(
@@ -790,6 +807,33 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/DisconnectBanker',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DisconnectBankerRequest.SerializeToString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CheckpointTable(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.Tables/CheckpointTable',
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CheckpointTableRequest.SerializeToString,
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
             options,
             channel_credentials,
@@ -1371,6 +1415,11 @@ class AuditStub:
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ExportRoundRequest.SerializeToString,
                 response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundBundle.FromString,
                 _registered_method=True)
+        self.GetInclusionProof = channel.unary_unary(
+                '/pokdeng.v1.Audit/GetInclusionProof',
+                request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetInclusionProofRequest.SerializeToString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.InclusionProof.FromString,
+                _registered_method=True)
 
 
 class AuditServicer:
@@ -1402,6 +1451,14 @@ class AuditServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetInclusionProof(self, request, context):
+        """The Merkle proof that a closed round is in its table's checkpoint. NOT_FOUND until a
+        checkpoint (Tables.CheckpointTable) covers the round.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuditServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1419,6 +1476,11 @@ def add_AuditServicer_to_server(servicer, server):
                     servicer.ExportRound,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ExportRoundRequest.FromString,
                     response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundBundle.SerializeToString,
+            ),
+            'GetInclusionProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetInclusionProof,
+                    request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetInclusionProofRequest.FromString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.InclusionProof.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1506,6 +1568,33 @@ class Audit:
             '/pokdeng.v1.Audit/ExportRound',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ExportRoundRequest.SerializeToString,
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundBundle.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetInclusionProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.Audit/GetInclusionProof',
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetInclusionProofRequest.SerializeToString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.InclusionProof.FromString,
             options,
             channel_credentials,
             insecure,

@@ -173,6 +173,8 @@ class TablesStub:
     """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
     during a round the round plays on (the banker's automatic actions) and the role ends with it.
     """
+    CheckpointTable: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.CheckpointTableRequest, _pokdeng_pb2.TableCommandResponse]
+    """Record a Merkle root over the table's rounds closed since its last checkpoint (docs/audit.md)."""
     StartRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.RoundCommandResponse]
     """Start the table's next round: the shuffle is committed before any card."""
     PlaceBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.RoundCommandResponse]
@@ -223,6 +225,8 @@ class TablesAsyncStub(TablesStub):
     """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
     during a round the round plays on (the banker's automatic actions) and the role ends with it.
     """
+    CheckpointTable: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.CheckpointTableRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
+    """Record a Merkle root over the table's rounds closed since its last checkpoint (docs/audit.md)."""
     StartRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Start the table's next round: the shuffle is committed before any card."""
     PlaceBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
@@ -306,6 +310,14 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
         during a round the round plays on (the banker's automatic actions) and the role ends with it.
         """
+
+    @_abc_1.abstractmethod
+    def CheckpointTable(
+        self,
+        request: _pokdeng_pb2.CheckpointTableRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
+        """Record a Merkle root over the table's rounds closed since its last checkpoint (docs/audit.md)."""
 
     @_abc_1.abstractmethod
     def StartRound(
@@ -503,6 +515,10 @@ class AuditStub:
     """
     ExportRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.ExportRoundRequest, _pokdeng_pb2.RoundBundle]
     """A self-contained JSON bundle of a round that an auditor can verify offline."""
+    GetInclusionProof: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.GetInclusionProofRequest, _pokdeng_pb2.InclusionProof]
+    """The Merkle proof that a closed round is in its table's checkpoint. NOT_FOUND until a
+    checkpoint (Tables.CheckpointTable) covers the round.
+    """
 
 @_typing.type_check_only
 class AuditAsyncStub(AuditStub):
@@ -521,6 +537,10 @@ class AuditAsyncStub(AuditStub):
     """
     ExportRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.ExportRoundRequest, _pokdeng_pb2.RoundBundle]  # type: ignore[assignment]
     """A self-contained JSON bundle of a round that an auditor can verify offline."""
+    GetInclusionProof: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.GetInclusionProofRequest, _pokdeng_pb2.InclusionProof]  # type: ignore[assignment]
+    """The Merkle proof that a closed round is in its table's checkpoint. NOT_FOUND until a
+    checkpoint (Tables.CheckpointTable) covers the round.
+    """
 
 class AuditServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -554,6 +574,16 @@ class AuditServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_pokdeng_pb2.RoundBundle, _abc.Awaitable[_pokdeng_pb2.RoundBundle]]:
         """A self-contained JSON bundle of a round that an auditor can verify offline."""
+
+    @_abc_1.abstractmethod
+    def GetInclusionProof(
+        self,
+        request: _pokdeng_pb2.GetInclusionProofRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.InclusionProof, _abc.Awaitable[_pokdeng_pb2.InclusionProof]]:
+        """The Merkle proof that a closed round is in its table's checkpoint. NOT_FOUND until a
+        checkpoint (Tables.CheckpointTable) covers the round.
+        """
 
 def add_AuditServicer_to_server(servicer: AuditServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 
