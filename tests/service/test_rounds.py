@@ -283,3 +283,82 @@ def test_kingmaker_side_bet(app: PokdengApp) -> None:
         assert changes == {w: nets.get(w, 0) for w in wallets} and commission == 0
         return
     pytest.fail("eighty kingmaker rounds without an 8 or 9 up card")
+
+
+# --- timeouts and the room banker's role --------------------------------------------------------
+
+
+def test_turn_timeouts_take_the_automatic_action(app: PokdengApp) -> None:
+    """A timed-out turn is recorded, then the automatic action: draw on taem 0-3, otherwise stay."""
+    driver = Driver(app, chooser=Chooser(random.Random(9), timeout=1.0))
+    wallets = ["t1", "t2", "t3", "dealer"]
+    play.open_wallets(driver, wallets)
+    play.open_table(driver, "to", "classic", [(1, "t1"), (2, "t2"), (3, "t3")], dealer="dealer")
+    seen: Counter[str] = Counter()
+    for _ in range(10):
+        ledger = Ledger.take(app, wallets, ["to"])
+        round_id = play.start_round(driver, "to")
+        play.seat_bets(driver, round_id, 100)
+        driver.call("deal", round_id)
+        while app.round_state(round_id).phase is not Phase.CLOSED:
+            state = app.round_state(round_id)
+            seat = state.turn if state.phase is Phase.PLAYER_TURNS else BANKER
+            taem = _taem(state.cards(seat))
+            result = play.step(driver, round_id)
+            assert driver.log[-1].command == "time_out_turn"
+            timed_out, action = result.events[0], result.events[1]
+            assert timed_out.kind == "turn_timed_out" and timed_out.data["seat"] == seat
+            expected = "draw" if taem <= 3 else "stay"
+            assert timed_out.data["action"] == expected
+            assert action.kind == ("card_drawn" if expected == "draw" else "player_stood")
+            assert action.data["seat"] == seat and action.data["reason"] == "timeout"
+            seen[expected] += 1
+        play.assert_round_books(app.get_round(round_id))
+        ledger.assert_balanced(app)
+        if seen["draw"] and seen["stay"]:
+            return
+    pytest.fail(f"ten rounds of timeouts without both actions: {seen}")
+
+
+def _taem(cards) -> int:  # type: ignore[no-untyped-def]
+    from pokdeng_core.hands import taem
+
+    return taem(cards)
+
+
+def test_room_banker_role_ends_when_its_wallet_cannot_cover_another_round(driver: Driver, app: PokdengApp) -> None:
+    play.open_wallets(driver, ["bk"], 20_000)
+    play.open_wallets(driver, ["x", "y"], 100_000)
+    play.open_table(driver, "rb", "room", [(1, "bk"), (2, "x"), (3, "y")], max_stake=1000)
+    play.hold_banker_bid(driver, "rb", [("bk", 10)])
+    for n in range(2):
+        round_id = play.start_round(driver, "rb")
+        play.seat_bets(driver, round_id, 100)
+        if n == 1:  # mid-round the banker takes out everything it has not reserved
+            driver.call("withdraw", "bk", app.get_wallet("bk").available)
+        before = app.get_table("rb").banker_rounds_left
+        result = play.drive_round(driver, round_id)
+        assert result.phase == "closed"
+        table = app.get_table("rb")
+        if n == 0:
+            assert table.banker == "bk" and table.banker_rounds_left == before - 1
+    table = app.get_table("rb")
+    assert table.banker is None and table.banker_rounds_left == 0
+    table_events = [n for n in app.read_notifications(0, 10_000) if n.stream == "table" and n.stream_id == "rb"]
+    ended = [n.data for n in table_events if n.kind == "banker_role_ended"]
+    assert ended == [{"player": "bk", "reason": "insufficient_funds"}]
+
+
+def test_room_banker_disconnecting_mid_round_keeps_the_round_and_ends_the_role(driver: Driver, app: PokdengApp) -> None:
+    wallets = ["bk", "x", "y"]
+    play.open_wallets(driver, wallets)
+    play.open_table(driver, "rd", "room", [(1, "bk"), (2, "x"), (3, "y")], max_stake=1000)
+    play.hold_banker_bid(driver, "rd", [("bk", 10)])
+    ledger = Ledger.take(app, wallets, ["rd"])
+    round_id = play.start_round(driver, "rd")
+    play.seat_bets(driver, round_id, 200)
+    driver.call("disconnect_banker", "rd", "bk")
+    assert app.get_table("rd").banker == "bk"  # the role lasts until the round ends
+    play.drive_round(driver, round_id)
+    ledger.assert_balanced(app)
+    assert app.get_table("rd").banker is None
