@@ -32,7 +32,7 @@ from pokdeng_service import aggregates as ag
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.views import CommandResult
 
-from .play import make_app
+from .play import vault
 
 WALLETS = ("w1", "w2", "w3", "w4", "w5")
 FUNDS = 10_000_000
@@ -45,6 +45,15 @@ TABLES: tuple[tuple[str, str, tuple[tuple[int, str], ...], str | None], ...] = (
     ("rm", "room", ((1, "w1"), (2, "w2"), (3, "w5"), (4, "w4")), None),
 )
 ROOM_BANKER = "w4"
+
+
+class CrashApp(PokdengApp):
+    """The application with frequent snapshots, so that kills also fall between an event and its snapshot."""
+
+    name = "pokdeng"  # the same store (tables, settings) as PokdengApp
+    snapshotting_intervals = {ag.Wallet: 7, ag.TableRecord: 5}  # noqa: RUF012 - eventsourcing's class setting
+
+
 ROOM_TENURE = 10
 
 
@@ -206,7 +215,7 @@ def _kill_inside_transaction(app: PokdengApp, nth: int) -> None:
 def main() -> int:
     env = json.loads(os.environ["POKDENG_CRASH_ENV"])
     rounds = int(os.environ["POKDENG_CRASH_ROUNDS"])
-    app = make_app(env)
+    app = CrashApp(env, vault=vault())
     in_txn = int(os.environ.get("POKDENG_CRASH_IN_TXN", "0"))
     if in_txn:
         _kill_inside_transaction(app, in_txn)

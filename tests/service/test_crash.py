@@ -44,6 +44,7 @@ from typing import Any
 import pytest
 
 from pokdeng_core.machine import Phase
+from pokdeng_service import aggregates as ag
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.views import RecordedEvent
 
@@ -322,6 +323,21 @@ def _check_final(env: dict[str, str], points: list[CrashPoint]) -> None:
                 versions = [n.stream_version for n in notes if n.stream == stream and n.stream_id == stream_id]
                 if stream == "table" or versions:
                     assert versions == list(range(1, len(versions) + 1)), (stream, stream_id)
+
+        # the worker snapshotted wallets and tables every few events, kills included: they load as replayed
+        plain = play.make_app(env, IS_SNAPSHOTTING_ENABLED="n")
+        try:
+            assert app.snapshots is not None
+            for wallet in plan.WALLETS:
+                uuid = ag.wallet_uuid(wallet)
+                assert len(list(app.snapshots.get(uuid))) >= 3
+                assert app.repository.get(uuid) == plain.repository.get(uuid)
+            for table_id, *_ in plan.TABLES:
+                uuid = ag.table_uuid(table_id)
+                assert app.repository.get(uuid) == plain.repository.get(uuid)
+                assert app.get_table(table_id) == plain.get_table(table_id)
+        finally:
+            plain.close()
 
         # statements: balance is the sum of the lines; each round's reservation released once
         for wallet in plan.WALLETS:
