@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pokdeng_core.errors import InsufficientFunds
+from pokdeng_core.errors import DomainError, InsufficientFunds
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.errors import Conflict
 
@@ -173,3 +173,57 @@ def test_a_conflict_that_never_clears_surfaces_as_conflict(
     assert view.balance == 1_000 + len(attempts)  # only the rival's deposits
     result = app.withdraw("mine", "w", 500)  # the id was not used up by the failed attempts
     assert not result.replayed and app.get_wallet("w").balance == 500 + len(attempts)
+
+
+def test_racing_round_commands_from_two_instances(make_app: Callable[..., PokdengApp]) -> None:
+    """Two starts of one table's round: one round. A deal racing bets: no stake lands after the cards."""
+    one, two = make_app(), make_app()
+    driver = Driver(one)
+    players = [f"p{n}" for n in range(1, 9)]
+    play.open_wallets(driver, players)
+    play.open_table(driver, "t", "classic", [(n, p) for n, p in enumerate(players, 1)], seats=8)
+    for attempt in range(3):
+        _race_one_round(one, two, driver, players, attempt, make_app())
+
+
+def _race_one_round(
+    one: PokdengApp, two: PokdengApp, driver: Driver, players: list[str], attempt: int, fresh: PokdengApp
+) -> None:
+    ledger = Ledger.take(one, players, ["t"])
+
+    def starter(app: PokdengApp, tag: str) -> Callable[[], list[Outcome]]:
+        return lambda: [_refusable(app.start_round, f"start-{attempt}-{tag}", "t")]
+
+    starts = _run_threads([starter(one, "a"), starter(two, "b")])
+    assert sorted(kind for _, kind in starts) == ["ok", "refused"], starts
+    round_id = one.get_table("t").current_round
+    assert round_id == f"t#{attempt + 1}"
+    driver.call("place_bet", round_id, 1, "p1", 100)
+
+    def bets() -> list[Outcome]:
+        return [_refusable(two.place_bet, f"bet-{attempt}-{n}", round_id, n, f"p{n}", 100) for n in range(2, 9)]
+
+    def deal() -> list[Outcome]:
+        return [_refusable(one.deal, f"deal-{attempt}", round_id)]
+
+    outcomes = dict(_run_threads([bets, deal]))
+    assert outcomes[f"deal-{attempt}"] == "ok"
+    state = fresh.round_state(round_id)
+    placed = {b.seat for b in state.bets}
+    assert placed == {1} | {n for n in range(2, 9) if outcomes[f"bet-{attempt}-{n}"] == "ok"}
+    assert set(state.in_play) == placed, "a stake was accepted after the deal, or a dealt stake lost"
+    for n in range(2, 9):  # a refused stake reserved nothing
+        if outcomes[f"bet-{attempt}-{n}"] != "ok":
+            assert fresh.get_wallet(f"p{n}").reservations == ()
+    play.drive_round(driver, round_id)
+    ledger.assert_balanced(one)
+
+
+def _refusable(call: Callable[..., Any], request_id: str, *args: Any) -> Outcome:
+    try:
+        call(request_id, *args)
+    except Conflict:
+        return request_id, "conflict"
+    except DomainError:
+        return request_id, "refused"
+    return request_id, "ok"
