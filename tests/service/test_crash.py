@@ -358,7 +358,6 @@ def _check_final(env: dict[str, str], points: list[CrashPoint]) -> None:
         app.close()
 
 
-@pytest.mark.slow
 def test_killed_worker_resumes_and_nothing_is_lost_or_doubled(app_env: dict[str, str], store: str) -> None:
     rng = random.Random(f"crash-{store}-{os.getpid()}-{time.time_ns()}")
     started = time.monotonic()
