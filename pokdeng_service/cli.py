@@ -45,6 +45,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     from .grpc_server import serve
     from .partitions import PartitionedPokdeng
+    from .readmodels import ReadModels
     from .turn_clock import TurnClock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -53,12 +54,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
     clocks = [TurnClock(app) for app in service.apps]
     for clock in clocks:
         clock.start()
+    read_models = ReadModels(config.env(0))
+    read_models.run_in_background(service.apps[0])
     target = service.apps[0] if len(service.apps) == 1 else service
     address = f"{args.host}:{args.port}"
     print(f"pokdeng: serving {config.describe()} on {address}", flush=True)
     try:
-        return int(serve(address, target, tokens=args.tokens, max_workers=args.workers))
+        return int(serve(address, target, tokens=args.tokens, max_workers=args.workers, read_models=read_models))
     finally:
+        read_models.stop()
         for clock in clocks:
             clock.stop()
         service.close()
@@ -172,7 +176,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=cmd_serve)
 
     demo = sub.add_parser("demo", help="play rounds of every profile through a real gRPC server, then verify one")
-    demo.add_argument("--rounds", type=int, default=5, help="rounds per profile")
+    demo.add_argument("--rounds", type=int, default=10, help="rounds per profile (default 10)")
     demo.add_argument("--db", help="SQLite file (default: a temporary one)")
     demo.add_argument("--seed", type=int, default=7, help="seed of the demo players' choices")
     demo.set_defaults(handler=cmd_demo)
