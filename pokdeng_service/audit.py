@@ -272,10 +272,19 @@ def check_money(verdict: Verdict, events: Sequence[RecordedEvent]) -> dict[str, 
 def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdict:
     """Chain, replay, money, and the round as the wallets and the table recorded it."""
     verdict = Verdict(f"round {round_id}")
-    events = list(app.round_events(round_id))
+    audit_round = getattr(app, "_audit_round", None)
+    if audit_round is not None:  # the stream is read once (PokdengApp)
+        recorded, load_state = audit_round(round_id)
+        events = list(recorded)
+    else:
+        events = list(app.round_events(round_id))
+
+        def load_state() -> RoundState:
+            return app.round_state(round_id)  # type: ignore[no-any-return]
+
     last = check_chain(verdict, round_id, events)
     try:
-        state = app.round_state(round_id)
+        state = load_state()
     except Exception as error:  # a gap or a duplicate in the stream stops the library's own loader
         verdict.add("load", False, f"the round's stream cannot be loaded: {type(error).__name__}: {error}")
         return verdict
@@ -286,12 +295,8 @@ def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdic
     nets = check_money(verdict, events)
     if state.is_closed:
         table = app.get_table(state.table_id)
-        finished = [
-            e
-            for e in app._recorded(_table_uuid(state.table_id))
-            if e.kind == "round_finished" and e.data["round_id"] == round_id
-        ]
-        pinned = bool(finished) and finished[0].data.get("round_digest") == last
+        finished = _table_finish(app, state.table_id, round_id, state.round_no)
+        pinned = finished is not None and finished.data.get("round_digest") == last
         verdict.add("table record", pinned, f"table {table.table_id} pins the round's last digest")
         if check_wallets:
             for player, net in nets.items():
@@ -302,6 +307,38 @@ def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdic
                     f"wallet applied {line.amount if line else 'nothing'}, round says {net}",
                 )
     return verdict
+
+
+def _table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> RecordedEvent | None:
+    """The table's ``round_finished`` event of the round (the first, should there be several).
+
+    A table's rounds run one after another, and each leaves a ``round_started`` and a
+    ``round_finished`` in the table's stream after the table's creation and opening: round
+    ``n`` finishes at position ``2n + 2`` or later. The search starts there and reads forward
+    until it finds it, so that verifying a round does not read the table's whole history;
+    if nothing is found from there, the whole stream is searched from its start.
+    """
+    uuid = _table_uuid(table_id)
+    events = getattr(app, "events", None)
+    if events is not None and isinstance(round_no, int) and round_no > 0:
+        from .application import _recorded_event
+
+        after = 2 * round_no + 1
+        page = 8
+        while True:
+            items = list(events.get(uuid, gt=after, limit=page))
+            for item in items:
+                if getattr(item, "kind", None) != "round_finished":
+                    continue  # (a stored class is never named round_finished: only facts have that kind)
+                event = _recorded_event(item)
+                if event.kind == "round_finished" and event.data["round_id"] == round_id:
+                    return event
+            if len(items) < page:
+                break
+            after = items[-1].originator_version
+            page = min(page * 4, 1000)
+    finished = [e for e in app._recorded(uuid) if e.kind == "round_finished" and e.data["round_id"] == round_id]
+    return finished[0] if finished else None
 
 
 def _settled_line(app: Any, wallet_id: str, round_id: str) -> Any:
