@@ -11,10 +11,11 @@ from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, UnknownSeat, WrongPhase
-from .profiles import BankerKind, Profile, get_profile
+from .profiles import BankerKind, Profile, ProfileError, get_profile
 
 MAX_SEATS = 17
 MAX_TURN_TIMEOUT = 3600
+MAX_ID = 128
 
 # --- events --------------------------------------------------------------------------------
 
@@ -293,7 +294,11 @@ def evolve_table(state: TableState, event: TableEvent) -> TableState:
     if isinstance(event, PlayerSeated):
         return replace(state, seats=tuple(sorted((*state.seats, (event.seat, event.player)))))
     if isinstance(event, PlayerLeft):
-        return replace(state, seats=tuple(s for s in state.seats if s != (event.seat, event.player)))
+        seats = tuple(s for s in state.seats if s != (event.seat, event.player))
+        bids = state.bids
+        if all(p != event.player for _, p in seats):
+            bids = tuple(b for b in bids if b[0] != event.player)  # a bid lapses when its player leaves the table
+        return replace(state, seats=seats, bids=bids)
     if isinstance(event, BankerBidPlaced):
         return replace(state, bids=(*state.bids, (event.player, event.rounds, event.capital)))
     if isinstance(event, BankerAssigned):
@@ -346,25 +351,48 @@ def _idle(state: TableState, doing: str) -> None:
         raise WrongPhase(f"cannot {doing} while round {state.round_id} is in play", round_id=state.round_id)
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_id(value: object, what: str, field: str) -> None:
+    """Ids are 1 to 128 characters with no control characters (docs/rules.md item 17)."""
+    if not isinstance(value, str) or not value or len(value) > MAX_ID or any(ord(ch) < 32 for ch in value):
+        raise InvalidCommand(f"{what} has 1 to {MAX_ID} characters and no control characters", field=field)
+
+
+def _registered(profile: object) -> Profile:
+    """The profile itself, if it is a registered preset: the table's events name it and replay rebuilds it."""
+    if not isinstance(profile, Profile):
+        raise InvalidCommand("a table needs a rule profile", field="profile")
+    try:
+        preset = get_profile(profile.name, profile.version, **profile.options)
+    except ProfileError as error:
+        raise InvalidCommand(str(error), field="profile") from None
+    if preset != profile:
+        raise InvalidCommand(f"{profile.key} differs from the registered profile of that name", field="profile")
+    return preset
+
+
 def _open_table(run: _Run, cmd: OpenTable) -> None:
     if run.state.is_open:
         raise WrongPhase(f"table {run.state.table_id} is already open")
-    profile = cmd.profile
-    if not cmd.table_id or len(cmd.table_id) > 128:
-        raise InvalidCommand("a table id has 1 to 128 characters", field="table_id")
+    _check_id(cmd.table_id, "a table id", "table_id")
+    profile = _registered(cmd.profile)
+    if not (_is_int(cmd.min_stake) and _is_int(cmd.max_stake)):
+        raise InvalidCommand("stake limits are whole numbers of minor units", field="min_stake")
     if not 0 < cmd.min_stake <= cmd.max_stake:
         raise InvalidCommand("stake limits must satisfy 0 < min_stake <= max_stake", field="min_stake")
     if profile.wager_split and (cmd.min_stake % 2 or cmd.max_stake % 2):
         raise InvalidCommand("ante wagers are split in two: stake limits must be even", field="min_stake")
     seats = profile.fixed_positions or cmd.seats
-    if not 1 <= seats <= min(MAX_SEATS, profile.max_hands):
+    if not _is_int(seats) or not 1 <= seats <= min(MAX_SEATS, profile.max_hands):
         raise InvalidCommand(f"{profile.name} allows 1 to {profile.max_hands} seats", field="seats")
     if cmd.dealer is not None:
         if profile.name != "classic":
             raise InvalidCommand("only a classic table names a player as dealer", field="dealer")
-        if not cmd.dealer:
-            raise InvalidCommand("the dealer needs a player id", field="dealer")
-    if not 1 <= cmd.turn_timeout <= MAX_TURN_TIMEOUT:
+        _check_id(cmd.dealer, "the dealer's player id", "dealer")
+    if not _is_int(cmd.turn_timeout) or not 1 <= cmd.turn_timeout <= MAX_TURN_TIMEOUT:
         raise InvalidCommand(f"the turn timeout is 1 to {MAX_TURN_TIMEOUT} seconds", field="turn_timeout")
     run.emit(
         TableOpened(
@@ -388,9 +416,8 @@ def _take_seat(run: _Run, cmd: TakeSeat) -> None:
     profile = state.rules
     if profile.fixed_positions is not None:
         raise DomainError(f"{profile.name} has betting positions, not seats: bet on a position directly")
-    if not cmd.player:
-        raise InvalidCommand("a seat needs a player id", field="player")
-    if not 1 <= cmd.seat <= state.seat_count:
+    _check_id(cmd.player, "a player id", "player")
+    if not _is_int(cmd.seat) or not 1 <= cmd.seat <= state.seat_count:
         raise UnknownSeat(f"seat {cmd.seat} is not at this table (seats 1 to {state.seat_count})", seat=cmd.seat)
     if state.holder(cmd.seat) is not None:
         raise DomainError(f"seat {cmd.seat} is taken", seat=cmd.seat)
@@ -407,7 +434,7 @@ def _leave_seat(run: _Run, cmd: LeaveSeat) -> None:
     if state.banker == cmd.player and cmd.seat is None:
         run.emit(BankerRoleEnded(cmd.player, "left"))
     seats = state.seats_of(cmd.player) if cmd.seat is None else (cmd.seat,)
-    if cmd.seat is not None and state.holder(cmd.seat) != cmd.player:
+    if cmd.seat is not None and (not _is_int(cmd.seat) or state.holder(cmd.seat) != cmd.player):
         raise NotYourTurn(f"seat {cmd.seat} is not held by {cmd.player!r}", seat=cmd.seat)
     if not seats and not run.events:
         raise UnknownSeat(f"{cmd.player!r} holds no seat at this table")
@@ -425,9 +452,11 @@ def _bid(run: _Run, cmd: BidForBanker) -> None:
         raise WrongPhase(f"{state.banker!r} is the banker: bidding opens when the role ends")
     if not state.seats_of(cmd.player):
         raise NotYourTurn("only a seated player may bid for banker")
-    if cmd.rounds not in (*rule.tenures, 0):
+    if not _is_int(cmd.rounds) or cmd.rounds not in (*rule.tenures, 0):
         choices = ", ".join(str(t) for t in rule.tenures)
         raise InvalidCommand(f"bid {choices} rounds, or 0 to skip", field="rounds")
+    if not _is_int(cmd.capital) or cmd.capital < 0:
+        raise InvalidCommand("capital is a whole, non-negative number of minor units", field="capital")
     if any(p == cmd.player for p, _, _ in state.bids):
         raise DomainError(f"{cmd.player!r} has already bid")
     if cmd.rounds and cmd.capital < state.banker_minimum:
@@ -473,8 +502,10 @@ def _start_round(run: _Run, cmd: StartRound) -> None:
     state = run.state
     _idle(state, "start a round")
     profile = state.rules
-    if not cmd.round_id:
-        raise InvalidCommand("a round needs an id", field="round_id")
+    no = state.round_no + 1
+    expected = f"{state.table_id}#{no}"
+    if cmd.round_id != expected:
+        raise InvalidCommand(f"the table's next round is {expected!r}, not {cmd.round_id!r}", field="round_id")
     funds = dict(cmd.funds)
     if profile.banker_bid is not None:
         if state.banker is None:
@@ -487,7 +518,6 @@ def _start_round(run: _Run, cmd: StartRound) -> None:
         raise DomainError("no player is seated: nobody to deal to")
     if BankerKind.HOUSE not in profile.banker and run.state.round_banker is None:
         raise WrongPhase(f"{profile.name} needs a player banker")
-    no = state.round_no + 1
     run.emit(RoundStarted(cmd.round_id, no, no))
 
 
@@ -524,8 +554,15 @@ def _checkpoint(run: _Run, cmd: RecordCheckpoint) -> None:
         raise WrongPhase("the table is not open")
     if cmd.first_round_no != state.checkpointed_to + 1 or cmd.last_round_no < cmd.first_round_no:
         raise InvalidCommand(f"a checkpoint continues from round {state.checkpointed_to + 1}", field="first_round_no")
-    if cmd.count < 1 or len(cmd.root) != 64:
-        raise InvalidCommand("a checkpoint covers at least one round and has a SHA-256 root", field="root")
+    closed = state.round_no - (state.round_id is not None)  # the last closed round
+    if cmd.last_round_no > closed:
+        raise InvalidCommand(
+            f"round {cmd.last_round_no} has not closed: the last closed round is {closed}", field="last_round_no"
+        )
+    if cmd.count < 1 or cmd.count != cmd.last_round_no - cmd.first_round_no + 1:
+        raise InvalidCommand("a checkpoint covers every round of its range, at least one", field="count")
+    if len(cmd.root) != 64 or any(ch not in "0123456789abcdef" for ch in cmd.root):
+        raise InvalidCommand("a checkpoint root is a SHA-256 digest in lowercase hex", field="root")
     run.emit(CheckpointRecorded(cmd.period, cmd.first_round_no, cmd.last_round_no, cmd.count, cmd.root))
 
 
