@@ -17,6 +17,7 @@ library's ``upcast_vX_vY`` convention (docs/events.md).
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 from copy import deepcopy
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
@@ -28,7 +29,7 @@ from eventsourcing.persistence import JSONTranscoder, Transcoding
 
 from pokdeng_core import events as round_events
 from pokdeng_core import table as table_core
-from pokdeng_core.machine import RoundState, evolve
+from pokdeng_core.machine import RoundState, Shoe, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
 from pokdeng_core.table import TableState, evolve_table
 
@@ -64,6 +65,29 @@ def _now() -> datetime:
 # Values an aggregate may share with its copies: immutable all the way down (the core's
 # states are frozen dataclasses of tuples, frozensets, frozen profiles and named tuples).
 _SHARED_TYPES = frozenset({str, int, bool, float, bytes, type(None), uuid.UUID, datetime, RoundState, TableState})
+
+
+def project(aggregate: Any, domain_events: Iterable[Any]) -> Any:
+    """eventsourcing's ``project_aggregate`` without its per-event ``isinstance`` check against a
+    runtime Protocol (an assertion that costs more than applying the event on Python 3.11)."""
+    for domain_event in domain_events:
+        aggregate = domain_event.mutate(aggregate)
+    return aggregate
+
+
+_PLAIN_ROUND_STATE = not hasattr(RoundState, "__slots__") and not hasattr(RoundState, "__post_init__")
+
+
+def with_shoe(state: RoundState, shoe: Shoe | None) -> RoundState:
+    """``dataclasses.replace(state, shoe=shoe)``, without re-running ``__init__`` over every field
+    (``RoundState`` keeps its fields in its instance dictionary and has no ``__post_init__``)."""
+    if not _PLAIN_ROUND_STATE:
+        return replace(state, shoe=shoe)
+    fresh = object.__new__(RoundState)
+    values = state.__dict__.copy()
+    values["shoe"] = shoe
+    object.__setattr__(fresh, "__dict__", values)
+    return fresh
 
 
 def _copy_aggregate(aggregate: Aggregate, memo: dict[int, Any]) -> Any:
@@ -164,7 +188,7 @@ class RoundRecord(_ChainedStream):
         for core_event in core_events:
             self.record_fact(ROUND_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
         if shoe is not None and self.state.shoe is None:
-            self.state = replace(self.state, shoe=shoe)
+            self.state = with_shoe(self.state, shoe)
 
 
 ROUND_FACTS = _fact_classes(RoundRecord, round_events.EVENT_TYPES)

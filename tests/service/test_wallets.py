@@ -185,19 +185,11 @@ def test_bad_table_settings_are_refused(driver: Driver, app: PokdengApp) -> None
         refused(app, InvalidCommand, app.open_table, "bad-table", "t", profile, options, **args)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: open_table accepts bool and float stake limits (recorded as true / 1.5 in TableOpened)",
-)
 @pytest.mark.parametrize("limit", [True, 1.5, 100.0], ids=repr)
 def test_table_stake_limits_must_be_whole_numbers(app: PokdengApp, limit: Any) -> None:
     refused(app, InvalidCommand, app.open_table, "bad-table", "t", "classic", min_stake=limit, max_stake=1000)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: take_seat accepts bool and float seat numbers (True is seated as seat 1, 2.0 recorded as 2.0)",
-)
 @pytest.mark.parametrize("seat", [True, 2.0], ids=repr)
 def test_seat_numbers_must_be_whole_numbers(driver: Driver, app: PokdengApp, seat: Any) -> None:
     play.open_wallets(driver, ["ida"])
@@ -205,10 +197,6 @@ def test_seat_numbers_must_be_whole_numbers(driver: Driver, app: PokdengApp, sea
     refused(app, DomainError, app.take_seat, "bad-seat", "t", "ida", seat)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: place_bet accepts a bool or float seat (True bets on position 1, recorded as seat true)",
-)
 @pytest.mark.parametrize("seat", [True, 1.0], ids=repr)
 def test_bet_seat_must_be_a_whole_number(driver: Driver, app: PokdengApp, seat: Any) -> None:
     play.open_wallets(driver, ["ida"])
@@ -217,7 +205,6 @@ def test_bet_seat_must_be_a_whole_number(driver: Driver, app: PokdengApp, seat: 
     refused(app, DomainError, app.place_bet, "bad-seat", round_id, seat, "ida", 100)
 
 
-@pytest.mark.xfail(strict=True, reason="bug: bid_for_banker accepts rounds=10.0 (recorded as 10.0 in BankerBidPlaced)")
 def test_banker_bid_rounds_must_be_a_whole_number(driver: Driver, app: PokdengApp) -> None:
     play.open_wallets(driver, ["ida"])
     play.open_table(driver, "t", "room", [(1, "ida")])
