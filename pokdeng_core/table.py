@@ -77,6 +77,14 @@ class BankerRoleEnded(TableEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class BankerBidLapsed(TableEvent):
+    """Every bidder skipped: the bids are cleared and a new bidding round is open."""
+
+    kind: ClassVar[str] = "banker_bid_lapsed"
+    skipped: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class BankerDisconnected(TableEvent):
     kind: ClassVar[str] = "banker_disconnected"
     player: str
@@ -121,6 +129,7 @@ TABLE_EVENT_TYPES: tuple[type[TableEvent], ...] = (
     BankerBidPlaced,
     BankerAssigned,
     BankerRoleEnded,
+    BankerBidLapsed,
     BankerDisconnected,
     RoundStarted,
     RoundFinished,
@@ -305,6 +314,8 @@ def evolve_table(state: TableState, event: TableEvent) -> TableState:
         return replace(state, banker=event.player, tenure_left=event.rounds, bids=(), banker_leaving=False)
     if isinstance(event, BankerRoleEnded):
         return replace(state, banker=None, tenure_left=0, bids=(), banker_leaving=False)
+    if isinstance(event, BankerBidLapsed):
+        return replace(state, bids=())
     if isinstance(event, BankerDisconnected):
         return replace(state, banker_leaving=True)
     if isinstance(event, RoundStarted):
@@ -491,7 +502,10 @@ def _close_bid(run: _Run, _cmd: CloseBankerBid) -> None:
         raise WrongPhase(f"{state.banker!r} is already the banker")
     winner = winning_bid(state.bids)
     if winner is None:
-        raise DomainError("no player has bid for banker: the next round cannot start")
+        if not state.bids:
+            raise DomainError("no player has bid for banker: the next round cannot start")
+        run.emit(BankerBidLapsed(tuple(p for p, _r, _c in state.bids)))
+        return
     player, rounds = winner
     for seat in state.seats_of(player):
         run.emit(PlayerLeft(seat, player, "became_banker"))

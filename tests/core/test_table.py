@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, UnknownSeat, WrongPhase
 from pokdeng_core.profiles import ANTE_V1, CLASSIC_V1, KINGMAKER_V1, ROOM_V1, Profile, get_profile
 from pokdeng_core.table import (
+    BankerBidLapsed,
     MAX_SEATS,
     MAX_TURN_TIMEOUT,
     TABLE_EVENT_BY_KIND,
@@ -550,8 +551,11 @@ def test_all_skip() -> None:
     state = seated("room", ["a", "b"])
     refused(state, CloseBankerBid())  # no bids at all
     state, _ = run(state, BidForBanker("a", 0, 10**6), BidForBanker("b", 0, 10**6))
-    refused(state, CloseBankerBid())
+    state, events = run(state, CloseBankerBid())  # everybody skipped: the bid lapses and bidding reopens
+    assert events == (BankerBidLapsed(("a", "b")),) and state.bids == () and state.banker is None
     refused(state, StartRound(next_id(state)), WrongPhase)
+    state, events = run(state, BidForBanker("b", 5, 10**6), CloseBankerBid())
+    assert events[-1] == BankerAssigned("b", 5)
 
 
 def test_no_bid_closes_during_a_round() -> None:
@@ -645,7 +649,11 @@ def test_the_machine_assigns_the_winning_bid(picks: list[tuple[int, int]], order
     assert state.bids == tuple(bids)
     expected = _reference_winner(bids)
     if expected is None:
-        refused(state, CloseBankerBid())
+        if not bids:
+            refused(state, CloseBankerBid())
+            return
+        state, events = run(state, CloseBankerBid())  # all skipped: the bid lapses
+        assert events == (BankerBidLapsed(tuple(p for p, _r, _c in bids)),) and state.bids == ()
         return
     seat = state.seats_of(expected[0])
     state, events = run(state, CloseBankerBid())
