@@ -18,12 +18,12 @@ from hypothesis import strategies as st
 from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, UnknownSeat, WrongPhase
 from pokdeng_core.profiles import ANTE_V1, CLASSIC_V1, KINGMAKER_V1, ROOM_V1, Profile, get_profile
 from pokdeng_core.table import (
-    BankerBidLapsed,
     MAX_SEATS,
     MAX_TURN_TIMEOUT,
     TABLE_EVENT_BY_KIND,
     TABLE_EVENT_TYPES,
     BankerAssigned,
+    BankerBidLapsed,
     BankerBidPlaced,
     BankerDisconnected,
     BankerRoleEnded,
