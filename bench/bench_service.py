@@ -39,7 +39,6 @@ import cProfile
 import os
 import platform
 import pstats
-import random
 import shutil
 import statistics
 import sys
@@ -145,7 +144,7 @@ def postgres_store() -> Iterator[Store | str]:
     else:
         bin_dir = find_pg_bin_dir()
         if bin_dir is None:
-            yield "no PostgreSQL binaries (/usr/lib/postgresql/*/bin or pg_ctl on PATH) and no POKDENG_BENCH_POSTGRES_URL"
+            yield "no PostgreSQL binaries (/usr/lib/postgresql/*/bin, pg_ctl) and no POKDENG_BENCH_POSTGRES_URL"
             return
         server = TemporaryPostgres(bin_dir)
         try:
@@ -480,8 +479,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     print(machine_line())
     print(
-        f"{SEATS}-seat rounds, {args.rounds} rounds x {args.repeat} blocks per profile and store (app and baseline interleaved by round) "
-        f"(+{args.warmup} warm-up), medians; target: app >= {TARGET:.0%} of the baseline"
+        f"{SEATS}-seat rounds, {args.rounds} rounds x {args.repeat} blocks per profile and store "
+        f"(+{args.warmup} warm-up; app and baseline interleaved round by round), medians; "
+        f"target: app >= {TARGET:.0%} of the baseline"
     )
     results: list[RoundFigures] = []
     wallets: dict[str, list[tuple[str, int, float]]] = {}

@@ -33,11 +33,11 @@ from collections.abc import Callable, Sequence
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_service import Player, machine_line, make_app  # noqa: E402
+from bench_service import Player, machine_line, make_app
 
-from pokdeng_service import aggregates as ag  # noqa: E402
-from pokdeng_service.application import PokdengApp  # noqa: E402
-from pokdeng_service.audit import verify_round  # noqa: E402
+from pokdeng_service import aggregates as ag
+from pokdeng_service.application import PokdengApp
+from pokdeng_service.audit import verify_round
 
 TARGET = 3.0  # verification time over raw read time, at most
 PROFILES = ("kingmaker", "classic")
