@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -104,16 +105,15 @@ code{font-size:.8rem;color:#555} .verdict{padding:.5rem;border-radius:.3rem;back
 """
 
 
+_CARD = re.compile(r"(10|[2-9AJQK])([♠♥♣♦])")
+
+
 def _html_cards(text_line: str) -> str:
-    out = []
-    for word in html.escape(text_line).split(" "):
-        if word and word[-1] in "♥♦":
-            out.append(f'<span class="card red">{word}</span>')
-        elif word and word[-1] in "♠♣":
-            out.append(f'<span class="card">{word}</span>')
-        else:
-            out.append(word)
-    return " ".join(out)
+    def card(match: re.Match[str]) -> str:
+        red = " red" if match.group(2) in "♥♦" else ""
+        return f'<span class="card{red}">{match.group(0)}</span>'
+
+    return _CARD.sub(card, html.escape(text_line))
 
 
 def html_page(round_view: RoundView, verdict_text: str = "", ok: bool = True) -> str:
@@ -126,7 +126,7 @@ def html_page(round_view: RoundView, verdict_text: str = "", ok: bool = True) ->
             continue
         line = describe(event, holders, round_view.banker)
         rows.append(
-            f"<tr><td>{event.position}</td><td>{html.escape(event.timestamp)}</td><td>{html.escape(event.kind)}</td>"
+            f"<tr><td>{event.position}</td><td>{html.escape(event.timestamp[11:23])}</td><td>{html.escape(event.kind)}</td>"
             f"<td>{_html_cards(line)}</td><td><code>{event.digest[:12]}</code></td></tr>"
         )
     verdict = ""
