@@ -1,0 +1,158 @@
+"""Whole 5-seat kingmaker rounds per second over gRPC on SQLite, against two baselines (a script, not a test).
+
+    python bench/bench_grpc.py [--rounds N] [--repeat R]
+
+A real server (``create_server`` on a free loopback port, SQLite file, tokens) and one
+client in this process play kingmaker rounds: StartRound, five PlaceBet, Deal, then
+the decisions (every player takes the side bet when the window opens; players stay
+on 5 or more and draw below); each command's response carries the round, so the
+client sends no queries. Measured in the same run:
+
+* baseline A, a bare unary gRPC call (the health check: no auth, no application)
+  repeated as many times as a round needs;
+* baseline B, raw eventsourcing appends of the same events in the same transactions
+  (one per command, as many events as each command wrote, all aggregates included),
+  with a minimal aggregate on its own SQLite file.
+
+Target (issue 4): a round costs at most 2x (A + B).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_service import RawApp, baseline_block, transactions
+
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.application import PokdengApp
+from pokdeng_service.auth import TokenStore
+from pokdeng_service.client import PokdengClient
+from pokdeng_service.grpc_server import create_server
+from pokdeng_service.vault import SeedVault
+
+PLAYERS = ("p1", "p2", "p3", "p4", "p5")
+
+
+def play_round(client: PokdengClient, table_id: str) -> int:
+    """One kingmaker round through the API; returns the number of calls it took."""
+    calls = 1
+    current = client.call("Tables", "StartRound", table_id=table_id, client_seed="bench").round
+    round_id = current.round_id
+    for number, player in enumerate(PLAYERS, start=1):
+        current = client.call("Tables", "PlaceBet", round_id=round_id, seat=number, player=player, stake=100).round
+        calls += 1
+    current = client.call("Tables", "Deal", round_id=round_id).round
+    calls += 1
+    while current.phase != pb.ROUND_PHASE_CLOSED:
+        if current.phase == pb.ROUND_PHASE_SIDE_BETS:
+            for bet in current.bets:
+                if not any(s.seat == bet.seat for s in current.side_bets):
+                    current = client.call(
+                        "Tables", "PlaceSideBet", round_id=round_id, seat=bet.seat, player=bet.player
+                    ).round
+                    calls += 1
+            current = client.call("Tables", "CloseSideBets", round_id=round_id).round
+        elif current.phase == pb.ROUND_PHASE_PLAYER_TURNS:
+            hand = next(h for h in current.hands if h.seat == current.turn)
+            points = sum(_points(c) for c in hand.cards) % 10
+            method = "Stay" if points >= 5 else "Draw"
+            current = client.call(
+                "Tables", method, round_id=round_id, seat=current.turn, player=PLAYERS[current.turn - 1]
+            ).round
+        else:
+            current = client.call("Tables", "TimeOutTurn", round_id=round_id).round
+        calls += 1
+    return calls
+
+
+def _points(card: str) -> int:
+    rank = card[:-1]
+    return 1 if rank == "A" else int(rank) if rank.isdigit() and rank != "10" else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--rounds", type=int, default=40, help="rounds per block (default 40)")
+    parser.add_argument("--repeat", type=int, default=3, help="blocks; medians reported (default 3)")
+    args = parser.parse_args(argv)
+    print(
+        f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"grpcio {grpc.__version__}"
+    )
+    with tempfile.TemporaryDirectory(prefix="pokdeng-bench-grpc-") as folder:
+        env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": f"{folder}/app.sqlite"}
+        app = PokdengApp(env, vault=SeedVault.ephemeral())
+        raw = RawApp({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": f"{folder}/raw.sqlite"})
+        token = secrets.token_urlsafe(16)
+        server, port = create_server("127.0.0.1:0", app, tokens=TokenStore.from_tokens([(token, "operator", None)]))
+        server.start()
+        client = PokdengClient(f"127.0.0.1:{port}", token)
+        health = health_pb2_grpc.HealthStub(client.channel)
+        try:
+            for player in PLAYERS:
+                client.call("Wallets", "OpenWallet", wallet_id=player)
+                client.call("Wallets", "Deposit", wallet_id=player, amount=10**12)
+            client.call(
+                "Tables",
+                "OpenTable",
+                table_id="k",
+                profile=pb.PROFILE_KINGMAKER,
+                min_stake=100,
+                max_stake=1000,
+                seats=5,
+                turn_timeout=30,
+            )
+            for number, player in enumerate(PLAYERS, start=1):
+                client.call("Tables", "TakeSeat", table_id="k", player=player, seat=number)
+            play_round(client, "k")  # warm up
+            rounds_s, unary_s, raw_s, calls_per_round, events_per_round = [], [], [], [], []
+            for _ in range(args.repeat):
+                start_position = app.max_position
+                start = time.perf_counter()
+                calls = [play_round(client, "k") for _ in range(args.rounds)]
+                elapsed = time.perf_counter() - start
+                sizes = transactions(app, start_position, app.max_position)
+                rounds_s.append(elapsed / args.rounds)
+                calls_per_round.append(sum(calls) / len(calls))
+                events_per_round.append(sum(sizes) / args.rounds)
+                start = time.perf_counter()
+                for _ in range(sum(calls)):
+                    health.Check(health_pb2.HealthCheckRequest(service=""), timeout=10)
+                unary_s.append((time.perf_counter() - start) / args.rounds)
+                per_round = [len(sizes) // args.rounds] * args.rounds
+                per_round[-1] += len(sizes) - sum(per_round)
+                raw_s.append(baseline_block(raw, sizes, per_round) / args.rounds)
+        finally:
+            client.close()
+            server.stop(grace=1)
+            app.close()
+            raw.close()
+    rnd, una, rw = statistics.median(rounds_s), statistics.median(unary_s), statistics.median(raw_s)
+    print(
+        f"kingmaker, 5 seats, SQLite: {statistics.median(calls_per_round):.1f} calls and "
+        f"{statistics.median(events_per_round):.1f} events per round ({args.repeat} blocks of {args.rounds})"
+    )
+    print(f"  over gRPC          {1 / rnd:8.1f} rounds/s   {rnd * 1000:7.2f} ms/round")
+    print(f"  A: bare unary      {1 / una:8.1f} rounds/s   {una * 1000:7.2f} ms/round (same number of calls)")
+    print(f"  B: raw appends     {1 / rw:8.1f} rounds/s   {rw * 1000:7.2f} ms/round (same transactions)")
+    ratio = rnd / (una + rw)
+    print(f"  round cost / (A + B) = {ratio:.2f}  (target <= 2.00: {'met' if ratio <= 2 else 'missed'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
