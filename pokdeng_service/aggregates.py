@@ -22,6 +22,7 @@ from copy import deepcopy
 from dataclasses import fields as dataclass_fields
 from dataclasses import replace
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, cast
 
 from eventsourcing.domain import Aggregate, event
@@ -38,18 +39,22 @@ from .codec import chain_digest, from_data, genesis_digest, to_data
 NAMESPACE = uuid.UUID("5b0f1a52-6d6e-4f3c-9c57-706f6b64656e")
 
 
+@lru_cache(maxsize=4096)
 def round_uuid(round_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"round:{round_id}")
 
 
+@lru_cache(maxsize=4096)
 def table_uuid(table_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"table:{table_id}")
 
 
+@lru_cache(maxsize=4096)
 def wallet_uuid(wallet_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"wallet:{wallet_id}")
 
 
+@lru_cache(maxsize=4096)
 def seed_uuid(round_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"seed:{round_id}")
 

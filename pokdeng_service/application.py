@@ -155,15 +155,27 @@ class PokdengApp(Application[UUID]):
                 if done is not None:
                     return self._replayed(done, fingerprint)
                 continue
-            self._cache_saved(aggregates)
+            self._after_save(aggregates)
             events = tuple(_recorded_event(item) for item in pending)
             return CommandResult(request_id=request_id, stream=stream, id=stream_id, events=events, replayed=False)
         raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
 
-    def _cache_saved(self, aggregates: Iterable[Aggregate]) -> None:
+    def _after_save(self, aggregates: list[Aggregate]) -> None:
         """Keep the aggregates just saved in the aggregate cache, so that the next command finds them
         at their new version instead of reading back and replaying the events it has just written.
-        (The cache still fast-forwards from the store on every load, so other writers are seen.)"""
+        (The cache still fast-forwards from the store on every load, so other writers are seen.)
+        A round just started has its shoe remembered from the seed just sealed and saved."""
+        for sealed in aggregates:
+            if isinstance(sealed, SealedSeed):
+                record = next((a for a in aggregates if isinstance(a, RoundRecord)), None)
+                if record is not None and record.round_id == sealed.round_id:
+                    try:
+                        seed = self.vault.open(sealed.nonce, sealed.sealed, sealed.round_id)
+                        shoe = attach_shoe(record.state, seed).shoe
+                    except Exception:  # the first command will unseal it (and say what is wrong)
+                        shoe = None
+                    if shoe is not None:
+                        self._remember_shoe(sealed.round_id, shoe)
         cache = self.repository.cache
         if cache is None or not self.repository.deepcopy_from_cache:
             return
@@ -235,11 +247,14 @@ class PokdengApp(Application[UUID]):
         seed = self.vault.open(sealed.nonce, sealed.sealed, record.round_id)
         attached = attach_shoe(record.state, seed).shoe
         assert attached is not None
+        self._remember_shoe(record.round_id, attached)
+        return attached
+
+    def _remember_shoe(self, round_id: str, shoe: Shoe) -> None:
         with self._shoes_lock:
-            self._shoes[record.round_id] = attached
+            self._shoes[round_id] = shoe
             while len(self._shoes) > 1024:
                 self._shoes.popitem(last=False)
-        return attached
 
     # -- wallets ---------------------------------------------------------------------------
 
