@@ -1,0 +1,360 @@
+"""The end-of-run audit: through the API of a running server, then directly in the store.
+
+``audit_api`` (a server running) checks, and ``audit_store`` (servers stopped) checks again from
+the store itself:
+
+* **nothing lost or duplicated**: every stream's versions are 1..n, contiguous, each once; every
+  request id has one CommandRecord; every command a client got an answer for is recorded (once);
+  every round event was caused by a recorded request;
+* **every round complete or voided**: no table has a current round; each round 1..round_no of
+  every table is closed, settled or voided; its events are contiguous up to its version;
+* **no double payout**: in each wallet's statement, each round it staked in has exactly one
+  closing line (RoundSettled or ReservationReleased), at most one RoundSettled, and reservations
+  that net to zero; the RoundSettled amount is the round's result for that wallet;
+* **balances**: every wallet's balance is the sum of its statement (line by line), nothing stays
+  reserved; the wallets' deposits and withdrawals are exactly the acknowledged ones;
+* **money balances to zero**: wallets + tables' house_net + commission = deposits - withdrawals;
+  each settled round's nets + house_net + commission = 0;
+* **every closed round verifies** (``Audit.VerifyRound`` ok: chain, commitment, replay, money).
+
+Each returns a ``Findings``: the problems found (empty: all good) and what was counted.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+
+from .client import HarnessClient
+from .tokens import Tokens
+
+CLOSING = ("RoundSettled", "ReservationReleased")
+MAX_LISTED = 20
+
+
+@dataclass
+class Findings:
+    problems: list[str] = field(default_factory=list)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def bad(self, text: str) -> None:
+        self.problems.append(text)
+
+    def check(self, ok: bool, text: str) -> None:
+        if not ok:
+            self.bad(text)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        shown = self.problems[:MAX_LISTED]
+        more = f"\n  ... and {len(self.problems) - MAX_LISTED} more" if len(self.problems) > MAX_LISTED else ""
+        return "\n".join(f"  - {p}" for p in shown) + more
+
+    def merge(self, other: Findings) -> None:
+        self.problems.extend(other.problems)
+        self.counts.update(other.counts)
+
+
+def contiguous(values: Sequence[int], first: int = 1) -> bool:
+    return list(values) == list(range(first, first + len(values)))
+
+
+@dataclass
+class _RoundFacts:
+    outcome: str
+    nets: dict[str, int]
+
+
+def _check_log(
+    found: Findings,
+    notes: Iterable[tuple[int, str, str, int, str, str]],
+    acked: set[str],
+    where: str,
+) -> tuple[int, Counter[str]]:
+    """Notifications (position, stream kind, stream id, version, event kind, request id or caused-by)."""
+    versions: dict[tuple[str, str], list[int]] = defaultdict(list)
+    requests: Counter[str] = Counter()
+    caused: set[str] = set()
+    last = 0
+    count = 0
+    for position, kind, stream_id, version, _event, request in notes:
+        count += 1
+        found.check(position > last, f"{where}: log position {position} after {last}")
+        last = position
+        versions[(kind, stream_id)].append(version)
+        if kind == "request":
+            requests[request] += 1
+        elif kind in ("round", "table") and request:
+            caused.add(request)
+    for (kind, stream_id), seen in versions.items():
+        found.check(contiguous(seen), f"{where}: {kind} {stream_id} versions {_short(seen)} are not 1..n")
+    twice = sorted(r for r, n in requests.items() if n > 1)
+    found.check(not twice, f"{where}: request ids recorded more than once: {twice[:5]}")
+    missing = sorted(acked - set(requests))
+    found.check(not missing, f"{where}: {len(missing)} acknowledged requests not recorded: {missing[:5]}")
+    orphans = sorted(caused - set(requests))
+    found.check(not orphans, f"{where}: events caused by unrecorded requests: {orphans[:5]}")
+    found.counts[f"{where} events"] = count
+    found.counts[f"{where} requests"] = len(requests)
+    found.counts[f"{where} streams"] = len(versions)
+    return count, requests
+
+
+def _short(values: Sequence[int]) -> str:
+    return str(list(values)) if len(values) <= 12 else f"[{values[0]}..{values[-1]}] ({len(values)} values)"
+
+
+def _check_statement(
+    found: Findings,
+    wallet: str,
+    balance: int,
+    reserved: int,
+    lines: Sequence[tuple[str, int, int, int, str, str]],
+    rounds: Mapping[str, _RoundFacts],
+    ledger: Mapping[str, tuple[str, int]],
+    where: str,
+) -> None:
+    """Statement lines: (kind, amount, reserved change, balance after, round id, reference)."""
+    found.check(reserved == 0, f"{where}: wallet {wallet} still reserves {reserved}")
+    running = 0
+    for kind, amount, _change, after, round_id, _ref in lines:
+        running += amount
+        if running != after:
+            found.bad(f"{where}: wallet {wallet}: {kind} {round_id} leaves {after}, the lines sum to {running}")
+            break
+    found.check(running == balance, f"{where}: wallet {wallet}: balance {balance} but its statement sums to {running}")
+    per_round: dict[str, list[tuple[str, int, int]]] = defaultdict(list)
+    moves: Counter[tuple[str, int]] = Counter()
+    for kind, amount, change, _after, round_id, reference in lines:
+        if round_id:
+            per_round[round_id].append((kind, amount, change))
+        elif kind in ("Deposited", "Withdrawn"):
+            moves[(reference, amount)] += 1
+    for round_id, entries in per_round.items():
+        kinds = Counter(k for k, _a, _c in entries)
+        paid_times = kinds["RoundSettled"]
+        found.check(paid_times <= 1, f"{where}: wallet {wallet} paid {paid_times} times in {round_id}")
+        closing = sum(kinds[k] for k in CLOSING)
+        found.check(closing == 1, f"{where}: wallet {wallet}: {round_id} closed {closing} times ({dict(kinds)})")
+        found.check(sum(c for _k, _a, c in entries) == 0, f"{where}: wallet {wallet}: {round_id} reservations net != 0")
+        facts = rounds.get(round_id)
+        if facts is None:
+            found.bad(f"{where}: wallet {wallet} has lines for unknown round {round_id}")
+            continue
+        paid = sum(a for k, a, _c in entries if k == "RoundSettled")
+        expected = facts.nets.get(wallet, 0) if facts.outcome == "settled" else 0
+        found.check(paid == expected, f"{where}: wallet {wallet}: {round_id} paid {paid}, the round says {expected}")
+        found.counts[f"{where} wallet-rounds"] += 1
+    twice = [m for m, n in moves.items() if n > 1]
+    found.check(not twice, f"{where}: wallet {wallet}: deposits/withdrawals recorded twice: {twice[:3]}")
+    acknowledged = Counter({(rid, amount): 1 for rid, (w, amount) in ledger.items() if w == wallet})
+    found.check(
+        moves == acknowledged,
+        f"{where}: wallet {wallet}: deposits/withdrawals {sorted(moves - acknowledged)[:3]} not acknowledged, "
+        f"{sorted(acknowledged - moves)[:3]} acknowledged but not recorded",
+    )
+
+
+def audit_api(
+    target: str,
+    tokens: Tokens,
+    tables: Sequence[str],
+    wallets: Sequence[str],
+    ledger: Mapping[str, tuple[str, int]],
+    acked: set[str],
+    *,
+    verify_workers: int = 4,
+) -> Findings:
+    """Every check through the gRPC API of the server at ``target``."""
+    found = Findings()
+    where = "api"
+    client = HarnessClient(target, tokens.operator, patience=60.0)
+    auditor = client.as_token(tokens.auditor)
+    try:
+        rounds: dict[str, _RoundFacts] = {}
+        house = 0
+        closed: list[str] = []
+        for table_id in tables:
+            table = client.send("Queries", "GetTable", table_id=table_id)
+            open_round = table.current_round_id
+            found.check(not open_round, f"{where}: table {table_id} has round {open_round} open")
+            house += table.house_net + table.commission
+            for n in range(1, table.round_no + 1):
+                round_id = f"{table_id}#{n}"
+                r = client.send("Queries", "GetRound", round_id=round_id)
+                found.counts["rounds"] += 1
+                sequences = [e.sequence for e in r.events]
+                found.check(
+                    bool(sequences) and contiguous(sequences, sequences[0]) and sequences[-1] == r.version,
+                    f"{where}: round {round_id} events {_short(sequences)} are not contiguous up to {r.version}",
+                )
+                if r.phase != pb.ROUND_PHASE_CLOSED:
+                    found.bad(f"{where}: round {round_id} is {pb.RoundPhase.Name(r.phase)}, not closed")
+                    continue
+                nets = {res.player: res.net for res in r.results}
+                rounds[round_id] = _RoundFacts(r.outcome, nets)
+                found.counts[r.outcome or "no outcome"] += 1
+                closed.append(round_id)
+                if r.outcome == "settled":
+                    total = sum(nets.values()) + r.house_net + r.commission
+                    found.check(total == 0, f"{where}: round {round_id} does not balance: {total}")
+                elif r.outcome == "voided":
+                    found.check(not any(nets.values()), f"{where}: voided round {round_id} moved money {nets}")
+                else:
+                    found.bad(f"{where}: round {round_id} closed with outcome {r.outcome!r}")
+
+        def verify(round_id: str) -> tuple[str, bool, str]:
+            verdict = auditor.send("Audit", "VerifyRound", round_id=round_id)
+            return round_id, verdict.ok, verdict.first_difference
+
+        with ThreadPoolExecutor(max_workers=verify_workers) as pool:
+            for round_id, ok, difference in pool.map(verify, closed):
+                found.counts["verified"] += ok
+                found.check(ok, f"{where}: round {round_id} does not verify: {difference}")
+
+        total = 0
+        for wallet_id in wallets:
+            wallet = client.send("Wallets", "GetWallet", wallet_id=wallet_id)
+            lines: list[tuple[str, int, int, int, str, str]] = []
+            after = 0
+            for _ in range(100_000):
+                page = client.send("Wallets", "GetStatement", wallet_id=wallet_id, after=after, limit=1000)
+                lines.extend(
+                    (e.kind, e.amount, e.reserved_change, e.balance, e.round_id, e.reference) for e in page.entries
+                )
+                if not page.entries:
+                    break
+                after = page.next_after
+            _check_statement(found, wallet_id, wallet.balance, wallet.reserved, lines, rounds, ledger, where)
+            total += wallet.balance
+        net_in = sum(amount for _w, amount in ledger.values())
+        found.check(
+            total + house == net_in,
+            f"{where}: money does not balance: wallets {total} + house and commission {house} != deposits {net_in}",
+        )
+        found.counts["wallets"] = len(wallets)
+
+        def log() -> Iterable[tuple[int, str, str, int, str, str]]:
+            after = 0
+            for _ in range(1_000_000):
+                batches = auditor.stubs["Events"].SubscribeEvents(
+                    pb.SubscribeEventsRequest(after_position=after, batch_size=1000, stop_at_head=True),
+                    metadata=auditor.metadata,
+                    timeout=120,
+                )
+                got = 0
+                for batch in batches:
+                    for n in batch.events:
+                        got += 1
+                        payload = json.loads(n.payload_json) if n.payload_json else {}
+                        request = payload.get("request_id", "") if n.aggregate_kind == "request" else ""
+                        yield n.position, n.aggregate_kind, n.aggregate_id, n.sequence, n.kind, request
+                        after = n.position
+                if not got:
+                    return
+
+        _check_log(found, log(), acked, where)
+    finally:
+        client.close()
+    return found
+
+
+def audit_store(
+    store: Any,
+    tables: Sequence[str],
+    wallets: Sequence[str],
+    ledger: Mapping[str, tuple[str, int]],
+    acked: set[str],
+    *,
+    verify_sample: int = 50,
+) -> Findings:
+    """The same checks again, reading the store directly (``store.open_app()``), servers stopped."""
+    found = Findings()
+    where = "store"
+    app = store.open_app()
+    try:
+        rounds: dict[str, _RoundFacts] = {}
+        house = 0
+        closed: list[str] = []
+        for table_id in tables:
+            table = app.get_table(table_id)
+            found.check(table.current_round is None, f"{where}: table {table_id} has round {table.current_round} open")
+            house += table.house_net + table.commission
+            for n in range(1, table.round_no + 1):
+                round_id = f"{table_id}#{n}"
+                view = app.get_round(round_id)
+                positions = [e.position for e in view.events]
+                found.check(
+                    contiguous(positions, positions[0]) if positions else False,
+                    f"{where}: round {round_id} events {_short(positions)} are not contiguous",
+                )
+                if view.phase != "closed":
+                    found.bad(f"{where}: round {round_id} is {view.phase}, not closed")
+                    continue
+                closed.append(round_id)
+                rounds[round_id] = _RoundFacts(view.outcome or "", _nets(view))
+        step = max(1, len(closed) // max(1, verify_sample))
+        for round_id in closed[::step]:
+            verdict = app.verify_round(round_id)
+            found.counts["store verified"] += verdict.ok
+            found.check(verdict.ok, f"{where}: round {round_id} does not verify: {verdict.render()[:300]}")
+        total = 0
+        for wallet_id in wallets:
+            view = app.get_wallet(wallet_id)
+            lines = [
+                (s.kind, s.amount, s.reserved_change, s.balance_after, s.round_id or "", s.reference or "")
+                for s in _statement(app, wallet_id)
+            ]
+            _check_statement(found, wallet_id, view.balance, view.reserved, lines, rounds, ledger, where)
+            total += view.balance
+        net_in = sum(amount for _w, amount in ledger.values())
+        found.check(
+            total + house == net_in,
+            f"{where}: money does not balance: wallets {total} + house and commission {house} != deposits {net_in}",
+        )
+
+        def log() -> Iterable[tuple[int, str, str, int, str, str]]:
+            after = 0
+            for _ in range(1_000_000):
+                page = app.read_notifications(after, 10_000)
+                if not page:
+                    return
+                for n in page:
+                    request = n.data.get("request_id", "") if n.stream == "request" else ""
+                    caused = n.data.get("command_id", "") if isinstance(n.data, dict) else ""
+                    yield n.position, n.stream, n.stream_id, n.stream_version, n.kind, request or caused
+                after = page[-1].position
+
+        _check_log(found, log(), acked, where)
+    finally:
+        app.close()
+    return found
+
+
+def _nets(view: Any) -> dict[str, int]:
+    """Each wallet's net in a settled round, from its ``round_settled`` event."""
+    for event in view.events:
+        if event.kind == "round_settled":
+            return {str(player): int(net) for player, _reserved, net in event.data["wallets"]}
+    return {}
+
+
+def _statement(app: Any, wallet_id: str) -> list[Any]:
+    lines: list[Any] = []
+    after = 0
+    for _ in range(100_000):
+        page = app.wallet_statement(wallet_id, after=after, limit=1000)
+        if not page:
+            break
+        lines.extend(page)
+        after = page[-1].position
+    return lines

@@ -1,0 +1,274 @@
+"""Crash and restart: ``pokdeng serve`` SIGKILLed at random moments under concurrent clients.
+
+    python -m bench.harness.crash [--store sqlite|postgres] [--kills 30] [--clients 8] [--seed S]
+                                  [--postgres-url URL] [--workdir DIR] [--json FILE]
+
+One server process (an SQLite file, or a PostgreSQL store: ``--postgres-url``, else a throwaway
+cluster) with a token file (operator, auditor, a token per player). ``--clients`` threads each
+play rounds at their own table (profiles in rotation: classic with a backer, kingmaker, room with
+its banker bid, ante) through ``HarnessClient`` (a ``PokdengClient``), with request ids derived
+from the round and its state (``driver.py``), depositing and withdrawing between rounds.
+
+The killer waits a random 0.15-0.6 s after the server serves, sends SIGKILL, and starts it again on
+the same port (now and then it kills the new process again during its start-up, before it
+serves). Clients retry their last request (same request id) on UNAVAILABLE and, once it went
+through, read the round again (GetRound, GetLegalCommands) and go on. After ``--kills`` kills the
+clients stop wherever they are, the server is killed once more, restarted, and the rounds left
+open are checked resumable (GetLegalCommands); every other one is voided, the rest are finished.
+Then ``checks.audit_api`` (server running) and ``checks.audit_store`` (server stopped) check that
+nothing was lost or duplicated, nothing paid twice, every wallet equals its statement, the money
+balances to zero and every closed round verifies. Exit code 0 when everything holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import random
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+
+from .checks import Findings, audit_api, audit_store
+from .client import HarnessClient, Stats
+from .driver import TableDriver, all_acked, make_tables, merged_ledger
+from .server import ServerProcess, Store, postgres_databases, servers
+from .tokens import Tokens
+
+
+@dataclass
+class CrashConfig:
+    kills: int = 30  # kills while the server serves clients
+    clients: int = 8
+    min_up: float = 0.15  # seconds from "serving" to the kill
+    max_up: float = 0.6
+    max_down: float = 0.15  # seconds the server stays dead
+    startup_kill_chance: float = 0.05  # a restart is killed again before it serves
+    max_seconds: float = 600.0  # the kill loop's bound
+    seed: int | None = None
+
+
+@dataclass
+class CrashReport:
+    store: str
+    seed: int
+    clients: int
+    kills: int = 0  # while serving
+    startup_kills: int = 0
+    starts: int = 0
+    seconds: float = 0.0
+    play_seconds: float = 0.0
+    check_seconds: float = 0.0
+    startup_median: float = 0.0
+    rounds_closed: int = 0
+    rounds_interrupted: int = 0  # rounds in which a client had to retry a command (a kill hit them)
+    open_after_final_kill: list[tuple[str, str, list[str]]] = field(default_factory=list)
+    voided_at_end: int = 0
+    finished_at_end: int = 0
+    wallet_ops: int = 0
+    client_errors: dict[str, int] = field(default_factory=dict)  # by code, every failed attempt
+    unexpected: list[str] = field(default_factory=list)
+    server_errors: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.unexpected
+
+    def render(self) -> str:
+        lines = [
+            f"crash harness on {self.store}: seed {self.seed}, {self.clients} clients, {self.seconds:.1f}s "
+            f"(play {self.play_seconds:.1f}s, checks {self.check_seconds:.1f}s)",
+            f"  kills while serving: {self.kills}; kills during start-up: {self.startup_kills}; "
+            f"starts: {self.starts} (median start-up {self.startup_median:.2f}s)",
+            f"  rounds closed by clients: {self.rounds_closed}; rounds a kill interrupted: {self.rounds_interrupted}; "
+            f"wallet deposits/withdrawals: {self.wallet_ops}",
+            f"  open after the final kill: {len(self.open_after_final_kill)} "
+            f"({Counter(p for _r, p, _l in self.open_after_final_kill)}); "
+            f"voided {self.voided_at_end}, finished {self.finished_at_end}",
+            f"  client errors (retried or not): {self.client_errors}",
+            f"  checked: {dict(sorted(self.counts.items()))}",
+        ]
+        if self.unexpected:
+            lines.append(f"  UNEXPECTED client errors ({len(self.unexpected)}): {self.unexpected[:10]}")
+        if self.server_errors:
+            lines.append(f"  server log errors ({len(self.server_errors)}): {self.server_errors[:5]}")
+        if self.problems:
+            lines.append(f"  PROBLEMS ({len(self.problems)}):")
+            lines.extend(f"    - {p}" for p in self.problems[:30])
+        else:
+            lines.append("  all checks passed")
+        return "\n".join(lines)
+
+
+def _kill_loop(server: ServerProcess, config: CrashConfig, rng: random.Random, report: CrashReport) -> None:
+    deadline = time.monotonic() + config.max_seconds
+    while report.kills < config.kills and time.monotonic() < deadline:
+        time.sleep(rng.uniform(config.min_up, config.max_up))
+        server.kill()
+        report.kills += 1
+        time.sleep(rng.uniform(0.0, config.max_down))
+        while rng.random() < config.startup_kill_chance and time.monotonic() < deadline:
+            server.spawn()  # killed again during start-up (opening the store, binding the port)
+            time.sleep(rng.uniform(0.05, 0.8))
+            server.kill()
+            report.startup_kills += 1
+        server.start()
+
+
+def _finish_open_rounds(drivers: list[TableDriver], report: CrashReport) -> None:
+    """After the final kill: each table's open round must be resumable; void every other one, finish the rest."""
+    for index, driver in enumerate(drivers):
+        table = driver.table()
+        round_id = table.current_round_id
+        if not round_id:
+            continue
+        current = driver.round(round_id)
+        phase = pb.RoundPhase.Name(current.phase)
+        legal = list(driver.ops.send("Queries", "GetLegalCommands", round_id=round_id).commands)
+        report.open_after_final_kill.append((round_id, phase, legal))
+        if "void_round" not in legal:
+            report.problems.append(f"{round_id} ({phase}) left open by the kill cannot be voided: {legal}")
+        if index % 2 == 0:
+            answer = driver.command(
+                driver.ops,
+                "Tables",
+                "VoidRound",
+                f"{round_id}:void-after-crash",
+                round_id=round_id,
+                reason="crash harness: voided after the final kill",
+            )
+            report.voided_at_end += answer.round.outcome == "voided"
+        else:
+            closed = driver.play_round(round_id)
+            report.finished_at_end += closed is not None and closed.phase == pb.ROUND_PHASE_CLOSED
+
+
+def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) -> CrashReport:
+    """One crash run on ``store`` (fresh), files in ``workdir``; the report (``report.ok``)."""
+    config = config or CrashConfig()
+    seed = config.seed if config.seed is not None else random.SystemRandom().randrange(2**32)
+    rng = random.Random(seed)
+    report = CrashReport(store.kind, seed, config.clients)
+    started = time.monotonic()
+    specs = make_tables("crash", config.clients)
+    wallets = [w for spec in specs for w in spec.wallets]
+    tokens = Tokens.for_players(wallets)
+    tokens_file = tokens.write(workdir / "tokens.json")
+    stats = Stats()
+    with servers() as running:
+        server = ServerProcess(store, tokens_file, workdir / "server.log", name="pokdeng serve")
+        running.append(server)
+        server.start()
+        drivers = [
+            TableDriver(spec, HarnessClient(server.target), tokens, name=f"crash-c{i}") for i, spec in enumerate(specs)
+        ]
+        try:
+            for driver in drivers:
+                driver.setup()
+            stop = threading.Event()
+            hard_deadline = time.monotonic() + config.max_seconds + 60
+            threads = [
+                threading.Thread(target=d.play, args=(stop,), kwargs={"deadline": hard_deadline}, daemon=True)
+                for d in drivers
+            ]
+            for thread in threads:
+                thread.start()
+            play_started = time.monotonic()
+            try:
+                _kill_loop(server, config, rng, report)
+                time.sleep(rng.uniform(config.min_up, config.max_up))
+            finally:
+                stop.set()
+                for thread in threads:
+                    thread.join(timeout=120)
+            if any(t.is_alive() for t in threads):
+                report.problems.append("a client did not stop within 120 s")
+            report.play_seconds = time.monotonic() - play_started
+            server.kill()  # the final kill: rounds are left where the clients stopped
+            report.kills += 1
+            server.start()
+            _finish_open_rounds(drivers, report)
+            for driver in drivers:
+                report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
+                report.rounds_closed += len(driver.closed)
+                report.rounds_interrupted += len(driver.interrupted)
+                report.wallet_ops += len(driver.ledger) - len(driver.spec.wallets)
+                stats.merge(driver.client.stats)
+            ledger, acked = merged_ledger(drivers), all_acked(drivers)
+            tables = [spec.table_id for spec in specs]
+            found = Findings()
+            checks_started = time.monotonic()
+            found.merge(audit_api(server.target, tokens, tables, wallets, ledger, acked))
+            server.stop()
+            found.merge(audit_store(store, tables, wallets, ledger, acked))
+            report.check_seconds = time.monotonic() - checks_started
+            report.problems.extend(found.problems)
+            report.counts = dict(found.counts)
+        finally:
+            for driver in drivers:
+                driver.client.close()
+        report.starts = server.starts
+        ordered = sorted(server.startup_seconds)
+        report.startup_median = ordered[len(ordered) // 2] if ordered else 0.0
+        report.server_errors = server.log_errors()
+    errors: Counter[str] = Counter()
+    for (_rpc, code), n in stats.errors.items():
+        errors[code] += n
+    report.client_errors = dict(errors)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+@contextlib.contextmanager
+def fresh_store(kind: str, workdir: Path, postgres_url: str | None = None) -> Iterator[Store]:
+    if kind == "sqlite":
+        yield Store.sqlite(workdir / "pokdeng.sqlite")
+        return
+    with postgres_databases(postgres_url) as new_database:
+        yield Store.postgres(new_database())
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.harness.crash", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
+    parser.add_argument(
+        "--postgres-url", help="a PostgreSQL database to use (a fresh schema in it); default: a throwaway cluster"
+    )
+    parser.add_argument("--kills", type=int, default=30, help="kills while serving (default 30)")
+    parser.add_argument("--clients", type=int, default=8, help="concurrent clients, one table each (default 8)")
+    parser.add_argument("--seed", type=int, help="the kill schedule's seed (default: random, printed)")
+    parser.add_argument("--workdir", help="where the store (SQLite), token file and server log go (default: temporary)")
+    parser.add_argument("--json", help="also write the report as JSON to this file")
+    args = parser.parse_args(argv)
+    config = CrashConfig(kills=args.kills, clients=args.clients, seed=args.seed)
+    with contextlib.ExitStack() as stack:
+        if args.workdir:
+            workdir = Path(args.workdir)
+            workdir.mkdir(parents=True, exist_ok=True)
+        else:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pokdeng-crash-")))
+        store = stack.enter_context(fresh_store(args.store, workdir, args.postgres_url))
+        report = run_crash(store, workdir, config)
+    print(report.render())
+    if args.json:
+        Path(args.json).write_text(json.dumps(_jsonable(report), indent=2), encoding="utf-8")
+    return 0 if report.ok else 1
+
+
+def _jsonable(report: CrashReport) -> dict[str, Any]:
+    return {**asdict(report), "ok": report.ok}
+
+
+if __name__ == "__main__":
+    sys.exit(main())
