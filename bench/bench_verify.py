@@ -60,11 +60,49 @@ def verify_pass(app: PokdengApp, round_ids: Sequence[str]) -> tuple[float, int]:
     return time.perf_counter() - start, len(round_ids)
 
 
+def stages_pass(app: PokdengApp, round_ids: Sequence[str]) -> dict[str, float]:
+    """Seconds spent in each part of a verification, done part by part (what verify_round does, in order)."""
+    from pokdeng_service import audit
+    from pokdeng_service.aggregates import project
+    from pokdeng_service.application import _recorded_event
+
+    spent: dict[str, float] = {}
+    clock = time.perf_counter
+
+    def lap(name: str, since: float) -> float:
+        now = clock()
+        spent[name] = spent.get(name, 0.0) + now - since
+        return now
+
+    for round_id in round_ids:
+        verdict = audit.Verdict(round_id)
+        t = clock()
+        items = list(app.events.get(ag.round_uuid(round_id)))
+        t = lap("read (events.get)", t)
+        events = [_recorded_event(i) for i in items]
+        t = lap("recorded events", t)
+        last = audit.check_chain(verdict, round_id, events)
+        t = lap("hash chain", t)
+        state = project(None, items).state
+        t = lap("load (fold)", t)
+        audit.check_replay(verdict, events)
+        t = lap("replay + compare", t)
+        audit.check_money(verdict, events)
+        t = lap("money", t)
+        audit._loaded_table_id(app, state.table_id)
+        t = lap("table load", t)
+        finished = audit._table_finish(app, state.table_id, round_id, state.round_no)
+        lap("table record", t)
+        if not verdict.ok or finished is None or finished.data["round_digest"] != last:
+            raise AssertionError(verdict.render())
+    return spent
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=100, help="rounds per table (default 100)")
     parser.add_argument("--tables", type=int, default=1, help="tables per profile (default 1)")
-    parser.add_argument("--repeat", type=int, default=3, help="passes of each kind; medians (default 3)")
+    parser.add_argument("--repeat", type=int, default=5, help="passes of each kind; medians (default 5)")
     parser.add_argument("--profile", action="append", help=f"profiles (default: {', '.join(PROFILES)})")
     parser.add_argument("--cprofile", action="store_true", help="profile one verification pass (cProfile)")
     args = parser.parse_args(argv)
@@ -120,6 +158,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"verification costs {ratio:.2f}x the raw read ({events / n:.1f} events per round): "
             f"{'meets' if ratio <= TARGET else 'MISSES'} the target of <= {TARGET:.0f}x"
         )
+        fresh = make_app(env)
+        try:
+            spent = stages_pass(fresh, round_ids)
+        finally:
+            fresh.close()
+        print("where a verification's time goes (one pass, part by part; x = times the raw read's median):")
+        for name, seconds in spent.items():
+            print(f"  {name:<18} {seconds / n * 1e6:8.0f} us/round  {seconds / raw:5.2f}x")
+        print(f"  {'total':<18} {sum(spent.values()) / n * 1e6:8.0f} us/round  {sum(spent.values()) / raw:5.2f}x")
         if args.cprofile:
             fresh = make_app(env)
             profiler = cProfile.Profile()
