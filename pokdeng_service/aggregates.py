@@ -278,6 +278,22 @@ class Wallet(Aggregate):
         self.reservations.pop(round_id, None)
 
 
+def wallet_movement(event: Any) -> tuple[int, int, str, str]:
+    """What one wallet event does: (balance change, reservation change, round id, reference)."""
+    name = type(event).__name__
+    if name == "Deposited":
+        return event.amount, 0, "", event.request_id
+    if name == "Withdrawn":
+        return -event.amount, 0, "", event.request_id
+    if name == "FundsReserved":
+        return 0, event.amount, event.round_id, ""
+    if name == "RoundSettled":
+        return event.net, -event.released, event.round_id, ""
+    if name == "ReservationReleased":
+        return 0, -event.amount, event.round_id, event.reason
+    return 0, 0, "", ""
+
+
 class SealedSeed(Aggregate):
     """A round's server seed, AES-GCM sealed with the vault key (never stored in the clear before the reveal)."""
 

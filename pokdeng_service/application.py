@@ -331,18 +331,7 @@ class PokdengApp(Application[UUID]):
         lines = []
         for item in self.events.get(uuid, gt=after, limit=limit):
             name = type(item).__name__
-            amount = reserved = 0
-            round_id = reference = ""
-            if name == "Deposited":
-                amount, reference = item.amount, item.request_id
-            elif name == "Withdrawn":
-                amount, reference = -item.amount, item.request_id
-            elif name == "FundsReserved":
-                reserved, round_id = item.amount, item.round_id
-            elif name == "RoundSettled":
-                amount, reserved, round_id = item.net, -item.released, item.round_id
-            elif name == "ReservationReleased":
-                reserved, round_id, reference = -item.amount, item.round_id, item.reason
+            amount, reserved, round_id, reference = ag.wallet_movement(item)
             balance += amount
             lines.append(
                 StatementLine(

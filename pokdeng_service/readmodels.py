@@ -93,7 +93,7 @@ from pydantic import BaseModel, ConfigDict
 
 from pokdeng_core.errors import InvalidCommand
 
-from .aggregates import ROUND_FACTS, TABLE_FACTS, RoundRecord, Wallet, wallet_uuid
+from .aggregates import ROUND_FACTS, TABLE_FACTS, RoundRecord, Wallet, wallet_movement, wallet_uuid
 from .views import StatementLine
 
 TRACKING_NAME = "pokdeng_readmodels"
@@ -419,18 +419,7 @@ def _wallet_event(batch: _Batch, position: int, event: Any) -> None:
             wallet_id = str(event.originator_id)
         wallet = _Wallet(key=key, wallet_id=wallet_id)
         batch.wallets[key] = wallet
-    amount = reserved = 0
-    round_id = reference = ""
-    if name == "Deposited":
-        amount, reference = event.amount, event.request_id
-    elif name == "Withdrawn":
-        amount, reference = -event.amount, event.request_id
-    elif name == "FundsReserved":
-        reserved, round_id = event.amount, event.round_id
-    elif name == "RoundSettled":
-        amount, reserved, round_id = event.net, -event.released, event.round_id
-    elif name == "ReservationReleased":
-        reserved, round_id, reference = -event.amount, event.round_id, event.reason
+    amount, reserved, round_id, reference = wallet_movement(event)
     wallet.balance += amount
     wallet.reserved += reserved
     wallet.version = event.originator_version
