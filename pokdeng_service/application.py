@@ -189,7 +189,7 @@ class PokdengApp(Application[UUID]):
 
     def _command_record(self, record_id: UUID) -> CommandRecord | None:
         try:
-            record = self.repository.get(record_id)
+            record: Any = self.repository.get(record_id)
         except AggregateNotFoundError:
             return None
         assert isinstance(record, CommandRecord)
@@ -329,6 +329,7 @@ class PokdengApp(Application[UUID]):
         if after:
             balance = self.repository.get(uuid, version=after).balance
         lines = []
+        item: Any
         for item in self.events.get(uuid, gt=after, limit=limit):
             name = type(item).__name__
             amount, reserved, round_id, reference = ag.wallet_movement(item)
