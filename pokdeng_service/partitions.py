@@ -71,8 +71,16 @@ for _name in (
     "void_round",
 ):
     _ROUTES[_name] = ("round_id", 1, "round")
-for _name in ("round_state", "get_round", "round_events", "legal_commands", "verify_round", "replay_round",
-              "export_bundle", "inclusion_proof"):
+for _name in (
+    "round_state",
+    "get_round",
+    "round_events",
+    "legal_commands",
+    "verify_round",
+    "replay_round",
+    "export_bundle",
+    "inclusion_proof",
+):
     _ROUTES[_name] = ("round_id", 0, "round")
 
 
