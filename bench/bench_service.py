@@ -244,11 +244,11 @@ class Player:
                 else:
                     run(app.close_side_bets, round_id)
             elif phase is Phase.PLAYER_TURNS:
-                seat = state.turn
-                assert seat is not None
-                holder = state.holder(seat)
-                draw = taem(state.cards(seat)) < 5
-                run(app.draw if draw else app.stay, round_id, seat, holder)
+                turn = state.turn
+                assert turn is not None
+                holder = state.holder(turn)
+                draw = taem(state.cards(turn)) < 5
+                run(app.draw if draw else app.stay, round_id, turn, holder)
             elif phase is Phase.BANKER_TURN:
                 if not legal_commands(state, BANKER):
                     run(app.time_out_turn, round_id)
@@ -422,7 +422,7 @@ def time_load(repository: Repository[uuid.UUID], wallet_id: str, repeat: int, ve
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
-        wallet = repository.get(uid)
+        wallet: Any = repository.get(uid)
         times.append(time.perf_counter() - start)
     assert isinstance(wallet, ag.Wallet) and wallet.version == version, (wallet.version, version)
     return statistics.median(times)
