@@ -38,6 +38,14 @@ class Stats:
     gave_up: Counter[tuple[str, str]] = field(default_factory=Counter)  # (rpc, code) raised to the caller
     retried_calls: int = 0  # calls that succeeded only after a retry (a reconnect, a conflict)
 
+    def clear(self) -> None:
+        """Forget everything counted so far (in place: every client sharing these stats starts again)."""
+        self.latency.clear()
+        self.errors.clear()
+        self.replayed.clear()
+        self.gave_up.clear()
+        self.retried_calls = 0
+
     def merge(self, other: Stats) -> None:
         for name, values in other.latency.items():
             self.latency[name].extend(values)

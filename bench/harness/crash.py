@@ -9,7 +9,7 @@ play rounds at their own table (profiles in rotation: classic with a backer, kin
 its banker bid, ante) through ``HarnessClient`` (a ``PokdengClient``), with request ids derived
 from the round and its state (``driver.py``), depositing and withdrawing between rounds.
 
-The killer waits a random 0.15-0.6 s after the server serves, sends SIGKILL, and starts it again on
+The killer waits a random 0.1-0.5 s after the server serves, sends SIGKILL, and starts it again on
 the same port (now and then it kills the new process again during its start-up, before it
 serves). Clients retry their last request (same request id) on UNAVAILABLE and, once it went
 through, read the round again (GetRound, GetLegalCommands) and go on. After ``--kills`` kills the
@@ -49,9 +49,9 @@ from .tokens import Tokens
 class CrashConfig:
     kills: int = 30  # kills while the server serves clients
     clients: int = 8
-    min_up: float = 0.15  # seconds from "serving" to the kill
-    max_up: float = 0.6
-    max_down: float = 0.15  # seconds the server stays dead
+    min_up: float = 0.1  # seconds from "serving" to the kill
+    max_up: float = 0.5
+    max_down: float = 0.1  # seconds the server stays dead
     startup_kill_chance: float = 0.05  # a restart is killed again before it serves
     max_seconds: float = 600.0  # the kill loop's bound
     seed: int | None = None
@@ -70,6 +70,7 @@ class CrashReport:
     check_seconds: float = 0.0
     startup_median: float = 0.0
     rounds_closed: int = 0
+    rounds_per_client: dict[str, int] = field(default_factory=dict)
     rounds_interrupted: int = 0  # rounds in which a client had to retry a command (a kill hit them)
     open_after_final_kill: list[tuple[str, str, list[str]]] = field(default_factory=list)
     voided_at_end: int = 0
@@ -202,6 +203,7 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
             for driver in drivers:
                 report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
                 report.rounds_closed += len(driver.closed)
+                report.rounds_per_client[driver.name] = len(driver.closed)
                 report.rounds_interrupted += len(driver.interrupted)
                 report.wallet_ops += len(driver.ledger) - len(driver.spec.wallets)
                 stats.merge(driver.client.stats)

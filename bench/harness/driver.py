@@ -398,7 +398,11 @@ class TableDriver:
         return self.command(self.ops, "Tables", "Deal", f"{rid}:deal", round_id=rid).round
 
     def _time_out(self, r: pb.Round) -> pb.Round:
+        """The operator times the turn out, unless the round has moved since ``r`` was read (then: the round)."""
         rid = r.round_id
+        fresh = self.round(rid)
+        if fresh.version != r.version:
+            return fresh
         return self.command(self.ops, "Tables", "TimeOutTurn", f"{rid}@{r.version}:timeout", round_id=rid).round
 
 

@@ -1,0 +1,468 @@
+"""Two ``pokdeng serve`` replicas on one PostgreSQL store, clients sharing tables and wallets.
+
+    python -m bench.harness.replicas [--seconds 15] [--tables 5] [--clock-tables 6] [--postgres-url URL]
+
+* **Shared tables.** Each table is played by two drivers at once, one through each replica
+  (``driver.TableDriver`` in shared mode, taking decisions in opposite orders). Both place every
+  stake and take every decision, with request ids derived from the round and its state, so the
+  two often send the same request at the same moment through different servers (one carries it
+  out, the other's answer is the replay), and as often different requests on the same round and
+  wallets (one of them meets a version conflict in the store and the server retries it; a
+  conflict that outlasts the server's retries is ABORTED and the client retries the same request
+  id). A command decided on a state that another replica has moved past is refused
+  (FAILED_PRECONDITION) and the driver reads the round again.
+* **Shared wallets.** A common wallet backs a hand at every classic table and bets at the ante
+  table; every driver, and two wallet hammers (one per replica), deposit to and withdraw from it
+  and the tables' wallets while they are staked.
+* **Turn clocks.** Both replicas run their turn clock. Clock tables (turn timeout 1 s) deal rounds
+  in which nobody acts: every wait must end in exactly one timeout (one ``turn_timed_out`` and one
+  ``timeout:`` request record per wait) and never before the wait has lasted the table's timeout.
+
+At the end ``checks.audit_api`` (through replica A; the replicas must agree on every table and
+wallet) and ``checks.audit_store`` (replicas stopped): nothing lost or doubled, money balances,
+every round verifies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import grpc
+
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+
+from .checks import Findings, audit_api, audit_store
+from .client import HarnessClient, Stats
+from .driver import TableDriver, TableSpec, all_acked, merged_ledger
+from .server import ServerProcess, Store, postgres_databases, servers
+from .tokens import Tokens
+
+COMMON = "rep-common"
+CLOCK_TIMEOUT = 1  # seconds
+PROFILES = ("classic", "kingmaker", "room", "ante")
+
+
+@dataclass
+class ReplicaConfig:
+    seconds: float = 15.0
+    tables: int = 5
+    clock_tables: int = 6
+    clock_rounds: int = 2  # rounds per clock table, one after the other
+    hammer_ops: int = 400  # deposits/withdrawals per hammer at most
+
+
+@dataclass
+class ReplicaReport:
+    seconds: float = 0.0
+    rounds_closed: int = 0
+    rounds_per_table: dict[str, int] = field(default_factory=dict)
+    replayed: dict[str, int] = field(default_factory=dict)  # answers that were replays, by RPC
+    refused: dict[str, int] = field(default_factory=dict)  # stale decisions refused, by RPC
+    aborted: int = 0  # ABORTED answers (conflicts that outlasted the server's retries), retried
+    conflicted_rows: int | None = None  # event rows inserted by transactions the store rolled back (conflicts)
+    client_errors: dict[str, int] = field(default_factory=dict)
+    wallet_ops: int = 0
+    clock_rounds: int = 0
+    clock_timeouts: int = 0
+    clock_gaps: tuple[float, float] = (0.0, 0.0)  # shortest and longest wait before a timeout, seconds
+    unexpected: list[str] = field(default_factory=list)
+    server_errors: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    clock_problems: list[str] = field(default_factory=list)
+    clock_early: list[str] = field(default_factory=list)  # timeouts before the wait had lasted the timeout
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.unexpected and not self.clock_problems and not self.clock_early
+
+    def render(self) -> str:
+        lines = [
+            f"replicas: 2 servers on one PostgreSQL store, {self.seconds:.1f}s",
+            f"  rounds closed at shared tables: {self.rounds_closed} {self.rounds_per_table}",
+            f"  replays (the other replica had carried the request out): {sum(self.replayed.values())} {self.replayed}",
+            f"  stale decisions refused: {sum(self.refused.values())} {self.refused}; "
+            f"ABORTED (retried): {self.aborted}",
+            f"  version conflicts in the store (event rows of rolled-back saves, retried by the servers): "
+            f"{self.conflicted_rows}",
+            f"  deposits/withdrawals on shared wallets: {self.wallet_ops}; client errors: {self.client_errors}",
+            f"  turn clocks: {self.clock_rounds} rounds, {self.clock_timeouts} timeouts, "
+            f"waits before a timeout {self.clock_gaps[0]:.2f}-{self.clock_gaps[1]:.2f}s (timeout {CLOCK_TIMEOUT}s)",
+            f"  checked: {dict(sorted(self.counts.items()))}",
+        ]
+        if self.unexpected:
+            lines.append(f"  UNEXPECTED client errors ({len(self.unexpected)}): {self.unexpected[:10]}")
+        if self.server_errors:
+            lines.append(f"  server log errors ({len(self.server_errors)}): {self.server_errors[:5]}")
+        for title, problems in (
+            ("PROBLEMS", self.problems),
+            ("TURN CLOCK PROBLEMS", self.clock_problems),
+            ("TURN CLOCK: TIMED OUT EARLY", self.clock_early),
+        ):
+            if problems:
+                lines.append(f"  {title} ({len(problems)}):")
+                lines.extend(f"    - {p}" for p in problems[:30])
+        if self.ok:
+            lines.append("  all checks passed")
+        return "\n".join(lines)
+
+
+def shared_tables(count: int) -> list[TableSpec]:
+    specs = []
+    for i in range(count):
+        profile = PROFILES[i % len(PROFILES)]
+        players = tuple(f"rep-{i}-p{j}" for j in range(3))
+        if profile == "ante":
+            players = (COMMON, *players[1:])
+        specs.append(TableSpec(f"rep-{i}", profile, players, backer=COMMON if profile == "classic" else None))
+    return specs
+
+
+@dataclass
+class WalletHammer:
+    """Deposits and withdrawals, as fast as they go, on wallets that are being staked."""
+
+    name: str
+    client: HarnessClient
+    wallets: Sequence[str]
+    max_ops: int
+    ledger: dict[str, tuple[str, int]] = field(default_factory=dict)
+    acked: set[str] = field(default_factory=set)
+    unexpected: list[str] = field(default_factory=list)
+
+    def run(self, deadline: float) -> None:
+        for k in range(1, self.max_ops + 1):
+            if time.monotonic() > deadline:
+                return
+            wallet = self.wallets[k % len(self.wallets)]
+            rid = f"{self.name}:{k}"
+            method, amount = ("Deposit", 1000 + k) if k % 2 else ("Withdraw", 900 + k)
+            try:
+                self.client.send("Wallets", method, request_id=rid, wallet_id=wallet, amount=amount)
+            except grpc.RpcError as error:
+                code = error.code() if isinstance(error, grpc.Call) else None
+                if code != grpc.StatusCode.FAILED_PRECONDITION:
+                    self.unexpected.append(f"{self.name} {rid}: {code}: {error}")
+                    return
+                continue
+            self.acked.add(rid)
+            self.ledger[rid] = (wallet, amount if method == "Deposit" else -amount)
+
+
+def _clock_table(index: int) -> TableSpec:
+    return TableSpec(
+        f"clock-{index}",
+        "classic",
+        tuple(f"clock-{index}-p{j}" for j in range(3)),
+        turn_timeout=CLOCK_TIMEOUT,
+    )
+
+
+def _run_clock_table(driver: TableDriver, rounds: int, deadline: float, out: list[str]) -> None:
+    """Start rounds, stake, deal, then wait: the replicas' turn clocks must play every turn out."""
+    for _ in range(rounds):
+        round_id = driver.next_round()
+        assert round_id is not None
+        opened = driver.round(round_id)
+        for seat, player in driver.spec.expected_bets(opened):
+            driver.command(
+                driver.as_player[player],
+                "Tables",
+                "PlaceBet",
+                f"{round_id}:bet:{seat}:{player}",
+                round_id=round_id,
+                seat=seat,
+                player=player,
+                stake=driver.spec.stake(round_id, seat, player),
+            )
+        driver.command(driver.ops, "Tables", "Deal", f"{round_id}:deal", round_id=round_id)
+        while time.monotonic() < deadline:
+            if driver.round(round_id).phase == pb.ROUND_PHASE_CLOSED:
+                out.append(round_id)
+                break
+            time.sleep(0.1)
+        else:
+            return
+
+
+def check_clock_round(
+    found: list[str], early: list[str], r: pb.Round, timeout: float, requests: Counter[str]
+) -> list[float]:
+    """Each wait ended by one timeout (problems in ``found``), never early (``early``); returns the waits
+    (seconds) before each timeout."""
+    waits = []
+    events = list(r.events)
+    timed_out = Counter()
+    for i, event in enumerate(events):
+        if event.kind in ("card_drawn", "player_stood"):
+            payload = json.loads(event.payload_json)
+            if payload.get("reason") not in ("timeout", "auto"):
+                found.append(f"{r.round_id}: a {event.kind} by choice in a round nobody played: {payload}")
+        if event.kind != "turn_timed_out":
+            continue
+        seat = json.loads(event.payload_json)["seat"]
+        timed_out[seat] += 1
+        wait = (_when(event.recorded_at) - _when(events[i - 1].recorded_at)).total_seconds()
+        waits.append(wait)
+        if wait < timeout - 0.01:
+            early.append(
+                f"{r.round_id}: seat {seat} timed out after waiting {wait:.3f}s (< {timeout}s) "
+                f"by {event.request_id} (the event before: {events[i - 1].kind} by {events[i - 1].request_id})"
+            )
+        if not event.request_id.startswith("timeout:"):
+            found.append(f"{r.round_id}: a timeout by {event.request_id}, not by a turn clock")
+    for seat, n in timed_out.items():
+        if n > 1:
+            found.append(f"{r.round_id}: seat {seat} timed out {n} times")
+    recorded = sum(n for rid, n in requests.items() if rid.startswith(f"timeout:{r.round_id}:"))
+    if recorded != sum(timed_out.values()):
+        found.append(f"{r.round_id}: {recorded} timeout requests recorded for {sum(timed_out.values())} timeouts")
+    return waits
+
+
+def _when(text: str) -> datetime:
+    return datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def _request_ids(client: HarnessClient) -> Counter[str]:
+    """Every request id recorded in the store, from the event feed."""
+    out: Counter[str] = Counter()
+    after = 0
+    for _ in range(100_000):
+        got = 0
+        for batch in client.stubs["Events"].SubscribeEvents(
+            pb.SubscribeEventsRequest(after_position=after, batch_size=1000, stop_at_head=True),
+            metadata=client.metadata,
+            timeout=120,
+        ):
+            for n in batch.events:
+                got += 1
+                after = n.position
+                if n.aggregate_kind == "request":
+                    out[json.loads(n.payload_json).get("request_id", "")] += 1
+        if not got:
+            return out
+    return out
+
+
+def rolled_back_rows(store: Store) -> int | None:
+    """Rows inserted into the events table by transactions that rolled back: the losers of version conflicts.
+
+    PostgreSQL counts every inserted tuple (``n_tup_ins``), committed or not; the events table is
+    never updated or deleted from, so inserted minus live tuples are the rolled-back ones. (The
+    statistics are flushed when the servers' connections close: read after they stopped.)
+    """
+    import psycopg
+
+    from pokdeng_service.config import postgres_settings
+
+    settings = postgres_settings(store.url)
+    schema = settings.get("POSTGRES_SCHEMA", "public")
+    try:
+        with psycopg.connect(
+            host=settings["POSTGRES_HOST"],
+            port=int(settings["POSTGRES_PORT"]),
+            user=settings["POSTGRES_USER"],
+            password=settings["POSTGRES_PASSWORD"],
+            dbname=settings["POSTGRES_DBNAME"],
+            autocommit=True,
+        ) as conn:
+            time.sleep(0.5)  # let the servers' backends exit and flush their statistics
+            row = conn.execute(
+                "SELECT sum(n_tup_ins - n_live_tup) FROM pg_stat_user_tables WHERE schemaname = %s AND relname LIKE %s",
+                (schema, "%events"),
+            ).fetchone()
+    except psycopg.Error:
+        return None
+    return int(row[0]) if row and row[0] is not None else None
+
+
+def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = None) -> ReplicaReport:
+    config = config or ReplicaConfig()
+    report = ReplicaReport()
+    started = time.monotonic()
+    specs = shared_tables(config.tables)
+    clock_specs = [_clock_table(i) for i in range(config.clock_tables)]
+    wallets = sorted({w for spec in (*specs, *clock_specs) for w in spec.wallets})
+    tokens = Tokens.for_players(wallets)
+    tokens_file = tokens.write(workdir / "tokens.json")
+    stats = Stats()
+    with servers() as running:
+        replicas = [
+            ServerProcess(store, tokens_file, workdir / f"replica-{name}.log", name=f"replica {name}") for name in "ab"
+        ]
+        running.extend(replicas)
+        replicas[0].start()  # the first creates the tables of the store
+        replicas[1].start()
+        a, b = (server.target for server in replicas)
+        drivers: list[TableDriver] = []
+        hammers: list[WalletHammer] = []
+        clients: list[HarnessClient] = []
+        try:
+            for i, spec in enumerate(specs):
+                pool = (*spec.wallets, COMMON) if COMMON not in spec.wallets else spec.wallets
+                for side, target in enumerate((a, b)):
+                    client = HarnessClient(target)
+                    clients.append(client)
+                    drivers.append(
+                        TableDriver(
+                            spec,
+                            client,
+                            tokens,
+                            name=f"rep-{i}-{'ab'[side]}",
+                            shared=True,
+                            reverse=bool(side),
+                            wallet_every=2,
+                            wallet_pool=pool,
+                        )
+                    )
+            for driver in drivers:  # each table set up through both replicas: the second time, replays
+                driver.setup()
+            clock_drivers = []
+            for i, spec in enumerate(clock_specs):
+                client = HarnessClient((a, b)[i % 2])
+                clients.append(client)
+                clock_drivers.append(TableDriver(spec, client, tokens, name=spec.table_id, wallet_every=0))
+                clock_drivers[-1].setup()
+            for side, target in enumerate((a, b)):
+                client = HarnessClient(target)
+                clients.append(client)
+                hammers.append(
+                    WalletHammer(
+                        f"hammer-{'ab'[side]}",
+                        client.as_token(tokens.operator),
+                        [COMMON, *(spec.players[1] for spec in specs)],
+                        config.hammer_ops,
+                    )
+                )
+            stop = threading.Event()
+            deadline = time.monotonic() + config.seconds
+            clock_closed: list[str] = []
+            threads = [
+                threading.Thread(target=d.play, args=(stop,), kwargs={"deadline": deadline}, daemon=True)
+                for d in drivers
+            ]
+            threads += [threading.Thread(target=h.run, args=(deadline,), daemon=True) for h in hammers]
+            threads += [
+                threading.Thread(
+                    target=_run_clock_table, args=(d, config.clock_rounds, deadline + 30, clock_closed), daemon=True
+                )
+                for d in clock_drivers
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join(timeout=config.seconds + 120)
+            if any(t.is_alive() for t in threads):
+                stop.set()
+                report.problems.append("a client did not stop in time")
+            everyone = [*drivers, *clock_drivers]
+            for driver in everyone:
+                report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
+                for name, n in driver.refused.items():
+                    report.refused[name] = report.refused.get(name, 0) + n
+            for hammer in hammers:
+                report.unexpected.extend(hammer.unexpected)
+            for client in clients:
+                stats.merge(client.stats)
+            closed = {r for d in drivers for r in d.closed}
+            report.rounds_closed = len(closed)
+            report.rounds_per_table = dict(Counter(r.rsplit("#", 1)[0] for r in closed))
+            report.replayed = dict(stats.replayed)
+            report.aborted = stats.error_count("ABORTED")
+            report.client_errors = dict(Counter(code for (_rpc, code), n in stats.errors.items() for _ in range(n)))
+            ledger = merged_ledger(everyone)
+            for hammer in hammers:
+                ledger.update(hammer.ledger)
+            acked = all_acked(everyone).union(*(h.acked for h in hammers))
+            report.wallet_ops = sum(1 for rid in ledger if not rid.startswith("setup:"))
+
+            # the turn clocks: every wait ended by exactly one timeout, never early
+            operator = HarnessClient(a, tokens.operator)
+            clients.append(operator)
+            requests = _request_ids(operator.as_token(tokens.auditor))
+            waits: list[float] = []
+            for spec in clock_specs:
+                table = operator.send("Queries", "GetTable", table_id=spec.table_id)
+                for n in range(1, table.round_no + 1):
+                    r = operator.send("Queries", "GetRound", round_id=f"{spec.table_id}#{n}")
+                    waits.extend(
+                        check_clock_round(report.clock_problems, report.clock_early, r, CLOCK_TIMEOUT, requests)
+                    )
+                    report.clock_rounds += r.phase == pb.ROUND_PHASE_CLOSED
+            report.clock_timeouts = len(waits)
+            report.clock_gaps = (min(waits), max(waits)) if waits else (0.0, 0.0)
+            expected_clock = config.clock_tables * config.clock_rounds
+            if report.clock_rounds != expected_clock:
+                report.clock_problems.append(f"{report.clock_rounds} of {expected_clock} clock rounds closed")
+
+            # both replicas tell the same story
+            other = HarnessClient(b, tokens.operator)
+            clients.append(other)
+            for spec in (*specs, *clock_specs):
+                one = operator.send("Queries", "GetTable", table_id=spec.table_id)
+                two = other.send("Queries", "GetTable", table_id=spec.table_id)
+                if one != two:
+                    report.problems.append(f"the replicas disagree on table {spec.table_id}")
+            for wallet in wallets:
+                if operator.send("Wallets", "GetWallet", wallet_id=wallet) != other.send(
+                    "Wallets", "GetWallet", wallet_id=wallet
+                ):
+                    report.problems.append(f"the replicas disagree on wallet {wallet}")
+
+            tables = [spec.table_id for spec in (*specs, *clock_specs)]
+            found = Findings()
+            found.merge(audit_api(a, tokens, tables, wallets, ledger, acked))
+            for server in replicas:
+                server.stop()
+            report.conflicted_rows = rolled_back_rows(store)
+            found.merge(audit_store(store, tables, wallets, ledger, acked))
+            report.problems.extend(found.problems)
+            report.counts = dict(found.counts)
+        finally:
+            for client in clients:
+                client.close()
+        for server in replicas:
+            report.server_errors.extend(f"{server.name}: {line}" for line in server.log_errors())
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.harness.replicas", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=15.0, help="how long the shared tables are played")
+    parser.add_argument("--tables", type=int, default=5, help="shared tables (two clients each, one per replica)")
+    parser.add_argument("--clock-tables", type=int, default=6, help="tables whose turns the clocks time out")
+    parser.add_argument("--clock-rounds", type=int, default=2, help="rounds per clock table")
+    parser.add_argument("--postgres-url", help="a PostgreSQL database (a fresh schema in it); default: throwaway")
+    parser.add_argument("--workdir", help="where the token file and the servers' logs go (default: temporary)")
+    parser.add_argument("--json", help="also write the report as JSON to this file")
+    args = parser.parse_args(argv)
+    config = ReplicaConfig(args.seconds, args.tables, args.clock_tables, args.clock_rounds)
+    with contextlib.ExitStack() as stack:
+        if args.workdir:
+            workdir = Path(args.workdir)
+            workdir.mkdir(parents=True, exist_ok=True)
+        else:
+            workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pokdeng-replicas-")))
+        new_database = stack.enter_context(postgres_databases(args.postgres_url))
+        report = run_replicas(Store.postgres(new_database()), workdir, config)
+    print(report.render())
+    if args.json:
+        Path(args.json).write_text(json.dumps({**asdict(report), "ok": report.ok}, indent=2), encoding="utf-8")
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""Load: N concurrent gRPC clients against ``pokdeng serve`` on loopback, for a bounded time.
+
+    python bench/load.py [--seconds 10] [--clients 1,8,32] [--store sqlite,postgres]
+                         [--postgres-url URL] [--workers 16] [--short] [--json FILE]
+
+For every store and client count: a fresh store (an SQLite file; a fresh PostgreSQL database of
+a throwaway cluster from ``tests/pgserver.py``, or a fresh schema in ``--postgres-url``), one
+``pokdeng serve`` child process on 127.0.0.1 with a token file, and N client threads, each
+playing whole rounds at its own table (profiles in rotation: classic with a backer, kingmaker,
+room, ante; three players a table) through ``bench.harness.driver`` exactly as a platform would:
+GetTable, StartRound, PlaceBet with each player's own token, Deal, GetRound, GetLegalCommands,
+Draw/Stay, the banker's moves, a deposit or withdrawal every third round. Set-up is not timed.
+After ``--seconds`` the clients stop where they are.
+
+Reported per configuration: rounds/s (rounds closed in the window), calls/s, p50 and p99
+latency per RPC, and errors by RPC and code (any error is a failure: exit code 1). As a
+baseline measured in the same run, the same N threads call the gRPC health check of the same
+server for one second (the transport's unary ceiling on this machine).
+
+``--short`` (what CI runs, through tests/reliability/test_load_short.py): 2 seconds, 1 and 8
+clients, no baseline.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+import grpc  # noqa: E402
+from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
+
+from bench.harness.client import HarnessClient, Stats  # noqa: E402
+from bench.harness.driver import TableDriver, make_tables  # noqa: E402
+from bench.harness.server import ServerProcess, Store, postgres_databases, servers  # noqa: E402
+from bench.harness.tokens import Tokens  # noqa: E402
+
+SHORT_CLIENTS = (1, 8)  # --short, and tests/reliability/test_load_short.py
+SHORT_SECONDS = 2.0
+MAIN_RPCS = (
+    "GetTable",
+    "StartRound",
+    "PlaceBet",
+    "Deal",
+    "GetRound",
+    "GetLegalCommands",
+    "Draw",
+    "Stay",
+    "BankerDraw",
+    "BankerStay",
+    "TimeOutTurn",
+    "Deposit",
+    "Withdraw",
+)
+
+
+@dataclass
+class LoadResult:
+    store: str
+    clients: int
+    seconds: float
+    rounds: int
+    calls: int
+    errors: dict[str, int]  # "rpc code" -> count
+    rpcs: list[dict[str, Any]]
+    baseline_calls_per_s: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def rounds_per_s(self) -> float:
+        return self.rounds / self.seconds if self.seconds else 0.0
+
+    @property
+    def calls_per_s(self) -> float:
+        return self.calls / self.seconds if self.seconds else 0.0
+
+    @property
+    def error_total(self) -> int:
+        return sum(self.errors.values())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "store": self.store,
+            "clients": self.clients,
+            "seconds": round(self.seconds, 3),
+            "rounds": self.rounds,
+            "rounds_per_s": round(self.rounds_per_s, 1),
+            "calls_per_s": round(self.calls_per_s, 1),
+            "errors": self.errors,
+            "rpcs": self.rpcs,
+            "baseline_health_calls_per_s": self.baseline_calls_per_s,
+        }
+
+
+def _health_baseline(target: str, clients: int, seconds: float = 1.0) -> float:
+    """Health checks per second from ``clients`` threads (a channel each) against the same server."""
+    counts = [0] * clients
+    stop_at = time.monotonic() + seconds
+
+    def hammer(i: int) -> None:
+        with grpc.insecure_channel(target) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            request = health_pb2.HealthCheckRequest()
+            while time.monotonic() < stop_at:
+                stub.Check(request, timeout=10)
+                counts[i] += 1
+
+    threads = [threading.Thread(target=hammer, args=(i,), daemon=True) for i in range(clients)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=seconds + 30)
+    return sum(counts) / (time.monotonic() - started)
+
+
+def run_load(
+    store: Store,
+    workdir: Path,
+    clients: int,
+    seconds: float,
+    *,
+    workers: int = 16,
+    baseline: bool = True,
+) -> LoadResult:
+    """One configuration: a fresh ``store``, one server, ``clients`` threads for ``seconds``."""
+    specs = make_tables(f"load{clients}", clients)
+    wallets = [w for spec in specs for w in spec.wallets]
+    tokens = Tokens.for_players(wallets)
+    tokens_file = tokens.write(workdir / f"tokens-{clients}.json")
+    with servers() as running:
+        server = ServerProcess(
+            store, tokens_file, workdir / f"server-{store.kind}-{clients}.log", workers=workers, name="pokdeng serve"
+        )
+        running.append(server)
+        server.start()
+        drivers = [TableDriver(spec, HarnessClient(server.target, patience=30.0), tokens) for spec in specs]
+        try:
+            for driver in drivers:
+                driver.setup()
+                driver.stats.clear()  # the set-up is not measured
+            stop = threading.Event()
+            threads = [threading.Thread(target=d.play, args=(stop,), daemon=True) for d in drivers]
+            started = time.monotonic()
+            for thread in threads:
+                thread.start()
+            time.sleep(seconds)
+            stop.set()
+            elapsed = time.monotonic() - started
+            for thread in threads:
+                thread.join(timeout=60)
+            stats = Stats()
+            for driver in drivers:
+                stats.merge(driver.stats)
+            notes = [f"{d.name}: {u}" for d in drivers for u in d.unexpected]
+            if any(t.is_alive() for t in threads):
+                notes.append("a client did not stop within 60 s")
+            rounds = sum(len(d.closed) for d in drivers)
+            ceiling = _health_baseline(server.target, clients) if baseline else None
+        finally:
+            for driver in drivers:
+                driver.client.close()
+        notes.extend(server.log_errors())
+    errors = {f"{rpc} {code}": n for (rpc, code), n in sorted(stats.errors.items())}
+    return LoadResult(store.kind, clients, elapsed, rounds, stats.calls, errors, stats.table(), ceiling, notes)
+
+
+@contextlib.contextmanager
+def stores(kinds: list[str], workdir: Path, postgres_url: str | None) -> Iterator[Any]:
+    """A factory ``new(kind, name) -> Store`` of fresh stores."""
+    with contextlib.ExitStack() as stack:
+        factories: dict[str, Any] = {}
+
+        def new(kind: str, name: str) -> Store:
+            if kind == "sqlite":
+                path = workdir / f"{name}.sqlite"
+                return Store.sqlite(path)
+            if "postgres" not in factories:
+                factories["postgres"] = stack.enter_context(postgres_databases(postgres_url))
+            return Store.postgres(factories["postgres"]())
+
+        yield new
+
+
+def render(results: list[LoadResult]) -> str:
+    lines = [
+        "| store | clients | rounds/s | calls/s | health calls/s (baseline) | errors |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        base = f"{r.baseline_calls_per_s:,.0f}" if r.baseline_calls_per_s else "-"
+        lines.append(
+            f"| {r.store} | {r.clients} | {r.rounds_per_s:,.1f} | {r.calls_per_s:,.0f} | {base} | {r.error_total} |"
+        )
+    lines += ["", "p50 / p99 latency per RPC, ms:", ""]
+    header = "| store | clients | " + " | ".join(MAIN_RPCS) + " |"
+    lines += [header, "|" + "---|" * (len(MAIN_RPCS) + 2)]
+    for r in results:
+        by_name = {row["rpc"]: row for row in r.rpcs}
+        cells = []
+        for name in MAIN_RPCS:
+            row = by_name.get(name)
+            cells.append(f"{row['p50_ms']:.1f} / {row['p99_ms']:.1f}" if row and row["calls"] else "-")
+        lines.append(f"| {r.store} | {r.clients} | " + " | ".join(cells) + " |")
+    for r in results:
+        if r.errors or r.notes:
+            lines.append(f"\n{r.store} x {r.clients}: errors {r.errors}; notes {r.notes[:10]}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python bench/load.py", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per configuration")
+    parser.add_argument("--clients", default="1,8,32", help="comma-separated client counts")
+    parser.add_argument("--store", default="sqlite,postgres", help="comma-separated: sqlite, postgres")
+    parser.add_argument("--postgres-url", help="a PostgreSQL database (fresh schemas in it); default: throwaway")
+    parser.add_argument("--workers", type=int, default=16, help="the server's request threads")
+    parser.add_argument("--short", action="store_true", help="CI form: 2 s, 1 and 8 clients, no baseline")
+    parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--json", help="also write the results as JSON to this file")
+    args = parser.parse_args(argv)
+    counts = [int(c) for c in args.clients.split(",") if c]
+    kinds = [k.strip() for k in args.store.split(",") if k.strip()]
+    seconds = args.seconds
+    baseline = not args.no_baseline
+    if args.short:
+        counts, seconds, baseline = list(SHORT_CLIENTS), SHORT_SECONDS, False
+    if any(k not in ("sqlite", "postgres") for k in kinds) or not counts or min(counts) < 1:
+        parser.error("stores are sqlite and postgres; clients are positive numbers")
+    print(f"pokdeng load: {os.cpu_count()} cores, python {sys.version.split()[0]}, grpcio {grpc.__version__}")
+    results: list[LoadResult] = []
+    with tempfile.TemporaryDirectory(prefix="pokdeng-load-") as tmp, stores(kinds, Path(tmp), args.postgres_url) as new:
+        for kind in kinds:
+            for n in counts:
+                result = run_load(
+                    new(kind, f"load-{n}"), Path(tmp), n, seconds, workers=args.workers, baseline=baseline
+                )
+                results.append(result)
+                print(
+                    f"{kind:8} {n:3} clients: {result.rounds_per_s:7.1f} rounds/s, {result.calls_per_s:7.0f} calls/s, "
+                    f"{result.error_total} errors",
+                    flush=True,
+                )
+    print()
+    print(render(results))
+    if args.json:
+        Path(args.json).write_text(json.dumps([r.as_dict() for r in results], indent=2), encoding="utf-8")
+    failed = [r for r in results if r.error_total or r.notes or not r.rounds]
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
