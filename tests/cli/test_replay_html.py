@@ -27,8 +27,9 @@ def test_the_page_is_standalone(played: tuple[Path, list[str]], tmp_path: Path) 
     page, round_id = _page(played, tmp_path)
     text = page.read_text(encoding="utf-8")
     assert "<script" not in text and "http://" not in text and "https://" not in text  # nothing to fetch
-    for needle in (round_id, "cards_dealt", "bet_settled", "round_closed", "PASS", "♠", "commitment"):
+    for needle in (round_id, "cards_dealt", "bet_settled", "round_closed", "PASS", "commitment", 'class="card'):
         assert needle in text
+    assert any(suit in text for suit in "♠♥♣♦")
 
 
 @pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not installed (apt-get install chromium)")
