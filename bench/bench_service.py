@@ -106,6 +106,7 @@ def sqlite_store() -> Iterator[Store]:
             "PERSISTENCE_MODULE": "eventsourcing.sqlite",
             "SQLITE_DBNAME": os.path.join(folder, f"{name}.sqlite"),
             "SQLITE_LOCK_TIMEOUT": "10",
+            "POKDENG_SINGLE_WRITER": "y",  # as `pokdeng serve` runs a SQLite store (config.py)
         }
 
     store = Store("sqlite", make_env, f"SQLite files (WAL) in {folder}")

@@ -68,6 +68,8 @@ class StoreConfig:
                 "PERSISTENCE_MODULE": "eventsourcing.sqlite",
                 "SQLITE_DBNAME": str(path),
                 "SQLITE_LOCK_TIMEOUT": "10",
+                # one server process writes a SQLite file: its aggregate cache is authoritative
+                "POKDENG_SINGLE_WRITER": "y",
             }
         settings = postgres_settings(self.postgres_url)
         if partition:
