@@ -795,37 +795,6 @@ class PokdengApp(Application[UUID]):
             events=self._recorded(record.id) if with_events else (),
         )
 
-    def _audit_round(self, round_id: str) -> tuple[tuple[RecordedEvent, ...], Callable[[], RoundState]]:
-        """For ``audit.verify_round``: ``round_events(round_id)``, and a function that gives
-        ``round_state(round_id)`` (or raises as it would) from the events already read, so that
-        an audit reads a round's stream once. A round held in the aggregate cache is loaded
-        through the repository, exactly as ``round_state`` does."""
-        _check_id(round_id, "round_id")
-        uuid = ag.round_uuid(round_id)
-        items = list(self.events.get(uuid))
-        recorded = tuple(_recorded_event(item) for item in items)
-        if not recorded:
-            raise NotFound(f"round {round_id!r} not found", round=round_id)
-
-        def state() -> RoundState:
-            cache = self.repository.cache
-            if cache is not None:
-                try:
-                    cache.get(uuid)
-                except KeyError:
-                    pass
-                else:
-                    return self.round_state(round_id)
-            # what the repository does on a cache miss (rounds have no snapshots), on the same events
-            record = _project(None, items)
-            if not isinstance(record, RoundRecord):
-                raise NotFound(f"round {round_id!r} not found", round=round_id)
-            if cache is not None:
-                cache.put(uuid, record)
-            return record.state
-
-        return recorded, state
-
     def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:
         _check_id(round_id, "round_id")
         recorded = self._recorded(ag.round_uuid(round_id))

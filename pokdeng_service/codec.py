@@ -41,8 +41,12 @@ def from_data(cls: type[T], data: dict[str, Any]) -> T:
     return cls(**{k: _tuples(v) for k, v in data.items()})
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Sorted keys, no spaces, UTF-8 text as is: the one JSON form that digests are taken of."""
+    return _CANONICAL.encode(value)
 
 
 def genesis_digest(stream: str) -> str:
