@@ -23,6 +23,7 @@ Each returns a ``Findings``: the problems found (empty: all good) and what was c
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -173,8 +174,10 @@ def audit_api(
     acked: set[str],
     *,
     verify_workers: int = 4,
+    feed: Sequence[tuple[int, str, str, int]] | None = None,
 ) -> Findings:
-    """Every check through the gRPC API of the server at ``target``."""
+    """Every check through the gRPC API of the server at ``target``; ``feed``: what a client of the event
+    feed received (``feed.FeedFollower.items``), which must be the log exactly."""
     found = Findings()
     where = "api"
     client = HarnessClient(target, tokens.operator, patience=60.0)
@@ -262,10 +265,41 @@ def audit_api(
                 if not got:
                     return
 
-        _check_log(found, log(), acked, where)
+        entries = list(log())
+        _check_log(found, entries, acked, where)
+        if feed is not None:
+            received = list(feed)
+            logged = [(p, kind, ident, version) for p, kind, ident, version, _e, _r in entries]
+            if received != logged:
+                diverge = next((i for i, (a, b) in enumerate(zip(received, logged, strict=False)) if a != b), None)
+                found.bad(
+                    f"{where}: the event feed, resumed across kills, delivered {len(received)} events, the log has "
+                    f"{len(logged)}; first difference at index {diverge}"
+                )
+            found.counts["feed events"] = len(received)
+
+        # the round index (read models) behind ListRecentRounds: every closed round once, newest first
+        for table_id in tables:
+            table = client.send("Queries", "GetTable", table_id=table_id)
+            expected = [f"{table_id}#{n}" for n in range(table.round_no, max(0, table.round_no - 100), -1)]
+            listed: list[str] = []
+            for _ in range(100):  # the read models follow the log in the background: give them a moment
+                answer = client.send("Queries", "ListRecentRounds", table_id=table_id, limit=100)
+                listed = [r.round_id for r in answer.rounds]
+                if listed == expected:
+                    break
+                time.sleep(0.1)
+            found.check(
+                listed == expected,
+                f"{where}: ListRecentRounds({table_id}) gives {_short_ids(listed)}, expected {_short_ids(expected)}",
+            )
     finally:
         client.close()
     return found
+
+
+def _short_ids(ids: Sequence[str]) -> str:
+    return str(list(ids)) if len(ids) <= 6 else f"{list(ids[:3])}...{list(ids[-2:])} ({len(ids)})"
 
 
 def audit_store(
@@ -335,9 +369,46 @@ def audit_store(
                 after = page[-1].position
 
         _check_log(found, log(), acked, where)
+        _check_read_models(found, store, app, tables, wallets)
     finally:
         app.close()
     return found
+
+
+def _check_read_models(found: Findings, store: Any, app: Any, tables: Sequence[str], wallets: Sequence[str]) -> None:
+    """The read models in the store, caught up from where the killed servers left them, equal the streams."""
+    from pokdeng_service.readmodels import ReadModels
+
+    where = "read models"
+    models = ReadModels(store.config().env(0))
+    try:
+        models.catch_up(app)
+        found.check(not models.open_rounds(None), f"{where}: open rounds {models.open_rounds(None)[:3]}")
+        for table_id in tables:
+            table = app.get_table(table_id)
+            totals = models.house_totals(table_id)
+            found.check(
+                (totals.house_net, totals.commission, totals.rounds)
+                == (table.house_net, table.commission, table.round_no),
+                f"{where}: table {table_id} totals {totals} != house {table.house_net}, commission "
+                f"{table.commission}, rounds {table.round_no}",
+            )
+            listed = [r.round_id for r in models.last_rounds(table_id=table_id, player=None, limit=1000)]
+            expected = [f"{table_id}#{n}" for n in range(max(1, table.round_no - 999), table.round_no + 1)]
+            found.check(listed == expected, f"{where}: {table_id} round history {_short_ids(listed)}")
+        for wallet_id in wallets:
+            view = app.get_wallet(wallet_id)
+            balance = models.wallet_balance(wallet_id)
+            found.check(
+                balance is not None and (balance.balance, balance.reserved) == (view.balance, view.reserved),
+                f"{where}: wallet {wallet_id} {balance} != balance {view.balance}, reserved {view.reserved}",
+            )
+            mine = [(s.kind, s.amount, s.balance_after, s.round_id) for s in _statement(models, wallet_id)]
+            theirs = [(s.kind, s.amount, s.balance_after, s.round_id) for s in _statement(app, wallet_id)]
+            found.check(mine == theirs, f"{where}: wallet {wallet_id} statement ({len(mine)} lines) != the stream's")
+            found.counts[f"{where} wallets"] += 1
+    finally:
+        models.close()
 
 
 def _nets(view: Any) -> dict[str, int]:
@@ -348,11 +419,13 @@ def _nets(view: Any) -> dict[str, int]:
     return {}
 
 
-def _statement(app: Any, wallet_id: str) -> list[Any]:
+def _statement(source: Any, wallet_id: str) -> list[Any]:
+    """A wallet's whole statement from the app (``wallet_statement``) or the read models (``statement``)."""
+    read = getattr(source, "wallet_statement", None) or source.statement
     lines: list[Any] = []
     after = 0
     for _ in range(100_000):
-        page = app.wallet_statement(wallet_id, after=after, limit=1000)
+        page = read(wallet_id, after=after, limit=1000)
         if not page:
             break
         lines.extend(page)

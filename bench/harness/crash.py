@@ -41,6 +41,7 @@ from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from .checks import Findings, audit_api, audit_store
 from .client import HarnessClient, Stats
 from .driver import TableDriver, all_acked, make_tables, merged_ledger
+from .feed import FeedFollower
 from .server import ServerProcess, Store, postgres_databases, servers
 from .tokens import Tokens
 
@@ -76,6 +77,7 @@ class CrashReport:
     voided_at_end: int = 0
     finished_at_end: int = 0
     wallet_ops: int = 0
+    feed_subscriptions: int = 0  # times the event feed client subscribed (again after each kill)
     client_errors: dict[str, int] = field(default_factory=dict)  # by code, every failed attempt
     unexpected: list[str] = field(default_factory=list)
     server_errors: list[str] = field(default_factory=list)
@@ -93,7 +95,7 @@ class CrashReport:
             f"  kills while serving: {self.kills}; kills during start-up: {self.startup_kills}; "
             f"starts: {self.starts} (median start-up {self.startup_median:.2f}s)",
             f"  rounds closed by clients: {self.rounds_closed}; rounds a kill interrupted: {self.rounds_interrupted}; "
-            f"wallet deposits/withdrawals: {self.wallet_ops}",
+            f"wallet deposits/withdrawals: {self.wallet_ops}; event feed subscriptions: {self.feed_subscriptions}",
             f"  open after the final kill: {len(self.open_after_final_kill)} "
             f"({Counter(p for _r, p, _l in self.open_after_final_kill)}); "
             f"voided {self.voided_at_end}, finished {self.finished_at_end}",
@@ -183,6 +185,10 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
                 threading.Thread(target=d.play, args=(stop,), kwargs={"deadline": hard_deadline}, daemon=True)
                 for d in drivers
             ]
+            feed_client = HarnessClient(server.target, tokens.auditor)
+            follower = FeedFollower(feed_client, threading.Event(), max_seconds=config.max_seconds + 300)
+            feed_thread = threading.Thread(target=follower.run, daemon=True)
+            feed_thread.start()
             for thread in threads:
                 thread.start()
             play_started = time.monotonic()
@@ -200,6 +206,12 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
             report.kills += 1
             server.start()
             _finish_open_rounds(drivers, report)
+            follower.finish()  # everything is written: the feed reads up to the head and ends
+            feed_thread.join(timeout=120)
+            feed_client.close()
+            report.feed_subscriptions = follower.subscriptions
+            if not follower.done:
+                report.problems.append(f"the event feed client did not finish: {dict(follower.errors)}")
             for driver in drivers:
                 report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
                 report.rounds_closed += len(driver.closed)
@@ -211,7 +223,7 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
             tables = [spec.table_id for spec in specs]
             found = Findings()
             checks_started = time.monotonic()
-            found.merge(audit_api(server.target, tokens, tables, wallets, ledger, acked))
+            found.merge(audit_api(server.target, tokens, tables, wallets, ledger, acked, feed=follower.items))
             server.stop()
             found.merge(audit_store(store, tables, wallets, ledger, acked))
             report.check_seconds = time.monotonic() - checks_started
