@@ -19,6 +19,7 @@ import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from datetime import datetime
 from typing import Any, TypeVar
 from uuid import UUID
 
@@ -30,7 +31,7 @@ from eventsourcing.utils import strtobool
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core import table as tc
-from pokdeng_core.errors import DomainError, InvalidCommand
+from pokdeng_core.errors import DomainError, InvalidCommand, WrongPhase
 from pokdeng_core.machine import RoundState, Shoe, attach_shoe, decide, legal_commands
 from pokdeng_core.profiles import ProfileError, get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
@@ -615,11 +616,17 @@ class PokdengApp(Application[UUID]):
         name: str,
         args: dict[str, Any],
         make: Callable[[RoundState, dict[str, Wallet]], rc.RoundCommand],
+        expected_version: int | None = None,
     ) -> CommandResult:
         _check_id(round_id, "round_id")
 
         def work(rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
             record = self._round(round_id)
+            if expected_version is not None and record.version != expected_version:
+                raise WrongPhase(
+                    f"round {round_id} has moved on (version {record.version}, not {expected_version})",
+                    version=record.version,
+                )
             wallets: dict[str, Wallet] = {}
             command = make(record.state, wallets)
             events = decide(record.state, command)
@@ -661,6 +668,12 @@ class PokdengApp(Application[UUID]):
                     self._load_wallet(wallets, player).release(round_id, reserved, "round_voided")
             elif isinstance(event, re.RoundClosed):
                 closed = event
+        for wallet in wallets.values():
+            if wallet.balance + 2 * wallet.reserved > MAX_AMOUNT:  # a win is at most 1.2x what is reserved
+                raise InvalidCommand(
+                    f"wallet {wallet.wallet_id!r} is too large to stake more: its balance could pass {MAX_AMOUNT}",
+                    field="stake",
+                )
         touched.extend(wallets.values())
         if closed is not None:
             table = self._table(record.table_id)
@@ -739,8 +752,13 @@ class PokdengApp(Application[UUID]):
             request_id, round_id, "banker_stay", {"player": player}, lambda _s, _w: rc.BankerStay(player)
         )
 
-    def time_out_turn(self, request_id: str, round_id: str) -> CommandResult:
-        return self._round_command(request_id, round_id, "time_out_turn", {}, lambda _s, _w: rc.TimeOutTurn())
+    def time_out_turn(self, request_id: str, round_id: str, expected_version: int | None = None) -> CommandResult:
+        """The automatic action for whoever is to act. With ``expected_version`` (the turn clock), only
+        if the round has not moved since: a turn that has just begun is never timed out at once."""
+        args = {} if expected_version is None else {"expected_version": expected_version}
+        return self._round_command(
+            request_id, round_id, "time_out_turn", args, lambda _s, _w: rc.TimeOutTurn(), expected_version
+        )
 
     def void_round(self, request_id: str, round_id: str, reason: str) -> CommandResult:
         if not isinstance(reason, str) or not reason.strip() or len(reason) > 500:
@@ -801,6 +819,12 @@ class PokdengApp(Application[UUID]):
         if not recorded:
             raise NotFound(f"round {round_id!r} not found", round=round_id)
         return recorded
+
+    def round_moved_at(self, round_id: str, version: int) -> datetime | None:
+        """When the round's event at ``version`` was recorded (the turn clock's start of a wait)."""
+        _check_id(round_id, "round_id")
+        item = next(iter(self.events.get(ag.round_uuid(round_id), gt=version - 1, lte=version)), None)
+        return None if item is None else item.timestamp  # type: ignore[attr-defined]
 
     def legal_commands(self, round_id: str, seat: int | None = None) -> tuple[str, ...]:
         return legal_commands(self.round_state(round_id), seat)

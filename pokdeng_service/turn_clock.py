@@ -21,7 +21,7 @@ from pokdeng_core.machine import Phase
 
 log = logging.getLogger(__name__)
 
-WAITING = {Phase.SIDE_BETS, Phase.PLAYER_TURNS, Phase.BANKER_TURN}
+WAITING_PHASES = {p.value for p in (Phase.SIDE_BETS, Phase.PLAYER_TURNS, Phase.BANKER_TURN)}
 
 
 class TurnClock:
@@ -50,20 +50,24 @@ class TurnClock:
             self.position = batch[-1].position
 
     def tick(self) -> list[str]:
-        """Time out every round that has waited too long; returns the rounds timed out."""
+        """Time out every round that has waited too long; returns the rounds timed out.
+
+        The wait is measured from the round's own last event, read together with its state and
+        version, and the timeout is conditional on that version: a round that moved in the
+        meantime (a player acted, another replica's clock fired) is left for a later tick.
+        """
         self.follow()
         now = self.now()
         fired = []
-        for round_id, moved in list(self.open_rounds.items()):
-            state = self.app.round_state(round_id)
-            if state.phase not in WAITING:
+        for round_id in list(self.open_rounds):
+            view = self.app.get_round(round_id, with_events=False)
+            if view.phase not in WAITING_PHASES:
                 continue
-            timeout = self._timeout(state.table_id)
-            if (now - moved).total_seconds() < timeout:
+            moved = self.app.round_moved_at(round_id, view.version)
+            if moved is None or (now - moved).total_seconds() < self._timeout(view.table_id):
                 continue
-            version = self.app.get_round(round_id, with_events=False).version
             try:
-                self.app.time_out_turn(f"timeout:{round_id}:{version}", round_id)
+                self.app.time_out_turn(f"timeout:{round_id}:{view.version}", round_id, view.version)
                 fired.append(round_id)
             except DomainError as error:  # another replica acted first, or the round moved on
                 log.debug("timeout of %s skipped: %s", round_id, error)

@@ -50,6 +50,9 @@ MAX_REASON = 500
 MAX_INT64 = 2**63 - 1
 REPLAYED = "pokdeng-replayed"
 
+MAX_REVEAL = 17  # a table has at most 16 player seats (classic), plus slack
+MAX_POSITION = 2**63 - 1  # log positions are int64 in every store
+
 
 class Application(Protocol):
     """What the servicers need of the application (``PokdengApp`` or a partitioned front)."""
@@ -563,8 +566,11 @@ class TablesServicer(_Base, pb_grpc.TablesServicer):
         f = self._round_fields(request)
         if not request.seats:
             f.bad("seats", "name one or more seats to reveal")
-        for i, seat in enumerate(request.seats):
-            f.seat(f"seats[{i}]", seat)
+        elif len(request.seats) > MAX_REVEAL:  # one violation, not one per seat: the trailers stay small
+            f.bad("seats", f"name at most {MAX_REVEAL} seats to reveal")
+        else:
+            for i, seat in enumerate(request.seats):
+                f.seat(f"seats[{i}]", seat)
         if len(set(request.seats)) != len(request.seats):
             f.bad("seats", "the seats must be distinct")
         f.ident("player", request.player, required=False)
@@ -774,8 +780,8 @@ class EventsServicer(_Base, pb_grpc.EventsServicer):
         self, request: pb.SubscribeEventsRequest, context: grpc.ServicerContext
     ) -> Iterator[pb.EventBatch]:
         f = Fields()
-        if request.after_position < 0:
-            f.bad("after_position", "after_position must not be negative")
+        if not 0 <= request.after_position < MAX_POSITION:
+            f.bad("after_position", f"after_position is 0 to {MAX_POSITION - 1}")
         batch = f.between("batch_size", request.batch_size, 1, 1000, default=100)
         partitions = len(getattr(self.app, "apps", ())) or 1  # a partitioned front has one app per store
         f.between("partition", request.partition, 0, partitions - 1)

@@ -528,13 +528,6 @@ def test_bytes_that_are_not_a_request_without_a_token_are_unauthenticated(hostil
     assert _raw_call(hostile, RAW_MALFORMED["invalid UTF-8 in wallet_id"], None) == Code.UNAUTHENTICATED
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: BankerReveal with hundreds of out-of-range seats is refused with one field violation per "
-    "seat, repeated in the status message and its details (about 39 bytes a seat): 20 kB of trailers for 500 "
-    "seats, over gRPC's default 16 kB hard metadata limit (over the 8 kB soft limit, from about 100 seats, "
-    "it fails at random), so the client gets RESOURCE_EXHAUSTED 'Stream removed' instead of INVALID_ARGUMENT",
-)
 @pytest.mark.parametrize("count", [500, 1000])
 def test_many_seats_to_reveal_are_invalid_argument(hostile: Hostile, count: int) -> None:
     seats = list(range(1, count + 1))
@@ -542,22 +535,12 @@ def test_many_seats_to_reveal_are_invalid_argument(hostile: Hostile, count: int)
     hostile.refused("operator", "BankerReveal", request, INVALID)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: SubscribeEvents(after_position=2**63-1) reads from position 2**63, which SQLite cannot "
-    "bind (OverflowError): INTERNAL instead of an empty, caught-up batch or INVALID_ARGUMENT",
-)
 def test_subscribe_after_the_last_int64_position_is_not_internal(hostile: Hostile) -> None:
     request = pb.SubscribeEventsRequest(after_position=INT64_MAX, stop_at_head=True)
     code, message = hostile.send("operator", "SubscribeEvents", request)
     assert code in (Code.OK, Code.INVALID_ARGUMENT), (code, message)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a wallet topped up to int64 max can still stake and win; its balance then exceeds int64 "
-    "and GetWallet/GetStatement (and every wallet command's answer) fail with INTERNAL",
-)
 def test_a_wallet_balance_never_leaves_int64(tmp_path: Path) -> None:
     app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.popo"}, vault=SeedVault.from_hex("41" * 32))
     server, port = create_server("127.0.0.1:0", app, tokens=token_store(), max_workers=2)
