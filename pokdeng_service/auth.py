@@ -43,6 +43,8 @@ from typing import IO, Any
 import grpc
 from grpc_status import rpc_status
 
+from pokdeng_core.errors import InvalidCommand
+
 from .api_errors import PermissionDenied, Unauthenticated, status_for
 
 PACKAGE = "pokdeng.v1"
@@ -278,22 +280,70 @@ def require_player(principal: Principal, player: str | None, what: str, *, read:
     raise PermissionDenied(f"{principal.describe()} may not {what}{target}", player=player or "")
 
 
+class MalformedRequest:
+    """What bytes that are not a valid request message deserialise to: refused with INVALID_ARGUMENT
+    (grpcio's own answer would be INTERNAL "Exception deserializing request!")."""
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception:  # DecodeError, UnicodeDecodeError, ...: the bytes are not this message
+            return MalformedRequest()
+
+    return deserialize
+
+
+def _malformed_status() -> grpc.Status:
+    error = InvalidCommand("the request is not a valid protobuf message of this method", field="request")
+    return rpc_status.to_status(status_for(error))
+
+
+def _guarded(handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
+    """The same handler, answering INVALID_ARGUMENT to a request that does not deserialise."""
+    deserialize = _tolerant(handler.request_deserializer)
+    if handler.unary_unary is not None:
+        unary = handler.unary_unary
+
+        def run_unary(request: Any, context: grpc.ServicerContext) -> Any:
+            if isinstance(request, MalformedRequest):
+                context.abort_with_status(_malformed_status())
+            return unary(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(run_unary, deserialize, handler.response_serializer)
+    if handler.unary_stream is not None:
+        stream = handler.unary_stream
+
+        def run_stream(request: Any, context: grpc.ServicerContext) -> Any:
+            if isinstance(request, MalformedRequest):
+                context.abort_with_status(_malformed_status())
+            return stream(request, context)
+
+        return grpc.unary_stream_rpc_method_handler(run_stream, deserialize, handler.response_serializer)
+    return handler  # (no client-streaming methods in the API)
+
+
 def _refusal(handler: grpc.RpcMethodHandler[Any, Any], error: Exception) -> grpc.RpcMethodHandler[Any, Any]:
     status = rpc_status.to_status(status_for(error))
+    deserialize = _tolerant(handler.request_deserializer)  # refused whatever the bytes are
 
     def refuse(_request: object, context: grpc.ServicerContext) -> Any:
         context.abort_with_status(status)
 
     if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(refuse, handler.request_deserializer, handler.response_serializer)
+        return grpc.unary_stream_rpc_method_handler(refuse, deserialize, handler.response_serializer)
     if handler.stream_unary is not None or handler.stream_stream is not None:
 
         def refuse_stream(_requests: object, context: grpc.ServicerContext) -> Any:
             context.abort_with_status(status)
 
         make = grpc.stream_unary_rpc_method_handler if handler.stream_unary else grpc.stream_stream_rpc_method_handler
-        return make(refuse_stream, handler.request_deserializer, handler.response_serializer)
-    return grpc.unary_unary_rpc_method_handler(refuse, handler.request_deserializer, handler.response_serializer)
+        return make(refuse_stream, deserialize, handler.response_serializer)
+    return grpc.unary_unary_rpc_method_handler(refuse, deserialize, handler.response_serializer)
 
 
 class AuthInterceptor(grpc.ServerInterceptor):
@@ -318,7 +368,7 @@ class AuthInterceptor(grpc.ServerInterceptor):
             check_method(principal, method)
         except (Unauthenticated, PermissionDenied) as error:
             return _refusal(handler, error)
-        return handler
+        return _guarded(handler)
 
 
 # --- command line: make a token --------------------------------------------------------------

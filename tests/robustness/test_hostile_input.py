@@ -19,7 +19,7 @@ a kingmaker table. Then:
   enum values). The answer is OK or one of the documented refusals, never UNKNOWN or
   INTERNAL, and a refused call writes nothing;
 * raw bytes on the wire (varints beyond 64 bits, invalid UTF-8, truncated messages), and an
-  int64 overflow reached by playing: these found bugs, pinned by strict xfail tests.
+  int64 overflow reached by playing: these found bugs, now fixed and kept as tests.
 
 No card text is read from clients by any RPC (cards only appear in answers), so there is no
 card field to malform here; the rules engine's card parser is tested in tests/core.
@@ -507,11 +507,6 @@ def test_raw_wire_values_that_parse_are_refused(hostile: Hostile, body: bytes) -
     assert hostile.snapshot() == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a request that is not valid protobuf (an over-long varint, invalid UTF-8, a truncated "
-    "message) ends with INTERNAL 'Exception deserializing request!' (grpcio's default), not INVALID_ARGUMENT",
-)
 @pytest.mark.parametrize("body", RAW_MALFORMED.values(), ids=RAW_MALFORMED.keys())
 def test_bytes_that_are_not_a_request_are_invalid_argument(hostile: Hostile, body: bytes) -> None:
     before = hostile.snapshot()
@@ -520,10 +515,6 @@ def test_bytes_that_are_not_a_request_are_invalid_argument(hostile: Hostile, bod
     assert code == Code.INVALID_ARGUMENT, code
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: without a token, a request that is not valid protobuf is INTERNAL instead of UNAUTHENTICATED",
-)
 def test_bytes_that_are_not_a_request_without_a_token_are_unauthenticated(hostile: Hostile) -> None:
     assert _raw_call(hostile, RAW_MALFORMED["invalid UTF-8 in wallet_id"], None) == Code.UNAUTHENTICATED
 
