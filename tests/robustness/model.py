@@ -30,6 +30,7 @@ from typing import Any
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
 from pokdeng_core.machine import Phase, RoundState
+from pokdeng_service import merkle
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.errors import NotFound
 
@@ -93,11 +94,30 @@ class ModelBase(RuleBasedStateMachine):
         self._world: World | None = None  # what the application shows now (None: read it again)
 
     def final_audit(self) -> None:
-        """Every closed round verifies again at the end, the wallets' side included."""
+        """At the end: every closed round verifies again, the wallets' side included; a round a
+        checkpoint covers has an inclusion proof that checks against the checkpoint's root; every
+        wallet's statement adds up to its balance and its reservations."""
         for round_id in self.rounds:
-            if self.app.round_state(round_id).is_closed:
-                verdict = self.app.verify_round(round_id, check_wallets=True)
-                assert verdict.ok, (round_id, verdict)
+            if not self.app.round_state(round_id).is_closed:
+                continue
+            verdict = self.app.verify_round(round_id, check_wallets=True)
+            assert verdict.ok, (round_id, verdict)
+            proof = self.app.inclusion_proof(round_id)
+            if proof is not None:
+                leaf = merkle.leaf_hash(round_id, self.app.round_events(round_id)[-1].digest)
+                assert proof["leaf"] == leaf.hex(), (round_id, proof)
+                path = [bytes.fromhex(h) for h in proof["path"]]
+                root = bytes.fromhex(proof["root"])
+                assert merkle.verify_inclusion(leaf, proof["index"], proof["size"], path, root), proof
+                self.stats["inclusion proofs checked"] += 1
+        for wallet in self.flows:
+            view = self.app.get_wallet(wallet)
+            lines: list[Any] = []
+            while page := self.app.wallet_statement(wallet, after=lines[-1].position if lines else 0, limit=1000):
+                lines.extend(page)
+            assert sum(line.amount for line in lines) == view.balance, (wallet, view)
+            assert sum(line.reserved_change for line in lines) == view.reserved, (wallet, view)
+            assert not lines or lines[-1].balance_after == view.balance, (wallet, lines[-1], view)
 
     # -- the world -----------------------------------------------------------------------------
 

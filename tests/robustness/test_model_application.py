@@ -577,6 +577,16 @@ class ApplicationModel(ModelBase):
         self.advance(pick, choice)
         self.advance(pick // 7, choice // 3)
 
+    @rule(pick=PICK, choice=PICK)
+    def advance_a_while(self, pick: int, choice: int) -> None:
+        for step in range(4):
+            self.advance(pick >> step, choice >> step)
+
+    @rule(pick=PICK, choice=PICK)
+    def advance_some_more(self, pick: int, choice: int) -> None:
+        for step in range(3):
+            self.advance(pick + step, choice >> step)
+
     # -- request ids ---------------------------------------------------------------------------
 
     @precondition(lambda self: bool(self.accepted))

@@ -403,6 +403,11 @@ class GrpcModel(ModelBase):
     def advance_once_more(self, pick: int, choice: int, by_operator: bool) -> None:
         self.advance(pick, choice, by_operator)
 
+    @rule(pick=PICK, choice=PICK)
+    def advance_a_while(self, pick: int, choice: int) -> None:
+        for step in range(4):
+            self.advance(pick >> step, choice >> step, by_operator=bool(choice >> (step + 8) & 1))
+
     def _as(self, player: str | None, by_operator: bool) -> str:
         return "operator" if by_operator or player is None or player not in TOKENS else player
 
@@ -420,14 +425,16 @@ class GrpcModel(ModelBase):
                 self.call("operator", "CloseBankerBid", pb.CloseBankerBidRequest(table_id=table_id))
         elif choice % 7 == 0 and seated:
             player = seated[choice % len(seated)]
-            self.call(player, "LeaveSeat", pb.LeaveSeatRequest(table_id=table_id, player=player), expect="ok")
+            request = pb.LeaveSeatRequest(table_id=table_id, player=player)
+            self.call(self._as(player, False), "LeaveSeat", request, expect="ok")
         elif choice % 7 == 1 and view.profile != "ante":
             taken = {s.seat for s in view.seats}
             free_seats = [n for n in range(1, view.seat_count + 1) if n not in taken]
             newcomers = [p for p in self.flows if p not in seated and p not in (view.banker, view.dealer)]
             if free_seats and newcomers:
                 player = newcomers[choice % len(newcomers)]
-                self.call(player, "TakeSeat", pb.TakeSeatRequest(table_id=table_id, player=player, seat=free_seats[0]))
+                request = pb.TakeSeatRequest(table_id=table_id, player=player, seat=free_seats[0])
+                self.call(self._as(player, False), "TakeSeat", request)
         else:
             self.call("operator", "StartRound", pb.StartRoundRequest(table_id=table_id, client_seed=f"seed {choice}"))
 
