@@ -9,7 +9,7 @@ play rounds at their own table (profiles in rotation: classic with a backer, kin
 its banker bid, ante) through ``HarnessClient`` (a ``PokdengClient``), with request ids derived
 from the round and its state (``driver.py``), depositing and withdrawing between rounds.
 
-The killer waits a random 0.1-0.5 s after the server serves, sends SIGKILL, and starts it again on
+The killer waits a random 0.05-0.4 s after the server serves, sends SIGKILL, and starts it again on
 the same port (now and then it kills the new process again during its start-up, before it
 serves). Clients retry their last request (same request id) on UNAVAILABLE and, once it went
 through, read the round again (GetRound, GetLegalCommands) and go on. After ``--kills`` kills the
@@ -50,8 +50,8 @@ from .tokens import Tokens
 class CrashConfig:
     kills: int = 30  # kills while the server serves clients
     clients: int = 8
-    min_up: float = 0.1  # seconds from "serving" to the kill
-    max_up: float = 0.5
+    min_up: float = 0.05  # seconds from "serving" to the kill
+    max_up: float = 0.4
     max_down: float = 0.1  # seconds the server stays dead
     startup_kill_chance: float = 0.05  # a restart is killed again before it serves
     max_seconds: float = 600.0  # the kill loop's bound
@@ -176,6 +176,8 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
         drivers = [
             TableDriver(spec, HarnessClient(server.target), tokens, name=f"crash-c{i}") for i, spec in enumerate(specs)
         ]
+        feed_client = HarnessClient(server.target, tokens.auditor)
+        follower = FeedFollower(feed_client, threading.Event(), max_seconds=config.max_seconds + 300)
         try:
             for driver in drivers:
                 driver.setup()
@@ -185,8 +187,6 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
                 threading.Thread(target=d.play, args=(stop,), kwargs={"deadline": hard_deadline}, daemon=True)
                 for d in drivers
             ]
-            feed_client = HarnessClient(server.target, tokens.auditor)
-            follower = FeedFollower(feed_client, threading.Event(), max_seconds=config.max_seconds + 300)
             feed_thread = threading.Thread(target=follower.run, daemon=True)
             feed_thread.start()
             for thread in threads:
@@ -208,7 +208,6 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
             _finish_open_rounds(drivers, report)
             follower.finish()  # everything is written: the feed reads up to the head and ends
             feed_thread.join(timeout=120)
-            feed_client.close()
             report.feed_subscriptions = follower.subscriptions
             if not follower.done:
                 report.problems.append(f"the event feed client did not finish: {dict(follower.errors)}")
@@ -229,7 +228,9 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
             report.check_seconds = time.monotonic() - checks_started
             report.problems.extend(found.problems)
             report.counts = dict(found.counts)
-        finally:
+        finally:  # closed channels end every client thread at its next call
+            follower.stop.set()
+            feed_client.close()
             for driver in drivers:
                 driver.client.close()
         report.starts = server.starts

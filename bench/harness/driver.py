@@ -152,10 +152,17 @@ class TableDriver:
         return response
 
     def table(self) -> pb.Table:
-        return self.ops.send("Queries", "GetTable", table_id=self.spec.table_id)
+        table: pb.Table = self.ops.send("Queries", "GetTable", table_id=self.spec.table_id)
+        return table
 
     def round(self, round_id: str) -> pb.Round:
-        return self.ops.send("Queries", "GetRound", round_id=round_id)
+        round_: pb.Round = self.ops.send("Queries", "GetRound", round_id=round_id)
+        return round_
+
+    def act(self, api: HarnessClient, method: str, request_id: str, **fields: Any) -> pb.Round:
+        """A round command (service Tables); the round as its answer shows it."""
+        round_: pb.Round = self.command(api, "Tables", method, request_id, **fields).round
+        return round_
 
     # -- set-up -----------------------------------------------------------------------------
 
@@ -342,16 +349,15 @@ class TableDriver:
                 mains = [b for b in r.bets if holders.get(b.seat) == b.player and b.seat not in taken]
                 for bet in reversed(mains) if self.reverse else mains:
                     if frac(rid, "side", bet.seat) < 0.5:
-                        return self.command(
+                        return self.act(
                             self.as_player[bet.player],
-                            "Tables",
                             "PlaceSideBet",
                             f"{rid}:side:{bet.seat}",
                             round_id=rid,
                             seat=bet.seat,
                             player=bet.player,
-                        ).round
-            return self.command(self.ops, "Tables", "CloseSideBets", f"{rid}:close-side", round_id=rid).round
+                        )
+            return self.act(self.ops, "CloseSideBets", f"{rid}:close-side", round_id=rid)
         if phase == pb.ROUND_PHASE_PLAYER_TURNS:
             seat = r.turn
             holder = {s.seat: s.player for s in r.seats}.get(seat, "")
@@ -360,9 +366,7 @@ class TableDriver:
                 legal = api.send("Queries", "GetLegalCommands", round_id=rid, seat=seat).commands
                 if "draw" in legal:
                     method = "Draw" if frac(rid, "draw", seat) < 0.5 else "Stay"
-                    return self.command(
-                        api, "Tables", method, f"{rid}:turn:{seat}", round_id=rid, seat=seat, player=holder
-                    ).round
+                    return self.act(api, method, f"{rid}:turn:{seat}", round_id=rid, seat=seat, player=holder)
             return self._time_out(r)
         if phase == pb.ROUND_PHASE_BANKER_TURN:
             banker = r.banker_player
@@ -371,18 +375,17 @@ class TableDriver:
                 legal = api.send("Queries", "GetLegalCommands", round_id=rid, seat=0).commands
                 waiting = [h.seat for h in r.hands if h.seat != 0 and not h.revealed]
                 if "banker_reveal" in legal and len(waiting) >= 2 and frac(rid, "reveal", r.version) < 0.4:
-                    return self.command(
+                    return self.act(
                         api,
-                        "Tables",
                         "BankerReveal",
                         f"{rid}@{r.version}:reveal",
                         round_id=rid,
                         seats=[waiting[0]],
                         player=banker,
-                    ).round
+                    )
                 if "banker_draw" in legal:
                     method = "BankerDraw" if frac(rid, "banker") < 0.5 else "BankerStay"
-                    return self.command(api, "Tables", method, f"{rid}:banker", round_id=rid, player=banker).round
+                    return self.act(api, method, f"{rid}:banker", round_id=rid, player=banker)
             return self._time_out(r)
         raise AssertionError(f"{self.name}: round {rid} in phase {pb.RoundPhase.Name(phase)} between commands")
 
@@ -392,17 +395,16 @@ class TableDriver:
         expected = self.spec.expected_bets(r)
         for seat, player in reversed(expected) if self.reverse else expected:
             if (seat, player) not in placed:
-                return self.command(
+                return self.act(
                     self.as_player[player],
-                    "Tables",
                     "PlaceBet",
                     f"{rid}:bet:{seat}:{player}",
                     round_id=rid,
                     seat=seat,
                     player=player,
                     stake=self.spec.stake(rid, seat, player),
-                ).round
-        return self.command(self.ops, "Tables", "Deal", f"{rid}:deal", round_id=rid).round
+                )
+        return self.act(self.ops, "Deal", f"{rid}:deal", round_id=rid)
 
     def _time_out(self, r: pb.Round) -> pb.Round:
         """The operator times the turn out, unless the round has moved since ``r`` was read (then: the round)."""
@@ -410,7 +412,7 @@ class TableDriver:
         fresh = self.round(rid)
         if fresh.version != r.version:
             return fresh
-        return self.command(self.ops, "Tables", "TimeOutTurn", f"{rid}@{r.version}:timeout", round_id=rid).round
+        return self.act(self.ops, "TimeOutTurn", f"{rid}@{r.version}:timeout", round_id=rid)
 
 
 def merged_ledger(drivers: Sequence[TableDriver]) -> dict[str, tuple[str, int]]:

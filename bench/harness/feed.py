@@ -13,6 +13,7 @@ import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 
@@ -35,7 +36,7 @@ class FeedFollower:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._call: grpc.Future | None = None
+        self._call: Any = None  # the stream being read (a grpc.Call), to cancel
 
     def finish(self) -> None:
         """Everything is written: read up to the head and end."""
@@ -67,6 +68,9 @@ class FeedFollower:
                 self.errors[code.name if code else "UNKNOWN"] += 1
                 time.sleep(0.05)
                 continue
+            except Exception as error:  # the channel was closed under us (the harness is ending): stop
+                self.errors[type(error).__name__] += 1
+                return
             if final:
                 self.done = True
                 return

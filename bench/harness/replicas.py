@@ -156,6 +156,9 @@ class WalletHammer:
                     self.unexpected.append(f"{self.name} {rid}: {code}: {error}")
                     return
                 continue
+            except Exception as error:  # e.g. GaveUp, or the channel closed because the harness is ending
+                self.unexpected.append(f"{self.name} {rid}: {type(error).__name__}: {error}")
+                return
             self.acked.add(rid)
             self.ledger[rid] = (wallet, amount if method == "Deposit" else -amount)
 
@@ -171,6 +174,13 @@ def _clock_table(index: int) -> TableSpec:
 
 def _run_clock_table(driver: TableDriver, rounds: int, deadline: float, out: list[str]) -> None:
     """Start rounds, stake, deal, then wait: the replicas' turn clocks must play every turn out."""
+    try:
+        _clock_rounds(driver, rounds, deadline, out)
+    except Exception as error:  # a thread's target: report, never die silently
+        driver.unexpected.append(f"{type(error).__name__}: {error}")
+
+
+def _clock_rounds(driver: TableDriver, rounds: int, deadline: float, out: list[str]) -> None:
     for _ in range(rounds):
         round_id = driver.next_round()
         assert round_id is not None
@@ -203,7 +213,7 @@ def check_clock_round(
     (seconds) before each timeout."""
     waits = []
     events = list(r.events)
-    timed_out = Counter()
+    timed_out: Counter[int] = Counter()
     for i, event in enumerate(events):
         if event.kind in ("card_drawn", "player_stood"):
             payload = json.loads(event.payload_json)

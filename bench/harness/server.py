@@ -174,7 +174,7 @@ class ServerProcess:
 
     def wait_ready(self, deadline: float) -> None:
         with grpc.insecure_channel(self.target, options=FAST_RECONNECT) as channel:
-            stub = health_pb2_grpc.HealthStub(channel)
+            stub: Any = health_pb2_grpc.HealthStub(channel)
             while True:
                 if self.proc is None or self.proc.poll() is not None:
                     raise ServerError(f"{self.name} exited during start-up:\n{self.log_tail()}")

@@ -2,7 +2,7 @@
 
 The short form of ``bench/harness/crash.py`` (``python -m bench.harness.crash --help`` for the
 long form): 8 clients, each at its own table, play rounds through the gRPC API with request ids
-derived from the round's state; the server is SIGKILLed at least 30 times (a random 0.1-0.5 s
+derived from the round's state; the server is SIGKILLed at least 30 times (a random 0.05-0.4 s
 after it serves again; now and then during its start-up too) and restarted on the same port. The
 clients retry their last request id on UNAVAILABLE and carry on from GetRound/GetLegalCommands.
 At the end the clients stop mid-round, the server is killed once more, the rounds left open must

@@ -31,7 +31,7 @@ VAULT_KEY = "7c10" * 16
 
 
 def test_two_replicas_share_tables_and_wallets(postgres_store: Store, tmp_path: Path) -> None:
-    config = ReplicaConfig(seconds=8.0, tables=5, clock_tables=6, clock_rounds=2)
+    config = ReplicaConfig(seconds=6.0, tables=5, clock_tables=8, clock_rounds=1)
     report = run_replicas(postgres_store, tmp_path, config)
     print(report.render())
     assert not report.problems, report.render()
