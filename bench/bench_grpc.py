@@ -41,6 +41,7 @@ from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.auth import TokenStore
 from pokdeng_service.client import PokdengClient
+from pokdeng_service.config import StoreConfig
 from pokdeng_service.grpc_server import create_server
 from pokdeng_service.vault import SeedVault
 
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> int:
         f"grpcio {grpc.__version__}"
     )
     with tempfile.TemporaryDirectory(prefix="pokdeng-bench-grpc-") as folder:
-        env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": f"{folder}/app.sqlite"}
+        env = StoreConfig(kind="sqlite", sqlite_path=f"{folder}/app.sqlite").env()  # as `pokdeng serve` runs
         app = PokdengApp(env, vault=SeedVault.ephemeral())
         raw = RawApp({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": f"{folder}/raw.sqlite"})
         token = secrets.token_urlsafe(16)

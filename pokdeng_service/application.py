@@ -116,6 +116,8 @@ class PokdengApp(Application[UUID]):
         self._shoes: OrderedDict[str, Shoe] = OrderedDict()
         self._shoes_lock = threading.Lock()
         self._names: dict[UUID, str] = {}
+        self._view_cache: OrderedDict[UUID, tuple[RecordedEvent, ...]] = OrderedDict()
+        self._view_lock = threading.Lock()
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
         """``Application.save`` (eventsourcing 9.5.6), collecting our aggregates' events without the
@@ -249,6 +251,27 @@ class PokdengApp(Application[UUID]):
         for item in self.events.get(uuid, gt=gt, lte=lte):
             out.append(_recorded_event(item))
         return tuple(out)
+
+    def _view_events(self, uuid: UUID, version: int) -> tuple[RecordedEvent, ...]:
+        """A round's events up to ``version`` for its view, reading only those not read before.
+
+        Views only: audits always read the store afresh (``round_events``), so that an edit of
+        the stored rows is seen by a running server too.
+        """
+        with self._view_lock:
+            known = self._view_cache.get(uuid, ())
+            if known:
+                self._view_cache.move_to_end(uuid)
+        last = known[-1].position if known else 0
+        if last > version:
+            return tuple(e for e in known if e.position <= version)
+        if last < version:
+            known = known + self._recorded(uuid, gt=last, lte=version)
+            with self._view_lock:
+                self._view_cache[uuid] = known
+                while len(self._view_cache) > 1024:
+                    self._view_cache.popitem(last=False)
+        return known
 
     # -- loading ---------------------------------------------------------------------------
 
@@ -810,7 +833,7 @@ class PokdengApp(Application[UUID]):
             hands=hands,
             outcome=s.outcome,
             version=record.version,
-            events=self._recorded(record.id) if with_events else (),
+            events=self._view_events(record.id, record.version) if with_events else (),
         )
 
     def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:

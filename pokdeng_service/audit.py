@@ -306,11 +306,11 @@ def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdic
         verdict.add("table record", pinned, f"table {table_id} pins the round's last digest")
         if check_wallets:
             for player, net in nets.items():
-                line = _settled_line(app, player, round_id)
+                applied = _wallet_settlement(app, player, round_id)
                 verdict.add(
                     f"wallet {player}",
-                    line is not None and line.amount == net,
-                    f"wallet applied {line.amount if line else 'nothing'}, round says {net}",
+                    applied is not None and applied[0] == net,
+                    f"wallet applied {applied[0] if applied else 'nothing'}, round says {net}",
                 )
     return verdict
 
@@ -347,16 +347,26 @@ def _table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Reco
     return finished[0] if finished else None
 
 
-def _settled_line(app: Any, wallet_id: str, round_id: str) -> Any:
-    after = 0
+def _wallet_settlement(app: Any, wallet_id: str, round_id: str) -> tuple[int, int] | None:
+    """(net, balance after) of a round as the wallet applied it, or None.
+
+    The wallet's stream is read newest first, a page at a time, so that checking a recent
+    round costs the same however long the wallet's history; the balance comes from the
+    wallet loaded at that version (snapshots make that flat too).
+    """
+    from .aggregates import wallet_uuid
+
+    uuid = wallet_uuid(wallet_id)
+    lte: int | None = None
     while True:
-        lines = app.wallet_statement(wallet_id, after=after, limit=1000)
-        for line in lines:
-            if line.round_id == round_id and line.kind == "RoundSettled":
-                return line
-        if len(lines) < 1000:
+        items = list(app.events.get(uuid, desc=True, lte=lte, limit=200))
+        for item in items:
+            if type(item).__name__ == "RoundSettled" and item.round_id == round_id:
+                balance = app.repository.get(uuid, version=item.originator_version).balance
+                return int(item.net), int(balance)
+        if len(items) < 200:
             return None
-        after = lines[-1].position
+        lte = items[-1].originator_version - 1
 
 
 def _table_uuid(table_id: str) -> Any:
@@ -417,8 +427,8 @@ def export_bundle(app: Any, round_id: str) -> dict[str, Any]:
 
 
 def _balance_after(app: Any, wallet_id: str, round_id: str) -> int | None:
-    line = _settled_line(app, wallet_id, round_id)
-    return None if line is None else int(line.balance_after)
+    applied = _wallet_settlement(app, wallet_id, round_id)
+    return None if applied is None else applied[1]
 
 
 def _decision_text(command: rc.RoundCommand) -> dict[str, Any]:
