@@ -6,7 +6,7 @@ own record: ``flows`` (each opened wallet's accepted deposits minus withdrawals)
 (the tables opened) and ``rounds`` (the rounds started, in order). After every step:
 
 * money balances to zero: sum over wallets of (balance - deposits + withdrawals) plus every
-  table's house_net and commission is 0;
+  table's house_net and commission is 0; balances, house nets and commissions stay in int64;
 * no reservation leaks: each wallet's reservations are exactly what the open rounds hold for
   it (its stakes, and the player-banker's cover); nothing for a closed round;
 * every round that closes verifies (``verify_round(round_id, check_wallets=False).ok``), no
@@ -33,6 +33,8 @@ from pokdeng_core.machine import Phase, RoundState
 from pokdeng_service import merkle
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.errors import NotFound
+
+INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 
 
 class Seeds:
@@ -179,6 +181,11 @@ class ModelBase(RuleBasedStateMachine):
         total = sum(wallets[w].balance - flow for w, flow in self.flows.items())
         total += sum(view.house_net + view.commission for _t, view in world.tables if view is not None)
         assert total == 0, f"money does not balance: off by {total}"
+        for wallet, view in world.wallets:  # the API's money is int64
+            assert view is None or 0 <= view.balance <= INT64_MAX, (wallet, view)
+        for table, view in world.tables:
+            assert view is None or INT64_MIN <= view.house_net <= INT64_MAX, (table, view)
+            assert view is None or 0 <= view.commission <= INT64_MAX, (table, view)
         assert {w for w, view in world.wallets if view is not None} == set(self.flows)
         assert {t for t, view in world.tables if view is not None} == self.tables
 

@@ -18,8 +18,10 @@ a kingmaker table. Then:
   characters, long strings, known ids, repeated fields, optional fields set or not, unknown
   enum values). The answer is OK or one of the documented refusals, never UNKNOWN or
   INTERNAL, and a refused call writes nothing;
-* raw bytes on the wire (varints beyond 64 bits, invalid UTF-8, truncated messages), and an
-  int64 overflow reached by playing: these found bugs, now fixed and kept as tests.
+* raw bytes on the wire (varints beyond 64 bits, invalid UTF-8, truncated messages), an
+  int64 overflow reached by playing, hundreds of seats to reveal, the last int64 log
+  position: these found bugs, now fixed and kept as tests; a wallet topped up to int64 max
+  after staking: a bug pinned by a strict xfail test.
 
 No card text is read from clients by any RPC (cards only appear in answers), so there is no
 card field to malform here; the rules engine's card parser is tested in tests/core.
@@ -27,6 +29,7 @@ card field to malform here; the rules engine's card parser is tested in tests/co
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import random
 from collections.abc import Iterator
@@ -42,6 +45,7 @@ from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pokdeng_core.errors import DomainError
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api_errors import details_of
 from pokdeng_service.application import MAX_AMOUNT, PokdengApp
@@ -396,8 +400,6 @@ def _scalar(f: FieldDescriptor, method: str) -> st.SearchStrategy[Any]:
     if f.type == FieldDescriptor.TYPE_MESSAGE:
         return messages(f.message_type, method)
     low, high = RANGES[f.type]
-    if method == "SubscribeEvents" and f.name == "after_position":
-        high -= 1  # int64 max is a known bug: test_subscribe_after_the_last_int64_position_is_not_internal
     special = [v for v in (0, 1, 2, 5, 10, 17, 18, 100, 1000, -1, low, high, low + 1, high - 1) if low <= v <= high]
     if f.type == FieldDescriptor.TYPE_ENUM:
         special += [v.number for v in f.enum_type.values]
@@ -562,4 +564,31 @@ def test_a_wallet_balance_never_leaves_int64(tmp_path: Path) -> None:
     finally:
         channel.close()
         server.stop(None).wait(10)
+        app.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: a stake reserved, then its wallet topped up to int64 max (the deposit check ignores the "
+    "reservations): when the stake wins, every command that would settle the round (Stay, Draw, Deal, "
+    "TimeOutTurn, the banker's) is refused with 'too large to stake more', so the round cannot finish",
+)
+def test_a_round_settles_after_its_winner_was_topped_up_to_int64_max() -> None:
+    app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.popo"}, vault=SeedVault.from_hex("42" * 32))
+    try:
+        d = play.Driver(app, prefix="top", chooser=play.Chooser(random.Random(3)))
+        play.open_wallets(d, ["alice"], 1_000_000)
+        play.open_table(d, "t", "kingmaker", [(1, "alice")])
+        for _ in range(20):
+            round_id = play.start_round(d, "t")
+            play.place_bets(d, round_id, [(1, "alice", 1000)])
+            balance = app.get_wallet("alice").balance
+            with contextlib.suppress(DomainError):  # refusing the top-up would be a fix
+                d.call("deposit", "alice", MAX_AMOUNT - balance)
+            play.drive_round(d, round_id)  # the round must play to its close
+            balance = app.get_wallet("alice").balance
+            assert balance <= MAX_AMOUNT
+            if balance > 1_000_000:
+                d.call("withdraw", "alice", balance - 1_000_000)
+    finally:
         app.close()
