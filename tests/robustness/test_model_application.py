@@ -3,10 +3,11 @@
 A hypothesis ``RuleBasedStateMachine`` drives one application (the in-memory POPO store,
 plus a short run on an SQLite file) through every command it has, across all four
 profiles, several tables and wallets: wallets opened, funded and drained (valid amounts,
-too large, malformed), tables opened (valid and not), seats taken and left, the room's
+too large, malformed, topped up to int64 max), tables opened (valid and not), seats taken and left, the room's
 banker bid, rounds started, bets (valid, too big, on another's seat, in the wrong phase),
 deals, side bets, draws and stays (the right seat, the wrong seat or player, out of turn),
-the banker's reveal, draw and stay, timeouts, voids, and repeated request ids (the same
+the banker's reveal, draw and stay, timeouts (the operator's, and the turn clock's with the
+round's version it saw: current, stale, ahead), voids, checkpoints, and repeated request ids (the same
 command: an idempotent replay; a different command: ``DuplicateRequest``).
 
 After every step (the invariants live in ``model.ModelBase``, shared with the gRPC model):
@@ -493,9 +494,17 @@ class ApplicationModel(ModelBase):
 
     # -- the operator's moves ----------------------------------------------------------------
 
-    @rule(pick=PICK)
-    def time_out_turn(self, pick: int) -> None:
-        self._do("time_out_turn", self._any_round(pick))
+    @rule(pick=PICK, version=st.sampled_from(["none", "none", "current", "stale", "ahead", "text"]))
+    def time_out_turn(self, pick: int, version: str) -> None:
+        """The operator's timeout, or the turn clock's (only if the round has not moved since it looked)."""
+        round_id = self._any_round(pick)
+        if version == "none":
+            self._do("time_out_turn", round_id)
+            return
+        view = dict(self.world().rounds).get(round_id)
+        current = view.version if view is not None else 1
+        expected = {"current": current, "stale": current - 1, "ahead": current + 1, "text": str(current)}[version]
+        self._do("time_out_turn", round_id, expected, expect="refused" if version != "current" else None)
 
     @rule(pick=PICK, reason=st.sampled_from(["dealer shuffled wrong", "", "   ", "x" * 501, None]))
     def void_round(self, pick: int, reason: Any) -> None:
