@@ -17,7 +17,8 @@ after every step, and besides:
 * whatever a player token gets accepted names that player, and touches no other player's
   seat (a seat command changes that player's seats only; a bet reserves in that player's
   wallet and the player-banker's cover only);
-* a player reading an open round sees no card of a hand it may not see yet.
+* a player reading an open round (or answered by its own round command) sees no card of a
+  hand it may not see yet, neither in the hands nor in the events' payloads.
 """
 
 from __future__ import annotations
@@ -182,6 +183,9 @@ class GrpcModel(ModelBase):
         assert after.position > before.position, f"{method} accepted but wrote nothing"
         if who in TOKENS and who not in ("operator", "auditor"):
             self._check_player_call(who, method, request, before, after)
+            if isinstance(response, pb.RoundCommandResponse):  # what the player's own command shows it
+                view = self.app.get_round(response.round.round_id)
+                self._hidden_cards(who, view, response.round.hands, response.events)
         STATS[f"ok:{method}"] += 1
         STATS[f"ok by {'player' if who in PLAYERS or who == LATE else who}"] += 1
         self.sent.append(Sent(who, method, request, response))
@@ -520,7 +524,7 @@ class GrpcModel(ModelBase):
         member = participants(view)
         answer = self._read(api, reader, "Queries", "GetRound", pb.GetRoundRequest(round_id=round_id), member)
         if answer is not None and reader in TOKENS and reader not in ("operator", "auditor"):
-            self._hidden_cards(reader, view, answer)
+            self._hidden_cards(reader, view, answer.hands, answer.events)
         state = self.app.round_state(round_id)
         holders = dict(state.seats) | {BANKER: state.banker_player}
         seat = pick % 4
@@ -555,17 +559,29 @@ class GrpcModel(ModelBase):
         STATS["read ok"] += 1
         return answer
 
-    def _hidden_cards(self, reader: str, view: Any, answer: pb.Round) -> None:
-        """An open round shows a player no face of a hand it may not see yet."""
+    def _hidden_cards(self, reader: str, view: Any, hands: Any, events: Any) -> None:
+        """An open round shows a player no face of a hand it may not see yet: not in the hands, and
+        (one deck: a card's text names one card) nowhere in the events' payloads either."""
         if view.phase == "closed":
             return
         shown = {int(e.data["seat"]) for e in view.events if e.kind == "pok_declared"}
         shown |= {int(s) for e in view.events if e.kind == "hands_revealed" for s, _c in e.data["hands"]}
-        for hand in answer.hands:
+        up_card = any(e.kind == "cards_dealt" and e.data.get("banker_up_card") for e in view.events)
+        secret: set[str] = set()
+        for hand in view.hands:
             mine = hand.holder == reader or (hand.seat == 0 and view.banker == reader)
-            if hand.seat == 0 or mine or hand.revealed or hand.seat in shown:
+            if mine or hand.revealed or hand.seat in shown:
                 continue
-            assert all(card == "" for card in hand.cards), f"{reader} sees seat {hand.seat}'s cards {hand.cards}"
+            secret.update(hand.cards[1:] if hand.seat == 0 and up_card else hand.cards)
+        for hand in hands:
+            for index, card in enumerate(hand.cards):
+                visible = hand.seat == 0 and index == 0 and up_card
+                assert visible or card not in secret, f"{reader} sees seat {hand.seat}'s card {card}"
+        if view.profile != "ante" and secret:
+            quoted = {f'"{card}"' for card in secret}
+            for event in events:
+                leaked = [q for q in quoted if q in event.payload_json]
+                assert not leaked, f"{reader} reads {leaked} in {event.kind}: {event.payload_json}"
             STATS["hidden hands checked"] += 1
 
 
