@@ -43,14 +43,18 @@ class Seeds:
     ``pokdeng_service.application.fresh_seed`` by the ``deterministic_seeds`` fixture."""
 
     counter = itertools.count()
+    issued: list[bytes] = []  # noqa: RUF012 - every seed handed out since the last reset
 
     @classmethod
     def reset(cls) -> None:
         cls.counter = itertools.count()
+        cls.issued = []
 
     @classmethod
     def next(cls) -> bytes:
-        return hashlib.sha256(f"model seed {next(cls.counter)}".encode()).digest()
+        seed = hashlib.sha256(f"model seed {next(cls.counter)}".encode()).digest()
+        cls.issued.append(seed)
+        return seed
 
 
 def view_or_none(get: Callable[[str], Any], ident: str) -> Any:

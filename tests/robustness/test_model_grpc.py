@@ -17,6 +17,8 @@ after every step, and besides:
 * whatever a player token gets accepted names that player, and touches no other player's
   seat (a seat command changes that player's seats only; a bet reserves in that player's
   wallet and the player-banker's cover only);
+* the event feed is the operator's and the auditor's only, delivers every position once and
+  in order, and carries no server seed of a round not yet closed;
 * a player reading an open round (or answered by its own round command) sees no card of a
   hand it may not see yet, neither in the hands nor in the events' payloads.
 """
@@ -47,7 +49,7 @@ from pokdeng_service.vault import SeedVault
 from tests.api.client import TOKENS, Api
 from tests.api.conftest import token_store
 
-from .model import ModelBase, view_or_none
+from .model import ModelBase, Seeds, view_or_none
 
 Code = grpc.StatusCode
 VAULT_KEY = "9c" * 32
@@ -533,6 +535,29 @@ class GrpcModel(ModelBase):
         if view.phase == "closed":
             verdict = self._read(api, reader, "Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id), member)
             assert verdict is None or verdict.ok, verdict
+
+    @rule(reader=st.sampled_from(["operator", "auditor", "auditor", "alice", "anon"]), batch=st.sampled_from([0, 7]))
+    def event_feed(self, reader: str, batch: int) -> None:
+        """The event feed, read to its head: operators and auditors only; every position once, in order;
+        no server seed of a round not yet closed anywhere in it."""
+        api = self.apis[reader]
+        request = pb.SubscribeEventsRequest(after_position=0, batch_size=batch, stop_at_head=True)
+        head = self.app.max_position
+        try:
+            batches = list(api.method("Events", "SubscribeEvents")(request, metadata=api.metadata, timeout=30))
+        except grpc.RpcError as error:
+            expected = Code.UNAUTHENTICATED if reader == "anon" else Code.PERMISSION_DENIED
+            assert reader not in ("operator", "auditor") and error.code() == expected, (reader, error.code())
+            return
+        assert reader in ("operator", "auditor"), f"{reader} read the event feed"
+        positions = [n.position for b in batches for n in b.events]
+        assert positions == list(range(1, head + 1)), (positions[:5], head)
+        revealed = {view.server_seed for view in map(self.app.get_round, self.rounds) if view.server_seed}
+        secret = {seed.hex() for seed in Seeds.issued} - revealed
+        for item in (n for b in batches for n in b.events):
+            leaked = [seed for seed in secret if seed in item.payload_json]
+            assert not leaked, f"an unrevealed server seed in {item.kind} at {item.position}"
+        STATS["event feeds read"] += 1
 
     def _read(self, api: Api, reader: str, service: str, method: str, request: Message, owners: Any) -> Any:
         """A read; whether it may succeed follows from who reads and who owns what is read."""
