@@ -427,7 +427,7 @@ def messages(descriptor: Descriptor, method: str) -> st.SearchStrategy[Message]:
 
 
 FUZZ = settings(
-    max_examples=40,
+    max_examples=100,
     deadline=None,
     derandomize=True,
     database=None,
