@@ -186,12 +186,20 @@ class RoundRecord(_ChainedStream):
 
     def apply_fact(self, fact: _ChainedStream.Fact) -> None:
         super().apply_fact(fact)
-        self.state = evolve(self.state, from_data(round_events.EVENT_BY_KIND[fact.kind], fact.data))
+        # While recording, the core event the fact was made from is at hand: fold that very
+        # object (evolve then reuses the state decide already computed for it). Read back
+        # from the store, the fact's data is decoded.
+        core = self.__dict__.pop("_recording", None)
+        if core is None or core.kind != fact.kind:
+            core = from_data(round_events.EVENT_BY_KIND[fact.kind], fact.data)
+        self.state = evolve(self.state, core)
 
     def record(self, core_events: tuple[round_events.RoundEvent, ...], command_id: str) -> None:
         shoe = self.state.shoe
         for core_event in core_events:
+            self.__dict__["_recording"] = core_event
             self.record_fact(ROUND_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
+        self.__dict__.pop("_recording", None)
         if shoe is not None and self.state.shoe is None:
             self.state = with_shoe(self.state, shoe)
 

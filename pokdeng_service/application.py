@@ -336,7 +336,7 @@ class PokdengApp(Application[UUID]):
 
         def work(rid: str) -> tuple[list[Aggregate], str, str, Aggregate]:
             wallet = self._wallet(wallet_id)
-            if wallet.balance + amount > MAX_AMOUNT:
+            if wallet.balance + amount + 2 * wallet.reserved > MAX_AMOUNT:  # room for what its stakes may win
                 raise InvalidCommand("the balance would overflow", field="amount")
             wallet.deposit(amount, rid)
             return [wallet], "wallet", wallet_id, wallet
@@ -671,17 +671,24 @@ class PokdengApp(Application[UUID]):
         """Apply the round's money events to the wallets (and, at the close, the table's ledger)."""
         round_id = record.round_id
         touched: list[Aggregate] = []
+        reserving: list[Wallet] = []
         closed: re.RoundClosed | None = None
         house_net = commission = 0
         for event in events:
             if isinstance(event, re.BetPlaced):
-                self._load_wallet(wallets, event.player).reserve(round_id, event.reserved)
+                wallet = self._load_wallet(wallets, event.player)
+                wallet.reserve(round_id, event.reserved)
+                reserving.append(wallet)
                 if event.banker_reserved:
                     banker = record.state.banker_player
                     assert banker is not None
-                    self._load_wallet(wallets, banker).reserve(round_id, event.banker_reserved)
+                    banker_wallet = self._load_wallet(wallets, banker)
+                    banker_wallet.reserve(round_id, event.banker_reserved)
+                    reserving.append(banker_wallet)
             elif isinstance(event, re.SideBetPlaced):
-                self._load_wallet(wallets, event.player).reserve(round_id, event.reserved)
+                wallet = self._load_wallet(wallets, event.player)
+                wallet.reserve(round_id, event.reserved)
+                reserving.append(wallet)
             elif isinstance(event, re.RoundSettled):
                 for player, reserved, net in event.wallets:
                     self._load_wallet(wallets, player).settle(round_id, reserved, net)
@@ -691,7 +698,7 @@ class PokdengApp(Application[UUID]):
                     self._load_wallet(wallets, player).release(round_id, reserved, "round_voided")
             elif isinstance(event, re.RoundClosed):
                 closed = event
-        for wallet in wallets.values():
+        for wallet in reserving:  # staking only: a settlement is never refused
             if wallet.balance + 2 * wallet.reserved > MAX_AMOUNT:  # a win is at most 1.2x what is reserved
                 raise InvalidCommand(
                     f"wallet {wallet.wallet_id!r} is too large to stake more: its balance could pass {MAX_AMOUNT}",

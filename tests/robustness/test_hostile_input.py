@@ -567,12 +567,6 @@ def test_a_wallet_balance_never_leaves_int64(tmp_path: Path) -> None:
         app.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a stake reserved, then its wallet topped up to int64 max (the deposit check ignores the "
-    "reservations): when the stake wins, every command that would settle the round (Stay, Draw, Deal, "
-    "TimeOutTurn, the banker's) is refused with 'too large to stake more', so the round cannot finish",
-)
 def test_a_round_settles_after_its_winner_was_topped_up_to_int64_max() -> None:
     app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.popo"}, vault=SeedVault.from_hex("42" * 32))
     try:
