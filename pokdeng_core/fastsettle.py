@@ -96,7 +96,7 @@ def hand_ids(indices: ArrayLike) -> NDArray[np.int64]:
 def _valid_hand_ids(profile: Profile) -> list[int]:
     if profile.decks > 1:  # ante: two cards by identity, a card may repeat (eight decks)
         if profile.player_draw is not None:
-            raise NotImplementedError("multi-deck profiles with draws have no fast table")
+            raise ValueError("multi-deck profiles with draws have no fast table (no such profile exists)")
         return [i * DECK_SIZE + j for i in range(DECK_SIZE) for j in range(i, DECK_SIZE)]
     two = [i * DECK_SIZE + j for i in range(DECK_SIZE) for j in range(i + 1, DECK_SIZE)]
     three = [

@@ -20,8 +20,8 @@ a kingmaker table. Then:
   INTERNAL, and a refused call writes nothing;
 * raw bytes on the wire (varints beyond 64 bits, invalid UTF-8, truncated messages), an
   int64 overflow reached by playing, hundreds of seats to reveal, the last int64 log
-  position: these found bugs, now fixed and kept as tests; a wallet topped up to int64 max
-  after staking: a bug pinned by a strict xfail test.
+  position, a wallet topped up to int64 max after staking: these found bugs, now fixed and
+  kept as tests.
 
 No card text is read from clients by any RPC (cards only appear in answers), so there is no
 card field to malform here; the rules engine's card parser is tested in tests/core.

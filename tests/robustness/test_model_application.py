@@ -77,10 +77,9 @@ BAD_REQUEST_IDS = st.sampled_from(["", "   ", "x" * 129, "a\x00b", "tab\there", 
 
 FRESH = object()  # _do's default: a new request id
 
-# A wallet topped up to int64 max while a stake of it is reserved cannot have that stake win: the
-# settling command is refused and the round cannot finish (the strict xfail test
-# test_hostile_input.test_a_round_settles_after_its_winner_was_topped_up_to_int64_max). The model
-# tops up only wallets with nothing reserved until that is fixed; then set this to True.
+# Top-ups also reach wallets with stakes reserved: a deposit leaves room for twice what is reserved
+# (what those stakes could still win), and a settlement is never refused for size
+# (test_hostile_input.test_a_round_settles_after_its_winner_was_topped_up_to_int64_max).
 TOP_UP_RESERVED_WALLETS = True
 
 # what the runs did, summed over every example (the coverage check at the end of each test)
