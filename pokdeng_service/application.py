@@ -186,6 +186,8 @@ class PokdengApp(Application[UUID]):
                 continue
             self._after_save(aggregates)
             events = tuple(_recorded_event(item) for item in pending)
+            if stream == "round" and events:
+                self._extend_view_events(target.id, events)
             return CommandResult(request_id=request_id, stream=stream, id=stream_id, events=events, replayed=False)
         raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
 
@@ -272,6 +274,17 @@ class PokdengApp(Application[UUID]):
                 while len(self._view_cache) > 1024:
                     self._view_cache.popitem(last=False)
         return known
+
+    def _extend_view_events(self, uuid: UUID, events: tuple[RecordedEvent, ...]) -> None:
+        """Add the events a command just saved to the round's view cache, when they follow on."""
+        with self._view_lock:
+            known = self._view_cache.get(uuid, ())
+            last = known[-1].position if known else 0
+            if events[0].position == last + 1:
+                self._view_cache[uuid] = known + events
+                self._view_cache.move_to_end(uuid)
+                while len(self._view_cache) > 1024:
+                    self._view_cache.popitem(last=False)
 
     # -- loading ---------------------------------------------------------------------------
 
