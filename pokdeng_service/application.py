@@ -290,7 +290,7 @@ class PokdengApp(Application[UUID]):
 
     def _get(self, uuid: UUID, cls: type[T], what: str, ident: str) -> T:
         try:
-            aggregate = self.repository.get(uuid, projector_func=_project)
+            aggregate = self.repository.get(uuid, projector_func=ag.project)
         except AggregateNotFoundError:
             raise NotFound(f"{what} {ident!r} not found", **{what: ident}) from None
         if not isinstance(aggregate, cls):
@@ -922,9 +922,6 @@ class PokdengApp(Application[UUID]):
         from . import audit
 
         return audit.export_bundle(self, round_id)
-
-
-_project = ag.project
 
 
 _STREAM_OF = {

@@ -30,7 +30,7 @@ class TurnClock:
         self.interval = interval
         self.now = now or (lambda: datetime.now(tz=UTC))
         self.position = 0
-        self.open_rounds: dict[str, datetime] = {}  # round id -> time of its last event
+        self.open_rounds: set[str] = set()  # rounds opened and not closed, as the log says
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._timeouts: dict[str, int] = {}  # table id -> seconds
@@ -44,9 +44,9 @@ class TurnClock:
             for item in batch:
                 if item.stream == "round":
                     if item.kind == "round_closed":
-                        self.open_rounds.pop(item.stream_id, None)
+                        self.open_rounds.discard(item.stream_id)
                     else:
-                        self.open_rounds[item.stream_id] = datetime.fromisoformat(item.timestamp)
+                        self.open_rounds.add(item.stream_id)
             self.position = batch[-1].position
 
     def tick(self) -> list[str]:
@@ -59,7 +59,7 @@ class TurnClock:
         self.follow()
         now = self.now()
         fired = []
-        for round_id in list(self.open_rounds):
+        for round_id in sorted(self.open_rounds):
             view = self.app.get_round(round_id, with_events=False)
             if view.phase not in WAITING_PHASES:
                 continue
