@@ -63,7 +63,7 @@ def verify_pass(app: PokdengApp, round_ids: Sequence[str]) -> tuple[float, int]:
 def stages_pass(app: PokdengApp, round_ids: Sequence[str]) -> dict[str, float]:
     """Seconds spent in each part of a verification, done part by part (what verify_round does, in order)."""
     from pokdeng_service import audit
-    from pokdeng_service.application import _recorded_event
+    from pokdeng_service.facts import fact_of
 
     spent: dict[str, float] = {}
     clock = time.perf_counter
@@ -78,8 +78,8 @@ def stages_pass(app: PokdengApp, round_ids: Sequence[str]) -> dict[str, float]:
         t = clock()
         items = list(app.events.get(ag.round_uuid(round_id)))
         t = lap("read (events.get)", t)
-        events = [_recorded_event(i) for i in items]
-        t = lap("recorded events", t)
+        events = [fact_of(i) for i in items]
+        t = lap("facts", t)
         last = audit.check_chain(verdict, round_id, events)
         t = lap("hash chain", t)
         opened = next(e for e in events if e.kind == "round_opened")

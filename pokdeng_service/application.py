@@ -40,6 +40,7 @@ from . import aggregates as ag
 from . import merkle
 from .aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
 from .errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
+from .facts import fact_of, payload_of
 from .vault import SeedVault, fresh_seed
 from .views import (
     BetView,
@@ -118,6 +119,10 @@ class PokdengApp(Application[UUID]):
         self._names: dict[UUID, str] = {}
         self._view_cache: OrderedDict[UUID, tuple[RecordedEvent, ...]] = OrderedDict()
         self._view_lock = threading.Lock()
+        # Per table, how far past position 2n + 2 round n's round_finished was last found
+        # (seatings and bids push it on): where audits look first. Only a hint: what is
+        # found there is checked, and the search falls back to walking the stream.
+        self.audit_hints: dict[str, int] = {}
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
         """``Application.save`` (eventsourcing 9.5.6), collecting our aggregates' events without the
@@ -934,23 +939,15 @@ _STREAM_OF = {
 
 
 def _recorded_event(item: Any) -> RecordedEvent:
-    kind = getattr(item, "kind", None) or type(item).__name__
-    data = getattr(item, "data", None)
-    if data is None:
-        data = _plain_fields(item)
+    fact = fact_of(item)
     return RecordedEvent(
-        position=item.originator_version,
-        kind=kind,
-        data=data,
-        command_id=getattr(item, "command_id", ""),
-        timestamp=item.timestamp.isoformat(),
-        digest=getattr(item, "digest", ""),
+        position=fact.position,
+        kind=fact.kind,
+        data=fact.data,
+        command_id=fact.command_id,
+        timestamp=fact.timestamp,
+        digest=fact.digest,
     )
-
-
-def _plain_fields(item: Any) -> dict[str, Any]:
-    skip = {"originator_id", "originator_version", "timestamp", "originator_topic"}
-    return {k: v for k, v in item.__dict__.items() if k not in skip}
 
 
 def _notification(position: int, item: Any) -> Notification:
@@ -959,7 +956,7 @@ def _notification(position: int, item: Any) -> Notification:
     stream_id = getattr(item, "stream_id", "")
     data = getattr(item, "data", None)
     if data is None:
-        data = {k: v for k, v in _plain_fields(item).items() if k not in ("sealed", "nonce")}
+        data = {k: v for k, v in payload_of(item).items() if k not in ("sealed", "nonce")}
         key = {"round": "round_id", "table": "table_id", "wallet": "wallet_id", "seed": "round_id"}.get(stream, "")
         stream_id = str(data.get(key, "")) if key else ""
     if stream == "request":

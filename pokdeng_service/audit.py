@@ -18,6 +18,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+from eventsourcing.utils import get_topic
+
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
@@ -27,6 +30,7 @@ from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 
 from . import merkle
 from .codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
+from .facts import Fact, Recorded, fact_of
 from .views import RecordedEvent
 
 BUNDLE_FORMAT = "pokdeng-round-bundle"
@@ -81,17 +85,17 @@ class Verdict:
 # reading decisions back from the record
 
 
-def _facts(events: Iterable[RecordedEvent]) -> list[RecordedEvent]:
+def _facts(events: Iterable[Recorded]) -> list[Recorded]:
     return [e for e in events if e.kind in re.EVENT_BY_KIND]
 
 
-def _core(event: RecordedEvent) -> re.RoundEvent:
+def _core(event: Recorded) -> re.RoundEvent:
     return from_data(re.EVENT_BY_KIND[event.kind], event.data)
 
 
-def group_by_command(facts: Sequence[RecordedEvent]) -> list[list[RecordedEvent]]:
+def group_by_command(facts: Sequence[Recorded]) -> list[list[Recorded]]:
     """Consecutive events caused by one command."""
-    groups: list[list[RecordedEvent]] = []
+    groups: list[list[Recorded]] = []
     for event in facts:
         if groups and groups[-1][0].command_id == event.command_id:
             groups[-1].append(event)
@@ -100,10 +104,35 @@ def group_by_command(facts: Sequence[RecordedEvent]) -> list[list[RecordedEvent]
     return groups
 
 
-def decision_of(group: Sequence[RecordedEvent], state: RoundState) -> rc.RoundCommand:
-    """The command that caused ``group``, read from its first event (and the state before it)."""
-    first = _core(group[0])
+def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand:
+    """The command that caused ``group``, read from its first event (and the state before it).
+
+    Scalar fields are read from the stored payload as they are; events with arrays (the
+    opening, a selective reveal) are decoded into their core classes first."""
+    head = group[0]
+    kind, data = head.kind, head.data
     banker = state.banker_player
+    if kind == re.BetPlaced.kind:
+        return rc.PlaceBet(
+            data["seat"], data["player"], data["stake"], data["reserved"], data["banker_reserved"] if banker else None
+        )
+    if kind == re.CardDrawn.kind:
+        seat = data["seat"]
+        return rc.BankerDraw(banker) if seat == 0 else rc.Draw(seat, state.holder(seat) or "")
+    if kind == re.PlayerStood.kind:
+        seat = data["seat"]
+        return rc.BankerStay(banker) if seat == 0 else rc.Stay(seat, state.holder(seat) or "")
+    if kind == re.CardsDealt.kind:
+        return rc.Deal()
+    if kind == re.SideBetPlaced.kind:
+        return rc.PlaceSideBet(data["seat"], data["player"], data["reserved"])
+    if kind == re.SideBetsSettled.kind:
+        return rc.CloseSideBets()
+    if kind == re.TurnTimedOut.kind:
+        return rc.TimeOutTurn()
+    if kind == re.RoundVoided.kind:
+        return rc.VoidRound(data["reason"])
+    first = _core(head) if kind in re.EVENT_BY_KIND else None
     if isinstance(first, re.RoundOpened):
         shuffle = _core(group[1])
         assert isinstance(shuffle, re.ShuffleCommitted)
@@ -122,30 +151,12 @@ def decision_of(group: Sequence[RecordedEvent], state: RoundState) -> rc.RoundCo
             shuffle.nonce,
             shuffle.algorithm,
         )
-    if isinstance(first, re.BetPlaced):
-        return rc.PlaceBet(
-            first.seat, first.player, first.stake, first.reserved, first.banker_reserved if banker else None
-        )
-    if isinstance(first, re.CardsDealt):
-        return rc.Deal()
-    if isinstance(first, re.SideBetPlaced):
-        return rc.PlaceSideBet(first.seat, first.player, first.reserved)
-    if isinstance(first, re.SideBetsSettled):
-        return rc.CloseSideBets()
-    if isinstance(first, re.TurnTimedOut):
-        return rc.TimeOutTurn()
-    if isinstance(first, re.CardDrawn):
-        return rc.BankerDraw(banker) if first.seat == 0 else rc.Draw(first.seat, state.holder(first.seat) or "")
-    if isinstance(first, re.PlayerStood):
-        return rc.BankerStay(banker) if first.seat == 0 else rc.Stay(first.seat, state.holder(first.seat) or "")
     if isinstance(first, re.HandsRevealed) and first.selective:
         return rc.BankerReveal(first.seats, banker)
-    if isinstance(first, re.RoundVoided):
-        return rc.VoidRound(first.reason)
-    raise ValueError(f"event {group[0].position} ({group[0].kind}) does not start a command")
+    raise ValueError(f"event {head.position} ({kind}) does not start a command")
 
 
-def decisions(events: Iterable[RecordedEvent]) -> list[rc.RoundCommand]:
+def decisions(events: Iterable[Recorded]) -> list[rc.RoundCommand]:
     """Every command of a recorded round, in order."""
     out = []
     state = RoundState()
@@ -156,7 +167,7 @@ def decisions(events: Iterable[RecordedEvent]) -> list[rc.RoundCommand]:
     return out
 
 
-def revealed_seed(events: Iterable[RecordedEvent]) -> bytes | None:
+def revealed_seed(events: Iterable[Recorded]) -> bytes | None:
     for event in events:
         if event.kind == re.SeedRevealed.kind:
             return bytes.fromhex(event.data["server_seed"])
@@ -167,7 +178,7 @@ def revealed_seed(events: Iterable[RecordedEvent]) -> bytes | None:
 # checks
 
 
-def check_chain(verdict: Verdict, stream: str, events: Sequence[RecordedEvent], first_position: int = 2) -> str:
+def check_chain(verdict: Verdict, stream: str, events: Sequence[Recorded], first_position: int = 2) -> str:
     """Recompute the hash chain; returns the last digest. Detects edited, deleted, inserted or reordered events."""
     previous = genesis_digest(stream)
     expected_position = first_position
@@ -188,7 +199,7 @@ def check_chain(verdict: Verdict, stream: str, events: Sequence[RecordedEvent], 
 
 
 def replay_events(
-    events: Sequence[RecordedEvent], server_seed: bytes | None = None
+    events: Sequence[Recorded], server_seed: bytes | None = None
 ) -> tuple[list[re.RoundEvent], RoundState]:
     """Decide the round again from its decisions and seed; returns the replayed events and final state."""
     seed = server_seed if server_seed is not None else revealed_seed(events)
@@ -205,7 +216,7 @@ def replay_events(
     return replayed, state
 
 
-def check_replay(verdict: Verdict, events: Sequence[RecordedEvent], server_seed: bytes | None = None) -> RoundState:
+def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: bytes | None = None) -> RoundState:
     facts = _facts(events)
     seed = server_seed if server_seed is not None else revealed_seed(events)
     if seed is None:
@@ -215,7 +226,7 @@ def check_replay(verdict: Verdict, events: Sequence[RecordedEvent], server_seed:
         verdict.add("commitment", commitment(seed) == committed, "SHA-256 of the server seed equals the commitment")
     try:
         replayed, state = replay_events(facts, seed)
-    except (DomainError, ValueError, AssertionError, KeyError) as error:
+    except (DomainError, ValueError, AssertionError, KeyError, TypeError) as error:
         verdict.add("replay", False, f"the recorded decisions cannot be replayed: {error}")
         return RoundState()
     for stored, again in zip(facts, replayed, strict=False):
@@ -237,9 +248,15 @@ def check_replay(verdict: Verdict, events: Sequence[RecordedEvent], server_seed:
 def _same_data(stored: dict[str, Any], event: re.RoundEvent) -> bool:
     """``stored == _json(to_data(event))``: the stored payload equals the event's as JSON gives it back.
 
-    A stored (JSON-decoded) payload that already equals ``to_data(event)`` equals its JSON form
-    too (JSON keeps str, int, float, bool, None, lists and str-keyed objects as they are), so
-    the JSON round trip is only needed when the plain comparison fails."""
+    Their JSON forms are compared first: orjson writes a core event's dataclass fields in
+    their order, as ``to_data`` holds them, and a stored payload keeps the order it was
+    written in. Only when those bytes differ (keys in another order, say) are the values
+    compared (a stored payload equal to ``to_data(event)`` equals its JSON form too)."""
+    try:
+        if orjson.dumps(stored) == orjson.dumps(event):
+            return True
+    except TypeError:
+        pass
     data = to_data(event)
     return stored == data or stored == _json(data)
 
@@ -249,7 +266,7 @@ def _json(value: Any) -> Any:
     return result
 
 
-def check_money(verdict: Verdict, events: Sequence[RecordedEvent]) -> dict[str, int]:
+def check_money(verdict: Verdict, events: Sequence[Recorded]) -> dict[str, int]:
     """The round's settlement balances: wallet nets + house + commission == 0. Returns each wallet's net."""
     settled = [e for e in events if e.kind == re.RoundSettled.kind]
     if not settled:
@@ -286,7 +303,7 @@ def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdic
     (a gap, an insertion or a reordering breaks it), and the replay rebuilds the state.
     """
     verdict = Verdict(f"round {round_id}")
-    events = list(app.round_events(round_id))
+    events = round_facts(app, round_id)
     last = check_chain(verdict, round_id, events)
     facts = _facts(events)
     opened = next((e for e in facts if e.kind == re.RoundOpened.kind), None)
@@ -315,36 +332,72 @@ def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdic
     return verdict
 
 
-def _table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> RecordedEvent | None:
+def round_facts(app: Any, round_id: str) -> list[Fact]:
+    """The round's stored events, read afresh from the store (a cached copy would hide an edit of the rows)."""
+    from .aggregates import round_uuid
+    from .application import _check_id
+    from .errors import NotFound
+
+    _check_id(round_id, "round_id")
+    facts = [fact_of(item) for item in app.events.get(round_uuid(round_id))]
+    if not facts:
+        raise NotFound(f"round {round_id!r} not found", round=round_id)
+    return facts
+
+
+def _table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Recorded | None:
     """The table's ``round_finished`` event of the round (the first, should there be several).
 
     A table's rounds run one after another, and each leaves a ``round_started`` and a
     ``round_finished`` in the table's stream after the table's creation and opening: round
-    ``n`` finishes at position ``2n + 2`` or later. The search starts there and reads forward
-    until it finds it, so that verifying a round does not read the table's whole history;
-    if nothing is found from there, the whole stream is searched from its start.
+    ``n`` finishes at position ``2n + 2`` or later. The search starts there and reads the
+    stored rows forward, a page at a time, decoding only those whose topic is the table's
+    ``RoundFinished``, so that verifying a round neither reads the table's whole history
+    nor decodes its other events. If nothing is found from there, the whole stream is
+    searched from its start.
     """
-    uuid = _table_uuid(table_id)
-    events = getattr(app, "events", None)
-    if events is not None and isinstance(round_no, int) and round_no > 0:
-        from .application import _recorded_event
+    from .aggregates import TableRecord
 
-        after = 2 * round_no + 1
-        page = 8
-        while True:
-            items = list(events.get(uuid, gt=after, limit=page))
-            for item in items:
-                if getattr(item, "kind", None) != "round_finished":
-                    continue  # (a stored class is never named round_finished: only facts have that kind)
-                event = _recorded_event(item)
-                if event.kind == "round_finished" and event.data["round_id"] == round_id:
-                    return event
-            if len(items) < page:
-                break
-            after = items[-1].originator_version
-            page = min(page * 4, 1000)
+    uuid = _table_uuid(table_id)
+    recorder = getattr(app, "recorder", None)
+    if recorder is not None and isinstance(round_no, int) and round_no > 0:
+        topic = _ROUND_FINISHED_TOPIC.get("topic")
+        if topic is None:
+            topic = _ROUND_FINISHED_TOPIC["topic"] = get_topic(TableRecord.RoundFinished)  # type: ignore[attr-defined]
+        base = 2 * round_no + 1  # round n's round_finished is after this position
+        hints: dict[str, int] | None = getattr(app, "audit_hints", None)
+        hint = hints.get(table_id) if hints is not None else None
+        starts = (base + hint, base) if hint else (base,)
+        for start, first_page in zip(starts, (2, 4), strict=False):
+            found = _walk_for_finish(app, recorder, uuid, topic, round_id, start, first_page, once=start != base)
+            if found is not None:
+                if hints is not None:
+                    hints[table_id] = found.position - base - 1
+                return found
     finished = [e for e in app._recorded(uuid) if e.kind == "round_finished" and e.data["round_id"] == round_id]
     return finished[0] if finished else None
+
+
+_ROUND_FINISHED_TOPIC: dict[str, str] = {}
+
+
+def _walk_for_finish(
+    app: Any, recorder: Any, uuid: Any, topic: str, round_id: str, after: int, page: int, once: bool
+) -> Fact | None:
+    """Read the table's rows after ``after`` a page at a time (only the first page if ``once``),
+    decoding only ``RoundFinished`` rows, until the round's is found or the stream ends."""
+    while True:
+        rows = recorder.select_events(uuid, gt=after, limit=page)
+        for row in rows:
+            if row.topic != topic:
+                continue
+            event = fact_of(app.mapper.to_domain_event(row))
+            if event.kind == "round_finished" and event.data["round_id"] == round_id:
+                return event
+        if once or len(rows) < page:
+            return None
+        after = rows[-1].originator_version
+        page = min(page * 4, 1000)
 
 
 def _wallet_settlement(app: Any, wallet_id: str, round_id: str) -> tuple[int, int] | None:
@@ -418,12 +471,23 @@ def export_bundle(app: Any, round_id: str) -> dict[str, Any]:
         "settlement": settled,
         "balances": balances,
         "times": {"opened": facts[0].timestamp, "closed": facts[-1].timestamp},
-        "events": [e.model_dump() for e in facts],
+        "events": [_event_dict(e) for e in facts],
         "chain": {"version": "pokdeng-chain-v1", "genesis": genesis_digest(round_id), "last": facts[-1].digest},
         "inclusion": app.inclusion_proof(round_id),
     }
     body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
     return body
+
+
+def _event_dict(event: Recorded) -> dict[str, Any]:
+    return {
+        "position": event.position,
+        "kind": event.kind,
+        "data": event.data,
+        "command_id": event.command_id,
+        "timestamp": event.timestamp,
+        "digest": event.digest,
+    }
 
 
 def _balance_after(app: Any, wallet_id: str, round_id: str) -> int | None:
