@@ -152,7 +152,7 @@ def attach_shoe(state: RoundState, server_seed: bytes) -> RoundState:
     if state.algorithm != SHUFFLE_ALGORITHM:
         raise DomainError(f"shuffle algorithm {state.algorithm!r} is not supported by this engine")
     cards = shuffled_deck(server_seed, state.client_seed, state.nonce, state.rules.decks)
-    return replace(state, shoe=Shoe(server_seed, cards))
+    return _with(state, {"shoe": Shoe(server_seed, cards)})
 
 
 def attach_stacked_shoe(state: RoundState, cards: Iterable[Card | str]) -> RoundState:
@@ -462,6 +462,12 @@ class _Run:
 
 def decide(state: RoundState, command: c.RoundCommand) -> tuple[e.RoundEvent, ...]:
     """The events ``command`` causes in ``state``; raises ``DomainError`` (and records nothing) if refused."""
+    return decide_and_fold(state, command)[0]
+
+
+def decide_and_fold(state: RoundState, command: c.RoundCommand) -> tuple[tuple[e.RoundEvent, ...], RoundState]:
+    """``decide``, and the state after folding its events (what ``replay(events, state)`` gives,
+    as decide computed it along the way)."""
     handler = _HANDLERS.get(type(command))
     if handler is None:
         raise InvalidCommand(f"not a round command: {type(command).__name__}")
@@ -469,7 +475,7 @@ def decide(state: RoundState, command: c.RoundCommand) -> tuple[e.RoundEvent, ..
     handler(run, command)
     global _folded
     _folded = run.trail
-    return tuple(run.events)
+    return tuple(run.events), run.state
 
 
 def _require_phase(state: RoundState, *phases: Phase, doing: str) -> None:

@@ -22,6 +22,7 @@ import hmac
 import struct
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from pokdeng_core.cards import Card, canonical_deck, format_cards
 
@@ -164,6 +165,23 @@ def uniform_below(n: int, next_word: Callable[[], int]) -> int:
             return word % n
 
 
+def _hmac_sha256_states(key: bytes) -> tuple[Any, Any]:
+    """HMAC-SHA256 (RFC 2104) as two SHA-256 states keyed once: ``H(K ^ ipad)`` and ``H(K ^ opad)``.
+
+    ``HMAC(K, m) = H((K ^ opad) || H((K ^ ipad) || m))`` with ``K`` the key padded with zeros
+    to SHA-256's 64-byte block (a longer key is hashed first). Copying the two states for
+    each block gives exactly ``hmac.digest(key, m, "sha256")`` (the tests check it) at about
+    half the cost of keying afresh every time."""
+    if len(key) > 64:
+        key = hashlib.sha256(key).digest()
+    padded = key.ljust(64, b"\x00")
+    return hashlib.sha256(padded.translate(_IPAD)), hashlib.sha256(padded.translate(_OPAD))
+
+
+_IPAD = bytes(b ^ 0x36 for b in range(256))  # byte translation tables: each byte XOR 0x36, XOR 0x5c
+_OPAD = bytes(b ^ 0x5C for b in range(256))
+
+
 class ShuffleStream:
     """The HMAC-SHA256 counter-mode word stream for one (server_seed, client_seed, nonce).
 
@@ -188,12 +206,22 @@ class ShuffleStream:
             raise ShuffleError(f"block must be between 0 and 2**32 - 1, got {index}")
         return hmac.digest(self._key, self._prefix + index.to_bytes(4, "big"), "sha256")
 
+    def word_blocks(self) -> Iterator[tuple[int, ...]]:
+        """The stream as blocks of eight 32-bit words, from block 0 on (a fresh iterator on every call)."""
+        inner, outer = _hmac_sha256_states(self._key)
+        prefix, unpack = self._prefix, _WORDS_PER_BLOCK.unpack
+        for index in range(_BLOCK_LIMIT):
+            mac = inner.copy()
+            mac.update(prefix + index.to_bytes(4, "big"))
+            final = outer.copy()
+            final.update(mac.digest())
+            yield unpack(final.digest())
+        raise ShuffleError("stream exhausted: the 4-byte block counter would overflow")
+
     def words(self) -> Iterator[int]:
         """The stream as 32-bit words, from block 0 on (a fresh iterator on every call)."""
-        key, prefix, unpack = self._key, self._prefix, _WORDS_PER_BLOCK.unpack
-        for index in range(_BLOCK_LIMIT):
-            yield from unpack(hmac.digest(key, prefix + index.to_bytes(4, "big"), "sha256"))
-        raise ShuffleError("stream exhausted: the 4-byte block counter would overflow")
+        for block in self.word_blocks():
+            yield from block
 
     def next_word(self) -> int:
         if self._source is None:
@@ -218,10 +246,32 @@ def _fisher_yates(size: int, next_word: Callable[[], int]) -> tuple[int, ...]:
     return tuple(order)
 
 
+def _fisher_yates_blocks(size: int, blocks: Iterator[tuple[int, ...]]) -> tuple[int, ...]:
+    """``_fisher_yates(size, next_word)`` over a stream given as blocks of words, with the
+    rejection inlined: the same draws in the same order, without a call per word."""
+    order = list(range(size))
+    words: tuple[int, ...] = ()
+    pos = 0
+    for i in range(size - 1, 0, -1):
+        n = i + 1
+        limit = _WORD_SPACE - _WORD_SPACE % n
+        while True:
+            if pos == len(words):
+                words = next(blocks)
+                pos = 0
+            word = words[pos]
+            pos += 1
+            if word < limit:
+                break
+        j = word % n
+        order[i], order[j] = order[j], order[i]
+    return tuple(order)
+
+
 def deck_order_indices(server_seed: bytes, client_seed: str, nonce: int, decks: int = 1) -> tuple[int, ...]:
     """The shuffled shoe as indices into ``canonical_deck(decks)``; element 0 is dealt first."""
-    words = ShuffleStream(server_seed, client_seed, nonce).words()
-    return _fisher_yates(52 * _check_decks(decks), words.__next__)
+    size = 52 * _check_decks(decks)
+    return _fisher_yates_blocks(size, ShuffleStream(server_seed, client_seed, nonce).word_blocks())
 
 
 def shuffled_deck(server_seed: bytes, client_seed: str, nonce: int, decks: int = 1) -> tuple[Card, ...]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,13 +24,13 @@ from eventsourcing.utils import get_topic
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
-from pokdeng_core.machine import RoundState, attach_shoe, decide, evolve
+from pokdeng_core.machine import RoundState, attach_shoe, decide_and_fold, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 
 from . import merkle
 from .codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
-from .facts import Fact, Recorded, fact_of
+from .facts import Fact, Recorded, fact_of, fact_of_row, facts_of_rows
 from .views import RecordedEvent
 
 BUNDLE_FORMAT = "pokdeng-round-bundle"
@@ -207,9 +207,7 @@ def replay_events(
     replayed: list[re.RoundEvent] = []
     for group in group_by_command(_facts(events)):
         command = decision_of(group, state)
-        produced = decide(state, command)
-        for event in produced:
-            state = evolve(state, event)
+        produced, state = decide_and_fold(state, command)
         replayed.extend(produced)
         if isinstance(command, rc.OpenRound) and seed is not None:
             state = attach_shoe(state, seed)
@@ -296,11 +294,22 @@ def check_money(verdict: Verdict, events: Sequence[Recorded]) -> dict[str, int]:
 # against a live application
 
 
-def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdict:
+def verify_rounds(app: Any, round_ids: Iterable[str], check_wallets: bool = False) -> Iterator[Verdict]:
+    """``verify_round`` for each round in turn, sharing one ``TablePins`` over the batch (what
+    ``pokdeng verify --all`` does): each table's stream is read forward a page at a time for
+    the pins of the rounds being verified, instead of once per round."""
+    pins = TablePins(app)
+    for round_id in round_ids:
+        yield verify_round(app, round_id, check_wallets=check_wallets, pins=pins)
+
+
+def verify_round(app: Any, round_id: str, check_wallets: bool = False, pins: TablePins | None = None) -> Verdict:
     """Chain, replay, money, and the round as the table (and, if asked, the wallets) recorded it.
 
     Everything comes from the round's stream, read once: the chain covers every position
     (a gap, an insertion or a reordering breaks it), and the replay rebuilds the state.
+    The table's pin of the round's last digest is read afresh too, unless ``pins`` (one
+    batch's reader, see ``verify_rounds``) read it ahead earlier in the batch.
     """
     verdict = Verdict(f"round {round_id}")
     events = round_facts(app, round_id)
@@ -318,7 +327,10 @@ def verify_round(app: Any, round_id: str, check_wallets: bool = False) -> Verdic
     nets = check_money(verdict, events)
     if closed:
         table_id = opened.data["table_id"]
-        finished = _table_finish(app, table_id, round_id, opened.data["round_no"])
+        if pins is None:
+            finished = _table_finish(app, table_id, round_id, opened.data["round_no"])
+        else:
+            finished = pins.find(table_id, round_id, opened.data["round_no"])
         pinned = finished is not None and finished.data.get("round_digest") == last
         verdict.add("table record", pinned, f"table {table_id} pins the round's last digest")
         if check_wallets:
@@ -339,7 +351,11 @@ def round_facts(app: Any, round_id: str) -> list[Fact]:
     from .errors import NotFound
 
     _check_id(round_id, "round_id")
-    facts = [fact_of(item) for item in app.events.get(round_uuid(round_id))]
+    recorder, mapper = getattr(app, "recorder", None), getattr(app, "mapper", None)
+    if recorder is not None and mapper is not None:
+        facts = facts_of_rows(mapper, recorder.select_events(round_uuid(round_id)))
+    else:
+        facts = [fact_of(item) for item in app.events.get(round_uuid(round_id))]
     if not facts:
         raise NotFound(f"round {round_id!r} not found", round=round_id)
     return facts
@@ -356,14 +372,10 @@ def _table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Reco
     nor decodes its other events. If nothing is found from there, the whole stream is
     searched from its start.
     """
-    from .aggregates import TableRecord
-
     uuid = _table_uuid(table_id)
     recorder = getattr(app, "recorder", None)
     if recorder is not None and isinstance(round_no, int) and round_no > 0:
-        topic = _ROUND_FINISHED_TOPIC.get("topic")
-        if topic is None:
-            topic = _ROUND_FINISHED_TOPIC["topic"] = get_topic(TableRecord.RoundFinished)  # type: ignore[attr-defined]
+        topic = _round_finished_topic()
         base = 2 * round_no + 1  # round n's round_finished is after this position
         hints: dict[str, int] | None = getattr(app, "audit_hints", None)
         hint = hints.get(table_id) if hints is not None else None
@@ -391,13 +403,80 @@ def _walk_for_finish(
         for row in rows:
             if row.topic != topic:
                 continue
-            event = fact_of(app.mapper.to_domain_event(row))
+            event = fact_of_row(app.mapper, row)
             if event.kind == "round_finished" and event.data["round_id"] == round_id:
                 return event
         if once or len(rows) < page:
             return None
         after = rows[-1].originator_version
         page = min(page * 4, 1000)
+
+
+class TablePins:
+    """The tables' ``round_finished`` pins for one batch of verifications, read ahead.
+
+    Finding a round's pin reads the table's stream forward from where the batch last read
+    it (or from where the round's pin is likely to be), ``PAGE`` rows at a time, decoding
+    only ``RoundFinished`` rows; the pins of other rounds passed on the way are kept for
+    when their rounds come up (at most ``KEEP``). A pin not found within ``PAGES`` pages is
+    searched for as ``verify_round`` does on its own (``_table_finish``). Pins read ahead are
+    as the store held them when read: one batch is one reading of the record.
+    """
+
+    PAGE = 64
+    PAGES = 4
+    KEEP = 10_000
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.ahead: dict[str, Recorded] = {}
+        self.read_to: dict[str, int] = {}
+
+    def find(self, table_id: str, round_id: str, round_no: int) -> Recorded | None:
+        pin = self.ahead.pop(round_id, None)
+        if pin is not None:
+            return pin
+        recorder = getattr(self.app, "recorder", None)
+        if recorder is not None and isinstance(round_no, int) and round_no > 0:
+            found = self._read_ahead(recorder, table_id, round_id, round_no)
+            if found is not None:
+                return found
+        return _table_finish(self.app, table_id, round_id, round_no)
+
+    def _read_ahead(self, recorder: Any, table_id: str, round_id: str, round_no: int) -> Recorded | None:
+        base = 2 * round_no + 1
+        after = self.read_to.get(table_id)
+        if after is None:
+            hints: dict[str, int] = getattr(self.app, "audit_hints", None) or {}
+            after = base + max(hints.get(table_id, 0), 0)
+        uuid, topic, found = _table_uuid(table_id), _round_finished_topic(), None
+        for _ in range(self.PAGES):
+            rows = recorder.select_events(uuid, gt=after, limit=self.PAGE)
+            for row in rows:
+                if row.topic != topic:
+                    continue
+                pin = fact_of_row(self.app.mapper, row)
+                if pin.kind != "round_finished":
+                    continue
+                if pin.data.get("round_id") == round_id:
+                    found = found or pin  # the first, should there be several
+                elif len(self.ahead) < self.KEEP:
+                    self.ahead.setdefault(pin.data.get("round_id", ""), pin)
+            if rows:
+                after = rows[-1].originator_version
+                self.read_to[table_id] = after
+            if found is not None or len(rows) < self.PAGE:
+                break
+        return found
+
+
+def _round_finished_topic() -> str:
+    from .aggregates import TableRecord
+
+    topic = _ROUND_FINISHED_TOPIC.get("topic")
+    if topic is None:
+        topic = _ROUND_FINISHED_TOPIC["topic"] = get_topic(TableRecord.RoundFinished)  # type: ignore[attr-defined]
+    return topic
 
 
 def _wallet_settlement(app: Any, wallet_id: str, round_id: str) -> tuple[int, int] | None:

@@ -105,8 +105,11 @@ def cmd_verify(args: argparse.Namespace) -> int:
         print("nothing to verify: name a ROUND, --all or --bundle FILE", file=sys.stderr)
         return EXIT_USAGE
     failed = 0
+    pins: dict[int, audit.TablePins] = {}  # one reader per partition, shared over the run
     for round_id in rounds:
-        verdict = app.verify_round(round_id)
+        part = app.app_for(round_id, "round") if hasattr(app, "app_for") else app
+        reader = pins.setdefault(id(part), audit.TablePins(part))
+        verdict = audit.verify_round(part, round_id, check_wallets=True, pins=reader)
         if not verdict.ok or not args.quiet:
             print(verdict.render())
         failed += not verdict.ok

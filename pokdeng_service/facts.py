@@ -7,7 +7,11 @@ API replies; both satisfy ``Recorded``, which is what the audit checks take.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
+
+import orjson
+from eventsourcing.persistence import JSONTranscoder, Mapper
 
 # The library's envelope of a stored event, not part of its payload.
 _ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
@@ -60,3 +64,51 @@ def fact_of(item: Any) -> Fact:
 def payload_of(item: Any) -> dict[str, Any]:
     """A stored event's own attributes, without the library's envelope."""
     return {k: v for k, v in item.__dict__.items() if k not in _ENVELOPE}
+
+
+def facts_of_rows(mapper: Mapper[Any], rows: Iterable[Any]) -> list[Fact]:
+    """Stored rows (``recorder.select_events``) as ``Fact`` records, decoded straight from their JSON.
+
+    With the library's JSON transcoder and neither compression nor encryption (the
+    default), a row's state is the JSON of the event's attributes, times written as
+    ``{"_type_": "datetime_iso", "_data_": ISO text}``; orjson reads that several times
+    faster than the library's decoder, which calls back into Python for every object.
+    The time is kept as the ISO text stored (the same text ``datetime.isoformat`` gives
+    back for anything this service wrote). Any row not in that form (another transcoder, a
+    cipher, a compressor, an older class version to upcast, an unexpected time) is decoded
+    by the library's mapper instead, so both ways give the same ``Fact``.
+    """
+    plain = type(mapper.transcoder) is JSONTranscoder and mapper.cipher is None and mapper.compressor is None
+    out: list[Fact] = []
+    for row in rows:
+        fact = _plain_fact(row) if plain else None
+        out.append(fact if fact is not None else fact_of(mapper.to_domain_event(row)))
+    return out
+
+
+def _plain_fact(row: Any) -> Fact | None:
+    """A row's ``Fact`` from its JSON, or None if the row is not in the plain form."""
+    try:
+        state = orjson.loads(row.state)
+        stamp = state["timestamp"]
+        text = stamp["_data_"]
+        kind = state.get("kind")
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return None
+    if len(stamp) != 2 or stamp["_type_"] != "datetime_iso" or type(text) is not str or "class_version" in state:
+        return None
+    if kind is None:  # a stream's creation or another plain event: named after its class
+        name = row.topic.rpartition(":")[2].rpartition(".")[2]
+        payload = {k: v for k, v in state.items() if k not in _ENVELOPE}
+        if any(type(v) is dict and "_type_" in v for v in payload.values()):
+            return None  # a transcoded value: the library knows its type
+        return Fact(row.originator_version, name, payload, "", text, "")
+    data, command_id, digest = state.get("data"), state.get("command_id"), state.get("digest")
+    if type(kind) is not str or type(data) is not dict or type(command_id) is not str or type(digest) is not str:
+        return None
+    return Fact(row.originator_version, kind, data, command_id, text, digest)
+
+
+def fact_of_row(mapper: Mapper[Any], row: Any) -> Fact:
+    """One stored row as a ``Fact`` (``facts_of_rows`` for a single row)."""
+    return facts_of_rows(mapper, (row,))[0]

@@ -33,7 +33,7 @@ def test_canonical_json_is_the_standard_librarys_sorted_compact_form(value: obje
 def test_canonical_json_edges() -> None:
     for value in [
         {"b": 1, "a": [2**63 - 1, -(2**63), 2**64 - 1, 2**64, -(2**64) - 1]},
-        {"é": "\u2028\x7f\x00\x1f\"\\", "A": True, "a": None},
+        {"é": '\u2028\x7f\x00\x1f"\\', "A": True, "a": None},
         {"": {"z": [], "y": {}}},
     ]:
         assert canonical_json(value) == STDLIB.encode(value)
@@ -46,7 +46,13 @@ def test_chain_digest_is_documented_form() -> None:
     previous = "ab" * 32
     data = {"seat": 1, "cards": ["AS", "10H"], "player": "ณัฐ"}
     body = STDLIB.encode(
-        {"kind": "cards_dealt", "data": data, "position": 7, "command_id": "c-1", "timestamp": "2026-11-29T00:00:00+00:00"}
+        {
+            "kind": "cards_dealt",
+            "data": data,
+            "position": 7,
+            "command_id": "c-1",
+            "timestamp": "2026-11-29T00:00:00+00:00",
+        }
     )
     expected = hashlib.sha256(f"{previous}\x00{body}".encode()).hexdigest()
     assert chain_digest(previous, "cards_dealt", data, 7, "c-1", "2026-11-29T00:00:00+00:00") == expected
