@@ -223,6 +223,28 @@ def _edit_net_and_digest(rows: Rows) -> None:
     rows.write(version, state)
 
 
+def _retime_and_rewrite_chain(rows: Rows) -> None:
+    """A forger who moves an event's time and recomputes every digest after it: the round's
+    own chain and replay hold (times are not replayed); only the table's pin catches it."""
+    from pokdeng_service.codec import chain_digest
+
+    def stamp(state: dict[str, Any]) -> str:
+        timestamp = state["timestamp"]
+        return str(timestamp["_data_"] if isinstance(timestamp, dict) else timestamp)
+
+    records = rows.read()
+    index = next(i for i, (_v, t, _s) in enumerate(records) if t.endswith("BetPlaced"))
+    previous = records[index - 1][2]["digest"]
+    for number, (version, _topic, state) in enumerate(records[index:]):
+        if number == 0:
+            state["timestamp"]["_data_"] = "2020-01-01T00:00:00+00:00"
+        state["digest"] = chain_digest(
+            previous, state["kind"], state["data"], version, state["command_id"], stamp(state)
+        )
+        previous = state["digest"]
+        rows.write(version, state)
+
+
 def _delete_middle(rows: Rows) -> None:
     rows.delete(_bet_version(rows))
 
@@ -247,6 +269,7 @@ def _reorder(rows: Rows) -> None:
 TAMPERING: dict[str, Callable[[Rows], None]] = {
     "edited": _edit_stake,
     "edited_with_own_digest": _edit_net_and_digest,
+    "retimed_chain_rewritten": _retime_and_rewrite_chain,
     "deleted": _delete_middle,
     "deleted_tail": _delete_last,
     "inserted": _insert_duplicate,
@@ -267,6 +290,26 @@ def test_direct_row_tampering_is_detected(
     verdict = fresh.verify_round(round_id)
     assert not verdict.ok, verdict.render()
     assert verdict.first_difference
+    if kind == "retimed_chain_rewritten":
+        assert [c.name for c in verdict.checks if not c.ok] == ["table record"], verdict.render()
+
+
+@pytest.mark.parametrize("kind", ["edited", "retimed_chain_rewritten", "deleted_tail"])
+def test_batch_verification_finds_the_one_tampered_round(
+    make_app: Callable[..., PokdengApp], app_env: dict[str, str], kind: str
+) -> None:
+    """``verify_rounds`` (what ``pokdeng verify --all`` runs) reads table pins ahead over the
+    batch: it still fails exactly the tampered round, whatever the order of the rounds."""
+    app = make_app()
+    d = play.Driver(app, chooser=play.Chooser(random.Random(8)))
+    rounds = _play_rounds(d, "classic", 5, table="batch-a") + _play_rounds(d, "kingmaker", 5, table="batch-b")
+    victim = rounds[6]
+    TAMPERING[kind](Rows(app_env, victim))
+    for order in (rounds, list(reversed(rounds)), random.Random(kind).sample(rounds, len(rounds))):
+        fresh = make_app(AGGREGATE_CACHE_MAXSIZE="0")
+        verdicts = dict(zip(order, audit.verify_rounds(fresh, order), strict=True))
+        failed = [r for r, v in verdicts.items() if not v.ok]
+        assert failed == [victim], {r: verdicts[r].render() for r in failed}
 
 
 # --- bundles -----------------------------------------------------------------------------------
