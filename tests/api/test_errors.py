@@ -243,3 +243,41 @@ def test_a_call_whose_deadline_passed_is_not_started(faulty: Callable[..., Serve
         assert future.exception() is not None
     time.sleep(0.2)
     assert "late" not in calls
+
+
+def test_a_timeout_for_a_turn_already_played_is_refused(local: Served, ops: Api) -> None:
+    """TimeOutTurn with ``expected_version`` (what a turn clock sends) acts only on the turn
+    it was armed for: once that turn is played the round has moved on, and a late timeout is
+    refused instead of landing on the next player's turn."""
+    open_wallets(ops, ["alice", "bob"])
+    open_table(ops, "clock", pb.PROFILE_CLASSIC, seats=2)
+    seat(local.api("alice"), "clock", "alice", 1)
+    seat(local.api("bob"), "clock", "bob", 2)
+    for attempt in range(40):  # a deal where alice must choose (no pok, no automatic draw)
+        round_id = start_round(ops, "clock", f"clock-{attempt}").round_id
+        local.api("alice").cmd(
+            "Tables", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=100)
+        )
+        local.api("bob").cmd(
+            "Tables", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=2, player="bob", stake=100)
+        )
+        dealt = ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id)).round
+        if dealt.phase == pb.ROUND_PHASE_PLAYER_TURNS and dealt.turn == 1:
+            break
+        if dealt.phase != pb.ROUND_PHASE_CLOSED:
+            ops.cmd("Tables", "VoidRound", pb.VoidRoundRequest(round_id=round_id, reason="not this deal"))
+    else:
+        pytest.fail("forty deals without alice to choose")
+    armed = dealt.version
+    local.api("alice").cmd("Tables", "Stay", pb.StayRequest(round_id=round_id, seat=1, player="alice"))
+    late = pb.TimeOutTurnRequest(request_id="late", round_id=round_id, expected_version=armed)
+    details = refused(local, lambda: ops.get("Tables", "TimeOutTurn", late))
+    assert details.code == Code.FAILED_PRECONDITION and details.reason == "WRONG_PHASE"
+    assert "moved on" in details.message
+    now = ops.round(round_id)
+    bad = pb.TimeOutTurnRequest(request_id="bad", round_id=round_id, expected_version=0)
+    details = refused(local, lambda: ops.get("Tables", "TimeOutTurn", bad))
+    assert details.code == Code.INVALID_ARGUMENT and [v.field for v in details.field_violations] == ["expected_version"]
+    if now.phase == pb.ROUND_PHASE_PLAYER_TURNS:  # bob's turn: a timeout armed for it applies
+        timed = ops.cmd("Tables", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id, expected_version=now.version))
+        assert any(e.kind == "turn_timed_out" for e in timed.events)

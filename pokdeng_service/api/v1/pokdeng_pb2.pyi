@@ -1282,21 +1282,31 @@ class TimeOutTurnRequest(_message.Message):
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     ROUND_ID_FIELD_NUMBER: _builtins.int
+    EXPECTED_VERSION_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """Idempotency key, 1 to 128 characters."""
     round_id: _builtins.str
     """The round."""
+    expected_version: _builtins.int
+    """Time out only if the round is still at this version (RoundView.version, the round when
+    the turn began). A turn clock should always send it: once the turn has been played the
+    round has moved on, and the timeout is refused (FAILED_PRECONDITION, reason
+    WRONG_PHASE) instead of landing on the next turn. Absent: whoever is to act now.
+    """
     def __init__(
         self,
         *,
         request_id: _builtins.str = ...,
         round_id: _builtins.str = ...,
+        expected_version: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_expected_version", b"_expected_version", "expected_version", b"expected_version"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["request_id", b"request_id", "round_id", b"round_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_expected_version", b"_expected_version", "expected_version", b"expected_version", "request_id", b"request_id", "round_id", b"round_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__expected_version: _TypeAlias = _typing.Literal["expected_version"]  # noqa: Y015
+    _WhichOneofArgType__expected_version: _TypeAlias = _typing.Literal["_expected_version", b"_expected_version"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__expected_version) -> _WhichOneofReturnType__expected_version | None: ...
 
 Global___TimeOutTurnRequest: _TypeAlias = TimeOutTurnRequest  # noqa: Y015
 
