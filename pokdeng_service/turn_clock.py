@@ -6,6 +6,11 @@ kingmaker side-bet window) for longer than the table's ``turn_timeout``, it issu
 ``TimeOutTurn`` with the request id ``timeout:<round id>:<round version>``. Several
 service replicas may run clocks on one store: they issue the same request id, so the
 idempotent command pipeline lets exactly one of them act.
+
+A player-banker that disconnected during the round (``banker_disconnected`` on the
+table's stream) is waited for only its profile's reconnection window (room: 5 seconds,
+RULES.md), counted from the later of the disconnection and the start of its turn; after
+that its turn is played by the timeout rule like anyone's.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from typing import Any
 
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import Phase
+from pokdeng_core.profiles import get_profile
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +40,8 @@ class TurnClock:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._timeouts: dict[str, int] = {}  # table id -> seconds
+        self._reconnects: dict[str, int | None] = {}  # table id -> a disconnected banker's window, seconds
+        self.disconnected: dict[str, datetime] = {}  # table id -> when its banker disconnected this round
 
     def follow(self) -> None:
         """Read new notifications: rounds that opened, moved or closed."""
@@ -47,6 +55,11 @@ class TurnClock:
                         self.open_rounds.discard(item.stream_id)
                     else:
                         self.open_rounds.add(item.stream_id)
+                elif item.stream == "table":
+                    if item.kind == "banker_disconnected":
+                        self.disconnected[item.stream_id] = datetime.fromisoformat(item.timestamp)
+                    elif item.kind in ("banker_role_ended", "banker_assigned", "round_finished"):
+                        self.disconnected.pop(item.stream_id, None)
             self.position = batch[-1].position
 
     def tick(self) -> list[str]:
@@ -64,7 +77,7 @@ class TurnClock:
             if view.phase not in WAITING_PHASES:
                 continue
             moved = self.app.round_moved_at(round_id, view.version)
-            if moved is None or (now - moved).total_seconds() < self._timeout(view.table_id):
+            if moved is None or not self._due(view.table_id, view.phase, moved, now):
                 continue
             try:
                 self.app.time_out_turn(f"timeout:{round_id}:{view.version}", round_id, view.version)
@@ -72,6 +85,25 @@ class TurnClock:
             except DomainError as error:  # another replica acted first, or the round moved on
                 log.debug("timeout of %s skipped: %s", round_id, error)
         return fired
+
+    def _due(self, table_id: str, phase: str, moved: datetime, now: datetime) -> bool:
+        """Whether the hand to act has waited long enough: the table's turn timeout, or a
+        disconnected banker's reconnection window (from the later of its disconnection and
+        the start of its turn)."""
+        if (now - moved).total_seconds() >= self._timeout(table_id):
+            return True
+        gone = self.disconnected.get(table_id)
+        if gone is None or phase != Phase.BANKER_TURN.value:
+            return False
+        window = self._reconnect(table_id)
+        return window is not None and (now - max(moved, gone)).total_seconds() >= window
+
+    def _reconnect(self, table_id: str) -> int | None:
+        if table_id not in self._reconnects:
+            table = self.app.get_table(table_id)
+            rule = get_profile(table.profile, table.profile_version).banker_bid
+            self._reconnects[table_id] = None if rule is None else rule.reconnect_seconds
+        return self._reconnects[table_id]
 
     def _timeout(self, table_id: str) -> int:
         seconds = self._timeouts.get(table_id)

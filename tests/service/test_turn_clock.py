@@ -42,3 +42,48 @@ def test_the_clock_times_out_a_waiting_turn_once(app: PokdengApp, driver: play.D
     assert kinds.count("turn_timed_out") == rounds_timed_out >= 1
     assert kinds[-1] == "round_closed"
     assert replica.tick() == [] and round_id not in replica.open_rounds
+
+
+def test_a_disconnected_room_banker_is_waited_for_five_seconds_not_the_table_timeout(
+    app: PokdengApp, driver: play.Driver
+) -> None:
+    """RULES (room): a banker that disconnects mid-round has 5 seconds to return, then its
+    turn is played automatically. The table's turn timeout (30 s) still applies to everyone
+    else, and to a banker that is connected."""
+    play.open_wallets(driver, ["bk", "x", "y"], 10_000_000)
+    play.open_table(driver, "rc", "room", [(1, "bk"), (2, "x"), (3, "y")], max_stake=1000)
+    for attempt in range(40):  # the cards decide whether the banker gets a choice
+        if app.get_table("rc").banker is None:
+            table = app.get_table("rc")
+            if all(s.player != "bk" for s in table.seats):
+                taken = {s.seat for s in table.seats}
+                driver.call("take_seat", "rc", "bk", min(set(range(1, table.seat_count + 1)) - taken))
+            play.hold_banker_bid(driver, "rc", [("bk", 10)])
+        round_id = play.start_round(driver, "rc", f"rc-{attempt}")
+        play.seat_bets(driver, round_id, 200)
+        if play.drive_until(driver, round_id, Phase.BANKER_TURN):
+            break
+    else:
+        raise AssertionError("forty room rounds without the banker to choose")
+    version = app.get_round(round_id, with_events=False).version
+    moved = app.round_moved_at(round_id, version)
+    assert moved is not None
+
+    def clock_at(seconds: float) -> TurnClock:
+        return TurnClock(app, now=lambda: moved + timedelta(seconds=seconds))
+
+    assert clock_at(6).tick() == []  # connected: the table's 30 s apply
+    driver.call("disconnect_banker", "rc", "bk")
+    gone = next(
+        datetime.fromisoformat(n.timestamp)
+        for n in reversed(app.read_notifications(0, 10_000))
+        if n.stream == "table" and n.kind == "banker_disconnected"
+    )
+    since = (gone - moved).total_seconds()
+    assert clock_at(since + 4.5).tick() == []  # disconnected 4.5 s ago: it may still return
+    assert clock_at(since + 5.5).tick() == [round_id]  # 5 s passed: the automatic action
+    events = app.round_events(round_id)
+    timed = [e for e in events if e.kind == "turn_timed_out"]
+    assert timed and timed[-1].data["seat"] == 0
+    play.drive_round(driver, round_id)
+    assert app.get_table("rc").banker is None  # the role ended with the round
