@@ -44,8 +44,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
     from .grpc_server import serve
-    from .partitions import PartitionedPokdeng
-    from .readmodels import ReadModels
+    from .partitions import PartitionedPokdeng, PartitionedReadModels
     from .turn_clock import TurnClock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -54,8 +53,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     clocks = [TurnClock(app) for app in service.apps]
     for clock in clocks:
         clock.start()
-    read_models = ReadModels(config.env(0))
-    read_models.run_in_background(service.apps[0])
+    read_models = PartitionedReadModels(service, config)  # every partition's rounds can be recalled
+    read_models.run_in_background()
     target = service.apps[0] if len(service.apps) == 1 else service
     address = f"{args.host}:{args.port}"
     print(f"pokdeng: serving {config.describe()} on {address}", flush=True)

@@ -146,6 +146,39 @@ class PartitionedPokdeng:
                 app.close()
 
 
+class PartitionedReadModels:
+    """One ``readmodels.ReadModels`` per partition, each following its own store; recall is
+    routed like the commands (a table's rounds by the table's shard, a player's by its
+    wallet's). With neither named, every partition's last rounds are merged by closing time."""
+
+    def __init__(self, service: PartitionedPokdeng, config: StoreConfig) -> None:
+        from .readmodels import ReadModels
+
+        self.service = service
+        self.models = [ReadModels(config.env(k)) for k in range(len(service.apps))]
+
+    def run_in_background(self) -> None:
+        for models, app in zip(self.models, self.service.apps, strict=True):
+            models.run_in_background(app)
+
+    def catch_up(self) -> int:
+        return sum(models.catch_up(app) for models, app in zip(self.models, self.service.apps, strict=True))
+
+    def stop(self) -> None:
+        for models in self.models:
+            with contextlib.suppress(Exception):
+                models.stop()
+
+    def last_rounds(self, table_id: str | None = None, player: str | None = None, limit: int = 10) -> Any:
+        if table_id is not None:
+            return self.models[self.service.partition(table_id, "table")].last_rounds(table_id, player, limit)
+        if player is not None:
+            return self.models[self.service.partition(player, "wallet")].last_rounds(table_id, player, limit)
+        merged = [summary for models in self.models for summary in models.last_rounds(None, None, limit)]
+        merged.sort(key=lambda summary: (summary.closed_at, summary.round_id))
+        return tuple(merged[-limit:])
+
+
 def _ensure_schema(env: dict[str, str]) -> None:
     import psycopg
 

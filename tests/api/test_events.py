@@ -144,3 +144,40 @@ def test_each_partition_has_its_own_feed(tmp_path: Path, start_server: StartServ
         served.stop()
     finally:
         service.close()
+
+
+def test_recall_reaches_every_partition(tmp_path: Path, start_server: StartServer) -> None:
+    """`pokdeng serve --partitions 2` keeps read models for each store: ListRecentRounds finds a
+    table's and a player's rounds in whichever partition their shard puts them."""
+    from pokdeng_service.config import StoreConfig
+    from pokdeng_service.partitions import PartitionedPokdeng, PartitionedReadModels
+
+    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "r.sqlite"), partitions=2, vault_key="c4" * 32)
+    service = PartitionedPokdeng.open(config)
+    models = PartitionedReadModels(service, config)
+    try:
+        served = start_server(service, read_models=models)
+        ops = served.api("operator")
+        played: dict[str, list[str]] = {}
+        for table, player in (("asia/t", "asia/alice"), ("t0", "alice")):
+            assert service.partition(table) == service.partition(player, "wallet")
+            open_wallets(ops, [player])
+            open_table(ops, table, pb.PROFILE_ANTE, min_stake=100, max_stake=1000, seats=0)
+            for _ in range(3):
+                round_id = start_round(ops, table).round_id
+                bet(ops, round_id, 1, player, 200)
+                ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+                played.setdefault(table, []).append(round_id)
+                played.setdefault(player, []).append(round_id)
+        assert {service.partition("asia/t"), service.partition("t0")} == {0, 1}
+        models.catch_up()
+        for table, player in (("asia/t", "asia/alice"), ("t0", "alice")):
+            for fields in ({"table_id": table}, {"player": player}):
+                listed = ops.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(**fields))  # type: ignore[arg-type]
+                assert [r.round_id for r in listed.rounds] == list(reversed(played[table])), fields
+        everyone = ops.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(limit=100)).rounds
+        assert {r.round_id for r in everyone} == set(played["asia/t"]) | set(played["t0"])
+        served.stop()
+    finally:
+        models.stop()
+        service.close()
