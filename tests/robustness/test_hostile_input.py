@@ -201,7 +201,7 @@ BASE: dict[str, dict[str, Any]] = {
     "BankerReveal": {"round_id": "c1#2", "seats": [1], "player": ""},
     "BankerDraw": {"round_id": "c1#2", "player": ""},
     "BankerStay": {"round_id": "c1#2", "player": ""},
-    "TimeOutTurn": {"round_id": "c1#2"},
+    "TimeOutTurn": {"round_id": "c1#2", "expected_version": 1},
     "VoidRound": {"round_id": "c1#2", "reason": "hostile"},
 }
 OPTIONAL_TEXT = {("BankerReveal", "player"), ("BankerDraw", "player"), ("BankerStay", "player")}
@@ -240,6 +240,8 @@ def _bad_values(method: str, name: str, value: Any) -> list[tuple[str, Any, froz
         out += [("0", 0, INVALID), ("-1", -1, INVALID), ("int64 min", INT64_MIN, INVALID)]
         out.append(("int64 max", INT64_MAX, INVALID if name != "amount" or method == "Deposit" else UNFIT))
         return out
+    if name == "expected_version":  # (1 is long past for the round: a stale timeout is refused)
+        return [("0", 0, INVALID), ("-1", -1, INVALID), ("int64 min", INT64_MIN, INVALID), ("stale", 1, UNFIT)]
     if name == "max_stake":
         return [("0", 0, INVALID), ("-1", -1, INVALID), ("int64 min", INT64_MIN, INVALID), ("below min", 99, INVALID)]
     if name == "profile":
