@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import orjson
@@ -25,7 +25,7 @@ from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import RoundState, attach_shoe, decide_and_fold, evolve
-from pokdeng_core.profiles import ENGINE_VERSION, get_profile
+from pokdeng_core.profiles import get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 
 from . import merkle
@@ -228,6 +228,8 @@ def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: byte
         verdict.add("replay", False, f"the recorded decisions cannot be replayed: {error}")
         return RoundState()
     for stored, again in zip(facts, replayed, strict=False):
+        if isinstance(again, re.RoundOpened) and stored.kind == again.kind:
+            again = _as_recorded_engine(verdict, stored, again)
         if stored.kind != again.kind or not _same_data(stored.data, again):
             verdict.add(
                 "replay",
@@ -241,6 +243,23 @@ def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: byte
         return state
     verdict.add("replay", True, f"{len(replayed)} events replayed identically")
     return state
+
+
+def _as_recorded_engine(verdict: Verdict, stored: Recorded, again: re.RoundOpened) -> re.RoundOpened:
+    """A round recorded by another engine version is replayed by this one, under the profile
+    version it was played with (rules change only with a new profile version): the opening
+    names the engine that decided it, which this engine cannot be. The verdict says so, and
+    every other field and event must still match."""
+    recorded = stored.data.get("engine_version")
+    if not isinstance(recorded, str) or recorded == again.engine_version:
+        return again
+    verdict.add(
+        "engine",
+        True,
+        f"recorded by engine {recorded}, replayed by engine {again.engine_version} "
+        f"under {again.profile_name} v{again.profile_version}",
+    )
+    return replace(again, engine_version=recorded)
 
 
 def _same_data(stored: dict[str, Any], event: re.RoundEvent) -> bool:
@@ -535,7 +554,7 @@ def export_bundle(app: Any, round_id: str) -> dict[str, Any]:
         "table_id": state.table_id,
         "round_no": state.round_no,
         "profile": {"name": profile.name, "version": profile.version, "options": profile.options},
-        "engine_version": ENGINE_VERSION,
+        "engine_version": facts[0].data.get("engine_version", "") if facts else "",
         "shuffle": {
             "algorithm": SHUFFLE_ALGORITHM,
             "commitment": state.commitment,

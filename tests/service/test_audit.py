@@ -419,3 +419,53 @@ def test_replay_compares_payloads_by_their_json_form() -> None:
                 changed[key] = [changed[key]]
                 assert not audit._same_data(changed, again)
     assert len(seen) >= 12, seen
+
+
+def test_rounds_of_an_older_profile_and_engine_version_still_replay(
+    app: PokdengApp, driver: play.Driver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Rounds recorded by an older engine, under a profile version that has since been
+    superseded, replay bit for bit under the rules they were played with; the verdict
+    names both engines, and the bundles still verify offline."""
+    import pokdeng_core.machine as machine
+    from pokdeng_core import profiles
+    from pokdeng_service import aggregates
+
+    with monkeypatch.context() as old_engine:
+        old_engine.setattr(machine, "ENGINE_VERSION", "0.9.0")
+        old_engine.setattr(aggregates, "ENGINE_VERSION", "0.9.0")
+        old_rounds = _play_rounds(driver, "classic", 6, table="v1-table")
+    # classic v2: a 5% commission on a winning player's gross (a rules change is a new version)
+    v2 = profiles.CLASSIC_V1.model_copy(update={"version": 2, "player_commission": "1/20"})
+    monkeypatch.setitem(profiles.PRESETS, "classic", {1: profiles.CLASSIC_V1, 2: v2})
+    monkeypatch.setattr(profiles, "_CACHE", {})
+    assert profiles.get_profile("classic").version == 2
+    new_rounds = _play_rounds(driver, "classic", 6, table="v2-table")
+    for n in range(2):  # a table keeps the profile version it was opened with
+        round_id = play.start_round(driver, "v1-table", f"later-{n}")
+        play.seat_bets(driver, round_id, 200)
+        play.drive_round(driver, round_id)
+        old_rounds.append(round_id)
+
+    def commissions(round_id: str) -> int:
+        return sum(e.data["commission"] for e in app.round_events(round_id) if e.kind == "bet_settled")
+
+    opened = {r: next(e for e in app.round_events(r) if e.kind == "round_opened").data for r in old_rounds + new_rounds}
+    assert {opened[r]["profile_version"] for r in old_rounds} == {1}
+    assert {opened[r]["engine_version"] for r in old_rounds[:6]} == {"0.9.0"}
+    assert {opened[r]["profile_version"] for r in new_rounds} == {2}
+    assert sum(commissions(r) for r in old_rounds) == 0 < sum(commissions(r) for r in new_rounds)
+    for round_id in old_rounds:
+        verdict = app.verify_round(round_id)
+        assert verdict.ok, verdict.render()
+        bundle = app.export_bundle(round_id)
+        assert bundle["profile"]["version"] == 1
+        if round_id in old_rounds[:6]:
+            engine = next(c for c in verdict.checks if c.name == "engine")
+            assert "0.9.0" in engine.detail and "classic v1" in engine.detail
+            assert bundle["engine_version"] == "0.9.0"
+        offline = audit.verify_bundle(audit.bundle_bytes(bundle))
+        assert offline.ok, offline.render()
+    for round_id in new_rounds:
+        verdict = app.verify_round(round_id)
+        assert verdict.ok and not any(c.name == "engine" for c in verdict.checks), verdict.render()
