@@ -91,19 +91,29 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def cmd_verify(args: argparse.Namespace) -> int:
     from . import audit
 
-    if args.bundle:
-        raw = Path(args.bundle).read_bytes()
+    # A bundle is named by --bundle or as a file (`pokdeng verify round.json`): it is checked
+    # offline, with no server or database; anything else is a round id in the store.
+    bundles = [args.bundle] if args.bundle else []
+    bundles += [name for name in args.rounds if name.endswith(".json") or Path(name).is_file()]
+    rounds = [name for name in args.rounds if name not in bundles]
+    failed = 0
+    for name in bundles:
+        try:
+            raw = Path(name).read_bytes()
+        except OSError as error:
+            print(f"cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
+            return EXIT_USAGE
         verdict = audit.verify_bundle(raw)
         print(verdict.render())
-        return EXIT_OK if verdict.ok else EXIT_FAILED
+        failed += not verdict.ok
+    if bundles and not rounds and not args.all:
+        return EXIT_OK if not failed else EXIT_FAILED
     app = _open(args)
-    rounds = list(args.rounds)
     if args.all:
         rounds = _all_closed_rounds(app)
     if not rounds:
-        print("nothing to verify: name a ROUND, --all or --bundle FILE", file=sys.stderr)
+        print("nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
         return EXIT_USAGE
-    failed = 0
     pins: dict[int, audit.TablePins] = {}  # one reader per partition, shared over the run
     for round_id in rounds:
         part = app.app_for(round_id, "round") if hasattr(app, "app_for") else app
@@ -112,7 +122,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if not verdict.ok or not args.quiet:
             print(verdict.render())
         failed += not verdict.ok
-    print(f"{len(rounds) - failed} passed, {failed} failed")
+    checked = len(rounds) + len(bundles)
+    print(f"{checked - failed} passed, {failed} failed")
     return EXIT_OK if not failed else EXIT_FAILED
 
 
@@ -190,7 +201,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.set_defaults(handler=cmd_replay)
 
     verify = sub.add_parser("verify", help="verify rounds (chain, replay, money) or an exported bundle offline")
-    verify.add_argument("rounds", nargs="*")
+    verify.add_argument("rounds", nargs="*", metavar="ROUND|BUNDLE", help="round ids, or bundle files (.json)")
     verify.add_argument("--all", action="store_true", help="every closed round")
     verify.add_argument("--bundle", help="a bundle file from `pokdeng export` (no server or database needed)")
     verify.add_argument("--quiet", action="store_true", help="print failures only")

@@ -59,10 +59,15 @@ def test_verify_rounds_all_and_bundle(
     bundle = tmp_path / "b.json"
     assert main(["export", rounds[2], "--db", str(db), "-o", str(bundle)]) == EXIT_OK
     assert main(["verify", "--bundle", str(bundle)]) == EXIT_OK
+    assert main(["verify", str(bundle)]) == EXIT_OK  # `pokdeng verify BUNDLE`: offline, no database
+    assert "PASS  bundle of round" in capsys.readouterr().out
+    assert main(["verify", str(tmp_path / "missing.json")]) == EXIT_USAGE
     raw = bytearray(bundle.read_bytes())
     raw[len(raw) // 3] ^= 0x01
     bundle.write_bytes(bytes(raw))
     assert main(["verify", "--bundle", str(bundle)]) == EXIT_FAILED
+    assert main(["verify", str(bundle), rounds[1], "--db", str(db)]) == EXIT_FAILED
+    assert "1 passed, 1 failed" in capsys.readouterr().out
     assert audit.verify_bundle(bytes(raw)).ok is False
 
 
