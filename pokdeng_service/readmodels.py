@@ -1196,6 +1196,10 @@ class ReadModels:
                 with subscription:
                     if self._stopping.is_set():
                         return
+                    # eventsourcing 9.5.6's POPO subscription starts reading before it listens:
+                    # an event recorded in between would wake nobody. Catching up once more, now
+                    # that it listens, takes in whatever was recorded before that.
+                    self.catch_up(app)
                     seen = self.position(app.name)
                     for notification in subscription:
                         if self._stopping.is_set():
