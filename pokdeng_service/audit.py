@@ -132,25 +132,27 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
         return rc.TimeOutTurn()
     if kind == re.RoundVoided.kind:
         return rc.VoidRound(data["reason"])
-    first = _core(head) if kind in re.EVENT_BY_KIND else None
-    if isinstance(first, re.RoundOpened):
-        shuffle = _core(group[1])
-        assert isinstance(shuffle, re.ShuffleCommitted)
-        profile = get_profile(first.profile_name, first.profile_version, **dict(first.profile_options))
+    if kind == re.RoundOpened.kind:
+        shuffle = group[1] if len(group) > 1 else None
+        if shuffle is None or shuffle.kind != re.ShuffleCommitted.kind:
+            raise ValueError(f"event {head.position} (round_opened) is not followed by shuffle_committed")
+        committed = shuffle.data
+        profile = get_profile(data["profile_name"], data["profile_version"], **dict(data["profile_options"]))
         return rc.OpenRound(
-            first.round_id,
-            first.table_id,
-            first.round_no,
+            data["round_id"],
+            data["table_id"],
+            data["round_no"],
             profile,
-            first.seats,
-            first.banker_player,
-            first.min_stake,
-            first.max_stake,
-            shuffle.commitment,
-            shuffle.client_seed,
-            shuffle.nonce,
-            shuffle.algorithm,
+            tuple((seat, holder) for seat, holder in data["seats"]),
+            data["banker_player"],
+            data["min_stake"],
+            data["max_stake"],
+            committed["commitment"],
+            committed["client_seed"],
+            committed["nonce"],
+            committed["algorithm"],
         )
+    first = _core(head) if kind in re.EVENT_BY_KIND else None
     if isinstance(first, re.HandsRevealed) and first.selective:
         return rc.BankerReveal(first.seats, banker)
     raise ValueError(f"event {head.position} ({kind}) does not start a command")
