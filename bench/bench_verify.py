@@ -86,7 +86,7 @@ def single_pass(app: PokdengApp, round_ids: Sequence[str]) -> tuple[float, int]:
 
 def stages_pass(app: PokdengApp, round_ids: Sequence[str]) -> dict[str, float]:
     """Seconds spent in each part of a verification, done part by part (what verify_round does, in order)."""
-    from pokdeng_service import audit
+    from pokdeng_service import audit, table_pins
     from pokdeng_service.facts import facts_of_rows
 
     spent: dict[str, float] = {}
@@ -111,7 +111,7 @@ def stages_pass(app: PokdengApp, round_ids: Sequence[str]) -> dict[str, float]:
         t = lap("replay + compare", t)
         audit.check_money(verdict, events)
         t = lap("money", t)
-        finished = audit._table_finish(app, opened.data["table_id"], round_id, opened.data["round_no"])
+        finished = table_pins.table_finish(app, opened.data["table_id"], round_id, opened.data["round_no"])
         lap("table record", t)
         if not verdict.ok or finished is None or finished.data["round_digest"] != last:
             raise AssertionError(verdict.render())

@@ -90,6 +90,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 def cmd_verify(args: argparse.Namespace) -> int:
     from . import audit
+    from .table_pins import TablePins
 
     # A bundle is named by --bundle or as a file (`pokdeng verify round.json`): it is checked
     # offline, with no server or database; anything else is a round id in the store.
@@ -114,10 +115,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not rounds:
         print("nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
         return EXIT_USAGE
-    pins: dict[int, audit.TablePins] = {}  # one reader per partition, shared over the run
+    pins: dict[int, TablePins] = {}  # one reader per partition, shared over the run
     for round_id in rounds:
         part = app.app_for(round_id, "round") if hasattr(app, "app_for") else app
-        reader = pins.setdefault(id(part), audit.TablePins(part))
+        reader = pins.setdefault(id(part), TablePins(part))
         verdict = audit.verify_round(part, round_id, check_wallets=True, pins=reader)
         if not verdict.ok or not args.quiet:
             print(verdict.render())
