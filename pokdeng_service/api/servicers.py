@@ -324,21 +324,21 @@ class WalletsServicer(_Base, pb_grpc.WalletsServicer):
 
     @unary
     def Deposit(self, request: pb.DepositRequest, context: grpc.ServicerContext) -> pb.WalletCommandResponse:
-        f = Fields()
-        f.request_id(request.request_id)
-        f.ident("wallet_id", request.wallet_id)
-        f.positive("amount", request.amount)
-        f.done()
-        return self._response(self.app.deposit(request.request_id, request.wallet_id, request.amount), context)
+        return self._move_money(request, context, self.app.deposit)
 
     @unary
     def Withdraw(self, request: pb.WithdrawRequest, context: grpc.ServicerContext) -> pb.WalletCommandResponse:
+        return self._move_money(request, context, self.app.withdraw)
+
+    def _move_money(
+        self, request: Any, context: grpc.ServicerContext, move: Callable[[str, str, int], CommandResult]
+    ) -> pb.WalletCommandResponse:
         f = Fields()
         f.request_id(request.request_id)
         f.ident("wallet_id", request.wallet_id)
         f.positive("amount", request.amount)
         f.done()
-        return self._response(self.app.withdraw(request.request_id, request.wallet_id, request.amount), context)
+        return self._response(move(request.request_id, request.wallet_id, request.amount), context)
 
     @unary
     def GetWallet(self, request: pb.GetWalletRequest, context: grpc.ServicerContext) -> pb.Wallet:
