@@ -39,8 +39,8 @@ class TurnClock:
         self.open_rounds: set[str] = set()  # rounds opened and not closed, as the log says
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._timeouts: dict[str, int] = {}  # table id -> seconds
-        self._reconnects: dict[str, int | None] = {}  # table id -> a disconnected banker's window, seconds
+        # table id -> (turn timeout, a disconnected banker's reconnection window or None), seconds
+        self._waits: dict[str, tuple[int, int | None]] = {}
         self.disconnected: dict[str, datetime] = {}  # table id -> when its banker disconnected this round
 
     def follow(self) -> None:
@@ -90,26 +90,22 @@ class TurnClock:
         """Whether the hand to act has waited long enough: the table's turn timeout, or a
         disconnected banker's reconnection window (from the later of its disconnection and
         the start of its turn)."""
-        if (now - moved).total_seconds() >= self._timeout(table_id):
+        timeout, window = self._wait_rules(table_id)
+        if (now - moved).total_seconds() >= timeout:
             return True
         gone = self.disconnected.get(table_id)
-        if gone is None or phase != Phase.BANKER_TURN.value:
+        if gone is None or window is None or phase != Phase.BANKER_TURN.value:
             return False
-        window = self._reconnect(table_id)
-        return window is not None and (now - max(moved, gone)).total_seconds() >= window
+        return (now - max(moved, gone)).total_seconds() >= window
 
-    def _reconnect(self, table_id: str) -> int | None:
-        if table_id not in self._reconnects:
+    def _wait_rules(self, table_id: str) -> tuple[int, int | None]:
+        """The table's turn timeout and its profile's reconnection window (fixed for a table: read once)."""
+        rules = self._waits.get(table_id)
+        if rules is None:
             table = self.app.get_table(table_id)
-            rule = get_profile(table.profile, table.profile_version).banker_bid
-            self._reconnects[table_id] = None if rule is None else rule.reconnect_seconds
-        return self._reconnects[table_id]
-
-    def _timeout(self, table_id: str) -> int:
-        seconds = self._timeouts.get(table_id)
-        if seconds is None:
-            seconds = self._timeouts[table_id] = int(self.app.get_table(table_id).turn_timeout)
-        return seconds
+            bid = get_profile(table.profile, table.profile_version).banker_bid
+            rules = self._waits[table_id] = (int(table.turn_timeout), None if bid is None else bid.reconnect_seconds)
+        return rules
 
     def start(self) -> None:
         def loop() -> None:
