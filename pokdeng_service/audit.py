@@ -28,7 +28,10 @@ from pokdeng_core.profiles import get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 
 from . import merkle
+from .aggregates import round_uuid, wallet_uuid
+from .application import _check_id
 from .codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
+from .errors import NotFound
 from .facts import Fact, Recorded, fact_of, facts_of_rows
 from .table_pins import TablePins, table_finish
 from .views import RecordedEvent
@@ -367,10 +370,6 @@ def verify_round(app: Any, round_id: str, check_wallets: bool = False, pins: Tab
 
 def round_facts(app: Any, round_id: str) -> list[Fact]:
     """The round's stored events, read afresh from the store (a cached copy would hide an edit of the rows)."""
-    from .aggregates import round_uuid
-    from .application import _check_id
-    from .errors import NotFound
-
     _check_id(round_id, "round_id")
     recorder, mapper = getattr(app, "recorder", None), getattr(app, "mapper", None)
     if recorder is not None and mapper is not None:
@@ -389,8 +388,6 @@ def _wallet_settlement(app: Any, wallet_id: str, round_id: str) -> tuple[int, in
     round costs the same however long the wallet's history; the balance comes from the
     wallet loaded at that version (snapshots make that flat too).
     """
-    from .aggregates import wallet_uuid
-
     uuid = wallet_uuid(wallet_id)
     lte: int | None = None
     while True:
