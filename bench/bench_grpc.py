@@ -37,13 +37,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_service import RawApp, baseline_block, transactions
 
+from pokdeng_service.api.server import create_server
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import PokdengApp
+from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.auth import TokenStore
 from pokdeng_service.client import PokdengClient
-from pokdeng_service.config import StoreConfig
-from pokdeng_service.grpc_server import create_server
-from pokdeng_service.vault import SeedVault
+from pokdeng_service.store.vault import SeedVault
 
 PLAYERS = ("p1", "p2", "p3", "p4", "p5")
 

@@ -59,11 +59,11 @@ from eventsourcing.domain import Aggregate, event  # noqa: E402
 from pokdeng_core import events as core_events  # noqa: E402
 from pokdeng_core.hands import taem  # noqa: E402
 from pokdeng_core.machine import BANKER, Phase, RoundState, evolve, legal_commands  # noqa: E402
-from pokdeng_service import aggregates as ag  # noqa: E402
 from pokdeng_service.application import PokdengApp  # noqa: E402
-from pokdeng_service.codec import from_data  # noqa: E402
-from pokdeng_service.vault import SeedVault  # noqa: E402
-from pokdeng_service.views import CommandResult  # noqa: E402
+from pokdeng_service.application.views import CommandResult  # noqa: E402
+from pokdeng_service.store import aggregates as ag  # noqa: E402
+from pokdeng_service.store.codec import from_data  # noqa: E402
+from pokdeng_service.store.vault import SeedVault  # noqa: E402
 
 TARGET = 0.50  # the application's rounds/s over the baseline's
 SEATS = 5

@@ -11,7 +11,7 @@ each pass goes over every round once:
   the library, nothing else;
 * verification: ``verify_rounds(app, round_ids, check_wallets=False)``, what
   ``pokdeng verify --all`` runs: for each round it reads the round's stored rows
-  (``recorder.select_events``, each row's JSON decoded by orjson: ``pokdeng_service.facts``),
+  (``recorder.select_events``, each row's JSON decoded by orjson: ``pokdeng_service.store.facts``),
   checks the hash chain, replays the round from the revealed seed and the recorded
   decisions (every event compared), checks the money, and finds the table's pin of the
   round's last digest (each table's stream read forward a page at a time over the
@@ -43,9 +43,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_service import Player, machine_line, make_app
 
-from pokdeng_service import aggregates as ag
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.audit import verify_round, verify_rounds
+from pokdeng_service.store import aggregates as ag
 
 TARGET = 3.0  # verification time over raw read time, at most
 PROFILES = ("kingmaker", "classic")
@@ -86,8 +86,9 @@ def single_pass(app: PokdengApp, round_ids: Sequence[str]) -> tuple[float, int]:
 
 def stages_pass(app: PokdengApp, round_ids: Sequence[str]) -> dict[str, float]:
     """Seconds spent in each part of a verification, done part by part (what verify_round does, in order)."""
-    from pokdeng_service import audit, table_pins
-    from pokdeng_service.facts import facts_of_rows
+    from pokdeng_service import audit
+    from pokdeng_service.audit import table_pins
+    from pokdeng_service.store.facts import facts_of_rows
 
     spent: dict[str, float] = {}
     clock = time.perf_counter

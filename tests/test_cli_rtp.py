@@ -1,4 +1,4 @@
-"""The ``rtp`` and ``simulate`` commands (pokdeng_service.cli_rtp)."""
+"""The ``rtp`` and ``simulate`` commands (pokdeng_service.cli.rtp)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from pokdeng_service.cli_rtp import add_rtp_commands, main
+from pokdeng_service.cli.rtp import add_rtp_commands, main
 
 
 def test_registers_on_a_subparsers_object() -> None:
@@ -66,7 +66,7 @@ def test_simulate_json_is_reproducible(capsys: pytest.CaptureFixture[str]) -> No
 
 def test_runs_standalone() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "pokdeng_service.cli_rtp", "rtp", "ante", "--json"],
+        [sys.executable, "-m", "pokdeng_service.cli.rtp", "rtp", "ante", "--json"],
         capture_output=True,
         text=True,
         timeout=120,

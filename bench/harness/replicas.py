@@ -275,7 +275,7 @@ def rolled_back_rows(store: Store) -> int | None:
     """
     import psycopg
 
-    from pokdeng_service.config import postgres_settings
+    from pokdeng_service.application.config import postgres_settings
 
     settings = postgres_settings(store.url)
     schema = settings.get("POSTGRES_SCHEMA", "public")

@@ -62,7 +62,7 @@ class Store:
         return ["--db", self.path] if self.kind == "sqlite" else ["--postgres-url", self.url]
 
     def config(self) -> Any:
-        from pokdeng_service.config import StoreConfig
+        from pokdeng_service.application.config import StoreConfig
 
         if self.kind == "sqlite":
             return StoreConfig(kind="sqlite", sqlite_path=self.path, vault_key=VAULT_KEY)

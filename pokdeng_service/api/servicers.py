@@ -25,9 +25,9 @@ import grpc
 from pokdeng_core.errors import WrongPhase
 from pokdeng_core.machine import RoundState
 from pokdeng_core.table import MAX_SEATS, MAX_TURN_TIMEOUT
-
-from .. import audit, convert
-from ..api_errors import (
+from pokdeng_service.api import convert
+from pokdeng_service.api.auth import Authenticator, Principal, Role, require_player
+from pokdeng_service.api.errors import (
     DeadlineExpired,
     FieldViolation,
     PermissionDenied,
@@ -36,11 +36,18 @@ from ..api_errors import (
     Unavailable,
     abort,
 )
-from ..auth import Authenticator, Principal, Role, require_player
-from ..errors import NotFound
-from ..views import CommandResult, Notification, RoundView, StatementLine, TableView, WalletView
-from .v1 import pokdeng_pb2 as pb
-from .v1 import pokdeng_pb2_grpc as pb_grpc
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
+from pokdeng_service.application.errors import NotFound
+from pokdeng_service.application.views import (
+    CommandResult,
+    Notification,
+    RoundView,
+    StatementLine,
+    TableView,
+    WalletView,
+)
+from pokdeng_service.audit import verification as audit
 
 log = logging.getLogger("pokdeng.api")
 

@@ -20,10 +20,10 @@ from typing import Any
 import grpc
 import pytest
 
+from pokdeng_service.api.server import PokdengServer, create_server
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.auth import Role, TokenStore
-from pokdeng_service.grpc_server import PokdengServer, create_server
-from pokdeng_service.vault import SeedVault
+from pokdeng_service.store.vault import SeedVault
 
 from .client import PLAYERS, TOKENS, Api
 

@@ -17,7 +17,7 @@ from pokdeng_core.errors import (
     UnknownSeat,
     WrongPhase,
 )
-from pokdeng_service.api_errors import (
+from pokdeng_service.api.errors import (
     DeadlineExpired,
     FieldViolation,
     PermissionDenied,
@@ -27,7 +27,7 @@ from pokdeng_service.api_errors import (
     Unavailable,
     status_for,
 )
-from pokdeng_service.errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
+from pokdeng_service.application.errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
 
 CASES = [
     (

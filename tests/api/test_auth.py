@@ -11,8 +11,8 @@ import grpc
 import pytest
 
 from pokdeng_service import auth
+from pokdeng_service.api.errors import details_of
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api_errors import details_of
 from pokdeng_service.auth import Principal, Role, TokenConfigError, TokenStore, bearer_token, token_digest
 
 from .client import Api, Choices, bet, error_of, open_table, open_wallets, play_round, seat, start_round

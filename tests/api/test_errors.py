@@ -15,9 +15,9 @@ from typing import Any, cast
 import grpc
 import pytest
 
+from pokdeng_service.api.errors import details_of
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api_errors import details_of
-from pokdeng_service.errors import Conflict
+from pokdeng_service.application.errors import Conflict
 
 from .client import Api, error_of, open_table, open_wallets, seat, start_round
 from .conftest import Served, StartServer, make_app, sqlite_env

@@ -120,8 +120,8 @@ def test_bad_subscriptions_and_the_subscription_limit(tmp_path: Path, start_serv
 
 def test_each_partition_has_its_own_feed(tmp_path: Path, start_server: StartServer) -> None:
     """A deployment over two stores: the feed of partition 1 holds the "asia/" lobby's events, partition 0 not."""
-    from pokdeng_service.config import StoreConfig
-    from pokdeng_service.partitions import PartitionedPokdeng
+    from pokdeng_service.application.config import StoreConfig
+    from pokdeng_service.application.partitions import PartitionedPokdeng
 
     config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "p.sqlite"), partitions=2, vault_key="c3" * 32)
     service = PartitionedPokdeng.open(config)
@@ -149,8 +149,8 @@ def test_each_partition_has_its_own_feed(tmp_path: Path, start_server: StartServ
 def test_recall_reaches_every_partition(tmp_path: Path, start_server: StartServer) -> None:
     """`pokdeng serve --partitions 2` keeps read models for each store: ListRecentRounds finds a
     table's and a player's rounds in whichever partition their shard puts them."""
-    from pokdeng_service.config import StoreConfig
-    from pokdeng_service.partitions import PartitionedPokdeng, PartitionedReadModels
+    from pokdeng_service.application.config import StoreConfig
+    from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels
 
     config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "r.sqlite"), partitions=2, vault_key="c4" * 32)
     service = PartitionedPokdeng.open(config)

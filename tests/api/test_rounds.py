@@ -13,8 +13,9 @@ import random
 
 import grpc
 
-from pokdeng_service import audit, merkle
+from pokdeng_service import audit
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.store import merkle
 
 from .client import (
     Api,

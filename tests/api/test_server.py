@@ -19,9 +19,9 @@ from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
+from pokdeng_service.api.server import SERVICE_NAMES, bind_address, create_server
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.auth import token_digest
-from pokdeng_service.grpc_server import SERVICE_NAMES, bind_address, create_server
 
 from .client import TOKENS, error_of, open_wallets
 from .conftest import Served, StartServer, make_app, sqlite_env
@@ -126,7 +126,7 @@ SERVE_SCRIPT = textwrap.dedent(
     """
     import sys
     from pokdeng_service.application import PokdengApp
-    from pokdeng_service.grpc_server import serve
+    from pokdeng_service.api.server import serve
 
     app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": sys.argv[1]})
     code = serve("127.0.0.1:0", app, tokens=sys.argv[2], grace=5,

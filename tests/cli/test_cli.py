@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from pokdeng_service import audit
+from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main
-from pokdeng_service.config import StoreConfig
-from pokdeng_service.partitions import PartitionedPokdeng
 
 from ..service import play
 

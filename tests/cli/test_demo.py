@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from pokdeng_service.demo import run_demo
+from pokdeng_service.cli.demo import run_demo
 
 
 def test_demo_plays_every_profile_and_verifies() -> None:

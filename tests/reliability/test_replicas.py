@@ -24,8 +24,8 @@ from bench.harness.replicas import ReplicaConfig, run_replicas
 from bench.harness.server import Store
 from pokdeng_core.machine import Phase
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.turn_clock import TurnClock
-from pokdeng_service.vault import SeedVault
+from pokdeng_service.application.turn_clock import TurnClock
+from pokdeng_service.store.vault import SeedVault
 
 VAULT_KEY = "7c10" * 16
 

@@ -30,9 +30,9 @@ from typing import Any
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
 from pokdeng_core.machine import Phase, RoundState
-from pokdeng_service import merkle
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.errors import NotFound
+from pokdeng_service.application.errors import NotFound
+from pokdeng_service.store import merkle
 
 INT64_MAX, INT64_MIN = 2**63 - 1, -(2**63)
 

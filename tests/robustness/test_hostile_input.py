@@ -46,11 +46,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pokdeng_core.errors import DomainError
+from pokdeng_service.api.errors import details_of
+from pokdeng_service.api.server import create_server
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api_errors import details_of
 from pokdeng_service.application import MAX_AMOUNT, PokdengApp
-from pokdeng_service.grpc_server import create_server
-from pokdeng_service.vault import SeedVault
+from pokdeng_service.store.vault import SeedVault
 from tests.api.client import TOKENS, Api, Choices, play_round
 from tests.api.conftest import sqlite_env, token_store
 from tests.service import play

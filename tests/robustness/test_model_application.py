@@ -50,9 +50,9 @@ from hypothesis.stateful import (
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import BANKER, Phase, RoundState
 from pokdeng_service.application import MAX_AMOUNT, PokdengApp
-from pokdeng_service.errors import DuplicateRequest
-from pokdeng_service.vault import SeedVault
-from pokdeng_service.views import CommandResult
+from pokdeng_service.application.errors import DuplicateRequest
+from pokdeng_service.application.views import CommandResult
+from pokdeng_service.store.vault import SeedVault
 
 from .model import ModelBase, view_or_none
 

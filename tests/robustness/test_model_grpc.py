@@ -39,13 +39,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
 from pokdeng_core.machine import BANKER, Phase, RoundState
+from pokdeng_service.api.convert import participants
+from pokdeng_service.api.errors import details_of
+from pokdeng_service.api.server import create_server
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api_errors import details_of
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.auth import METHOD_ROLES, Role
-from pokdeng_service.convert import participants
-from pokdeng_service.grpc_server import create_server
-from pokdeng_service.vault import SeedVault
+from pokdeng_service.store.vault import SeedVault
 from tests.api.client import TOKENS, Api
 from tests.api.conftest import token_store
 

@@ -28,9 +28,9 @@ from collections.abc import Callable
 from typing import Any
 
 from pokdeng_core.machine import BANKER, Phase, RoundState, legal_commands
-from pokdeng_service import aggregates as ag
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.views import CommandResult
+from pokdeng_service.application.views import CommandResult
+from pokdeng_service.store import aggregates as ag
 
 from .play import vault
 

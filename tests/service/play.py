@@ -24,8 +24,8 @@ from typing import Any
 
 from pokdeng_core.machine import BANKER, Phase, RoundState
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.vault import SeedVault
-from pokdeng_service.views import CommandResult, RoundView
+from pokdeng_service.application.views import CommandResult, RoundView
+from pokdeng_service.store.vault import SeedVault
 
 VAULT_KEY = "5eed" * 16  # a fixed test key: every app instance of a test can open the sealed seeds
 FUNDS = 1_000_000

@@ -16,9 +16,9 @@ from typing import Any
 import psycopg
 import pytest
 
-from pokdeng_service import audit
-from pokdeng_service.aggregates import round_uuid
 from pokdeng_service.application import PokdengApp
+from pokdeng_service.audit import verification as audit
+from pokdeng_service.store.aggregates import round_uuid
 
 from . import play
 
@@ -210,7 +210,7 @@ def _edit_stake(rows: Rows) -> None:
 
 def _edit_net_and_digest(rows: Rows) -> None:
     """A careful forger rewrites a payout and recomputes that event's own digest."""
-    from pokdeng_service.codec import chain_digest
+    from pokdeng_service.store.codec import chain_digest
 
     records = rows.read()
     index = next(i for i, (_v, t, _s) in enumerate(records) if t.endswith("BetSettled"))
@@ -226,7 +226,7 @@ def _edit_net_and_digest(rows: Rows) -> None:
 def _retime_and_rewrite_chain(rows: Rows) -> None:
     """A forger who moves an event's time and recomputes every digest after it: the round's
     own chain and replay hold (times are not replayed); only the table's pin catches it."""
-    from pokdeng_service.codec import chain_digest
+    from pokdeng_service.store.codec import chain_digest
 
     def stamp(state: dict[str, Any]) -> str:
         timestamp = state["timestamp"]
@@ -350,7 +350,7 @@ def test_bundle_has_everything_a_regulator_asks_for(app: PokdengApp, driver: pla
 
 
 def test_checkpoint_roots_and_inclusion_proofs(app: PokdengApp, driver: play.Driver) -> None:
-    from pokdeng_service import merkle
+    from pokdeng_service.store import merkle
 
     rounds = _play_rounds(driver, "classic", 5, table="cp")
     assert app.inclusion_proof(rounds[0]) is None
@@ -401,7 +401,7 @@ def test_replay_compares_payloads_by_their_json_form() -> None:
     payload) says what ``to_data`` says, for every kind of event of every profile."""
     import orjson
 
-    from pokdeng_service.codec import to_data
+    from pokdeng_service.store.codec import to_data
 
     app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.popo"})
     d = play.Driver(app, chooser=play.Chooser(random.Random(5)))
@@ -429,7 +429,7 @@ def test_rounds_of_an_older_profile_and_engine_version_still_replay(
     names both engines, and the bundles still verify offline."""
     import pokdeng_core.machine as machine
     from pokdeng_core import profiles
-    from pokdeng_service import aggregates
+    from pokdeng_service.store import aggregates
 
     with monkeypatch.context() as old_engine:
         old_engine.setattr(machine, "ENGINE_VERSION", "0.9.0")
@@ -477,7 +477,7 @@ def test_verification_reads_compressed_or_encrypted_rows_through_the_library(tmp
     decoded by its mapper instead, with the same result."""
     from eventsourcing.cryptography import AESCipher  # (on the cryptography package, a dependency)
 
-    from pokdeng_service import facts
+    from pokdeng_service.store import facts
 
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "packed.sqlite")}
     if stored_as == "zlib":

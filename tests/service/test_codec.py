@@ -7,7 +7,7 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pokdeng_service.codec import canonical_bytes, canonical_json, chain_digest
+from pokdeng_service.store.codec import canonical_bytes, canonical_json, chain_digest
 
 STDLIB = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 

@@ -2,7 +2,7 @@
 
 Threads withdraw from one wallet and bet on one round through both instances at once: no
 update is lost, no money is spent twice, and every optimistic-concurrency conflict is either
-retried away or surfaces as ``pokdeng_service.errors.Conflict`` having written nothing. Any
+retried away or surfaces as ``pokdeng_service.application.errors.Conflict`` having written nothing. Any
 other exception (a driver's "database is locked", an IntegrityError) fails the test.
 """
 
@@ -17,7 +17,7 @@ import pytest
 
 from pokdeng_core.errors import DomainError, InsufficientFunds
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.errors import Conflict
+from pokdeng_service.application.errors import Conflict
 
 from . import play
 from .play import Driver, Ledger

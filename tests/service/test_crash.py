@@ -44,9 +44,9 @@ from typing import Any
 import pytest
 
 from pokdeng_core.machine import Phase
-from pokdeng_service import aggregates as ag
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.views import RecordedEvent
+from pokdeng_service.application.views import RecordedEvent
+from pokdeng_service.store import aggregates as ag
 
 from . import crash_worker as plan
 from . import play

@@ -15,7 +15,7 @@ import pytest
 
 from pokdeng_core.machine import Phase
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.errors import DuplicateRequest
+from pokdeng_service.application.errors import DuplicateRequest
 
 from . import play
 from .play import Call, Chooser, Driver

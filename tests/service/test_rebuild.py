@@ -20,9 +20,9 @@ from eventsourcing.application import project_aggregate
 
 from pokdeng_core import events as core_events
 from pokdeng_core.machine import Phase, replay
-from pokdeng_service import aggregates as ag
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.codec import from_data
+from pokdeng_service.store import aggregates as ag
+from pokdeng_service.store.codec import from_data
 
 from . import play
 from .play import Chooser, Driver, Ledger

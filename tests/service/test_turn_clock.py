@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 from pokdeng_core.machine import Phase
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.turn_clock import TurnClock
+from pokdeng_service.application.turn_clock import TurnClock
 
 from . import play
 

@@ -14,7 +14,7 @@ import pytest
 
 from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.errors import AlreadyExists, NotFound
+from pokdeng_service.application.errors import AlreadyExists, NotFound
 
 from . import play
 from .play import Driver, Ledger

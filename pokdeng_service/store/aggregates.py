@@ -16,6 +16,7 @@ library's ``upcast_vX_vY`` convention (docs/events.md).
 
 from __future__ import annotations
 
+import sys
 import uuid
 from collections.abc import Iterable
 from copy import deepcopy
@@ -27,14 +28,14 @@ from typing import Any, cast
 
 from eventsourcing.domain import Aggregate, event
 from eventsourcing.persistence import JSONTranscoder, Transcoding
+from eventsourcing.utils import register_topic
 
 from pokdeng_core import events as round_events
 from pokdeng_core import table as table_core
 from pokdeng_core.machine import RoundState, Shoe, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
 from pokdeng_core.table import TableState, evolve_table
-
-from .codec import chain_digest, from_data, genesis_digest, to_data
+from pokdeng_service.store.codec import chain_digest, from_data, genesis_digest, to_data
 
 NAMESPACE = uuid.UUID("5b0f1a52-6d6e-4f3c-9c57-706f6b64656e")
 
@@ -369,3 +370,7 @@ def _tuples(value: Any) -> Any:
 
 def register_transcodings(transcoder: JSONTranscoder) -> None:
     transcoder.register(TableStateAsDict())
+
+
+# Stores written before the service was laid out by layer name this module by its old path.
+register_topic("pokdeng_service.aggregates", sys.modules[__name__])

@@ -22,13 +22,13 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from . import audit
-from .api.v1 import pokdeng_pb2 as pb
-from .auth import TokenStore
-from .client import PokdengClient
-from .config import StoreConfig
-from .grpc_server import create_server
-from .partitions import PartitionedPokdeng
+from pokdeng_service.api.auth import TokenStore
+from pokdeng_service.api.client import PokdengClient
+from pokdeng_service.api.server import create_server
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.partitions import PartitionedPokdeng
+from pokdeng_service.audit import verification as audit
 
 PLAYERS = ("alice", "bob", "carol", "dave", "erin")
 BANKER = "frank"

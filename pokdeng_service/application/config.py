@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qs, unquote, urlparse
 
-from .vault import SeedVault
+from pokdeng_service.store.vault import SeedVault
 
 StoreKind = Literal["sqlite", "postgres", "memory"]
 DEFAULT_DB = "pokdeng.sqlite"

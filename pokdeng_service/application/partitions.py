@@ -20,9 +20,8 @@ from collections.abc import Callable
 from typing import Any
 
 from pokdeng_core.errors import InvalidCommand
-
-from .application import PokdengApp
-from .config import StoreConfig
+from pokdeng_service.application.app import PokdengApp
+from pokdeng_service.application.config import StoreConfig
 
 
 def shard_of(identifier: str) -> str:
@@ -152,7 +151,7 @@ class PartitionedReadModels:
     wallet's). With neither named, every partition's last rounds are merged by closing time."""
 
     def __init__(self, service: PartitionedPokdeng, config: StoreConfig) -> None:
-        from .readmodels import ReadModels
+        from pokdeng_service.readmodels.models import ReadModels
 
         self.service = service
         self.models = [ReadModels(config.env(k)) for k in range(len(service.apps))]

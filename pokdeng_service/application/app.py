@@ -35,14 +35,8 @@ from pokdeng_core.errors import DomainError, InvalidCommand, WrongPhase
 from pokdeng_core.machine import RoundState, Shoe, attach_shoe, decide, legal_commands
 from pokdeng_core.profiles import ProfileError, get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
-
-from . import aggregates as ag
-from . import merkle
-from .aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
-from .errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
-from .facts import fact_of, payload_of
-from .vault import SeedVault, fresh_seed
-from .views import (
+from pokdeng_service.application.errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
+from pokdeng_service.application.views import (
     BetView,
     CommandResult,
     HandView,
@@ -55,6 +49,11 @@ from .views import (
     TableView,
     WalletView,
 )
+from pokdeng_service.store import aggregates as ag
+from pokdeng_service.store import merkle
+from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
+from pokdeng_service.store.facts import fact_of, payload_of
+from pokdeng_service.store.vault import SeedVault, fresh_seed
 
 T = TypeVar("T")
 MAX_ATTEMPTS = 8
@@ -908,13 +907,13 @@ class PokdengApp(Application[UUID]):
 
     def verify_round(self, round_id: str, check_wallets: bool = True) -> Any:
         """Chain, replay, money and the wallets' and table's record of one round: an ``audit.Verdict``."""
-        from . import audit
+        from pokdeng_service.audit import verification as audit
 
         return audit.verify_round(self, round_id, check_wallets=check_wallets)
 
     def replay_round(self, round_id: str) -> tuple[Any, list[re.RoundEvent]]:
         """Replay a round from its seed and recorded decisions: (verdict, replayed core events)."""
-        from . import audit
+        from pokdeng_service.audit import verification as audit
 
         events = self.round_events(round_id)
         verdict = audit.Verdict(f"replay of round {round_id}")
@@ -924,7 +923,7 @@ class PokdengApp(Application[UUID]):
 
     def export_bundle(self, round_id: str) -> dict[str, Any]:
         """The round's self-contained bundle (docs/audit.md); ``audit.bundle_bytes`` gives its file form."""
-        from . import audit
+        from pokdeng_service.audit import verification as audit
 
         return audit.export_bundle(self, round_id)
 

@@ -8,8 +8,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pokdeng_core.cards import parse_card
-
-from .views import RecordedEvent, RoundView
+from pokdeng_service.application.views import RecordedEvent, RoundView
 
 
 def _cards(cards: Sequence[str], pretty: bool = True) -> str:

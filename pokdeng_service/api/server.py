@@ -30,7 +30,8 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from .api.servicers import (
+from pokdeng_service.api.auth import Authenticator, AuthInterceptor, TokenStore
+from pokdeng_service.api.servicers import (
     Application,
     AuditServicer,
     EventHub,
@@ -40,9 +41,8 @@ from .api.servicers import (
     TablesServicer,
     WalletsServicer,
 )
-from .api.v1 import pokdeng_pb2 as pb
-from .api.v1 import pokdeng_pb2_grpc as pb_grpc
-from .auth import Authenticator, AuthInterceptor, TokenStore
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
 
 log = logging.getLogger("pokdeng.server")
 

@@ -17,11 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pokdeng_core import events as re
-
-from .api.v1 import pokdeng_pb2 as pb
-from .audit import Verdict
-from .codec import canonical_json
-from .views import (
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.application.views import (
     CommandResult,
     Notification,
     RecordedEvent,
@@ -30,6 +27,8 @@ from .views import (
     TableView,
     WalletView,
 )
+from pokdeng_service.audit.verification import Verdict
+from pokdeng_service.store.codec import canonical_json
 
 HIDDEN = ""  # a card the caller may not see yet
 
@@ -294,7 +293,7 @@ def verdict(round_id: str, result: Verdict) -> pb.Verdict:
 
 
 def replay(round_id: str, result: Verdict, events: Iterable[re.RoundEvent]) -> pb.ReplayRoundResponse:
-    from .codec import to_data
+    from pokdeng_service.store.codec import to_data
 
     return pb.ReplayRoundResponse(
         round_id=round_id,

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from pokdeng_core.errors import DomainError
-
-from .config import ConfigError, StoreConfig
-from .errors import NotFound
+from pokdeng_service.application.config import ConfigError, StoreConfig
+from pokdeng_service.application.errors import NotFound
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 
@@ -35,7 +34,7 @@ def _config(args: argparse.Namespace) -> StoreConfig:
 
 
 def _open(args: argparse.Namespace) -> Any:
-    from .partitions import PartitionedPokdeng
+    from pokdeng_service.application.partitions import PartitionedPokdeng
 
     return PartitionedPokdeng.open(_config(args))
 
@@ -43,9 +42,9 @@ def _open(args: argparse.Namespace) -> Any:
 def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
-    from .grpc_server import serve
-    from .partitions import PartitionedPokdeng, PartitionedReadModels
-    from .turn_clock import TurnClock
+    from pokdeng_service.api.server import serve
+    from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels
+    from pokdeng_service.application.turn_clock import TurnClock
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = _config(args)
@@ -68,13 +67,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from .demo import run_demo
+    from pokdeng_service.cli.demo import run_demo
 
     return run_demo(rounds=args.rounds, db=args.db, seed=args.seed)
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from . import replay_view
+    from pokdeng_service.cli import replay_view
 
     app = _open(args)
     view = app.get_round(args.round)
@@ -89,8 +88,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from . import audit
-    from .table_pins import TablePins
+    from pokdeng_service.audit import verification as audit
+    from pokdeng_service.audit.table_pins import TablePins
 
     # A bundle is named by --bundle or as a file (`pokdeng verify round.json`): it is checked
     # offline, with no server or database; anything else is a round id in the store.
@@ -144,7 +143,7 @@ def _all_closed_rounds(app: Any) -> list[str]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from . import audit
+    from pokdeng_service.audit import verification as audit
 
     app = _open(args)
     raw = audit.bundle_bytes(app.export_bundle(args.round))
@@ -157,8 +156,8 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_recall(args: argparse.Namespace) -> int:
-    from . import replay_view
-    from .readmodels import ReadModels
+    from pokdeng_service.cli import replay_view
+    from pokdeng_service.readmodels.models import ReadModels
 
     config = _config(args)
     app = _open(args)
@@ -225,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     recall.set_defaults(handler=cmd_recall)
 
     try:
-        from .cli_rtp import add_rtp_commands
+        from pokdeng_service.cli.rtp import add_rtp_commands
     except ImportError:  # pragma: no cover
         pass
     else:

@@ -92,9 +92,8 @@ from eventsourcing.utils import Environment, get_topic, resolve_topic
 from pydantic import BaseModel, ConfigDict
 
 from pokdeng_core.errors import InvalidCommand
-
-from .aggregates import ROUND_FACTS, TABLE_FACTS, RoundRecord, Wallet, wallet_movement, wallet_uuid
-from .views import StatementLine
+from pokdeng_service.application.views import StatementLine
+from pokdeng_service.store.aggregates import ROUND_FACTS, TABLE_FACTS, RoundRecord, Wallet, wallet_movement, wallet_uuid
 
 TRACKING_NAME = "pokdeng_readmodels"
 TRACKING_TABLE = f"{TRACKING_NAME}_tracking"

@@ -26,15 +26,14 @@ from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import RoundState, attach_shoe, decide_and_fold, evolve
 from pokdeng_core.profiles import get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
-
-from . import merkle
-from .aggregates import round_uuid, wallet_uuid
-from .application import _check_id
-from .codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
-from .errors import NotFound
-from .facts import Fact, Recorded, fact_of, facts_of_rows
-from .table_pins import TablePins, table_finish
-from .views import RecordedEvent
+from pokdeng_service.application.app import _check_id
+from pokdeng_service.application.errors import NotFound
+from pokdeng_service.application.views import RecordedEvent
+from pokdeng_service.audit.table_pins import TablePins, table_finish
+from pokdeng_service.store import merkle
+from pokdeng_service.store.aggregates import round_uuid, wallet_uuid
+from pokdeng_service.store.codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
+from pokdeng_service.store.facts import Fact, Recorded, fact_of, facts_of_rows
 
 BUNDLE_FORMAT = "pokdeng-round-bundle"
 BUNDLE_VERSION = 1

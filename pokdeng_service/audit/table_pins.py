@@ -14,8 +14,8 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from .aggregates import TableRecord, table_uuid
-from .facts import Fact, Recorded, fact_of_row
+from pokdeng_service.store.aggregates import TableRecord, table_uuid
+from pokdeng_service.store.facts import Fact, Recorded, fact_of_row
 
 ROUND_FINISHED_TOPIC = get_topic(TableRecord.RoundFinished)  # type: ignore[attr-defined]
 

@@ -47,8 +47,7 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 from grpc_status import rpc_status
 
 from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand
-
-from .errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
+from pokdeng_service.application.errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
 
 DOMAIN = "pokdeng"
 log = logging.getLogger("pokdeng.api")

@@ -1,0 +1,411 @@
+"""Access control: bearer tokens in call metadata, mapped to roles.
+
+* **operator**: everything (tables, rounds, wallets, reads, audit, the event feed).
+* **player**: bound to one player id. It may take and leave its own seats, bid for
+  banker, place its own bets and side bets, draw and stay on its own seats, act as
+  banker in a round where it is the player-banker, read its own wallet and
+  statement, read tables, read and audit rounds it takes part in (other hands'
+  cards stay blank until they are shown), and ask what its seats may do.
+* **auditor**: reads and verifies only (no command, no wallet change).
+
+A call carries ``authorization: Bearer <token>``. No (or an unknown) token gives
+UNAUTHENTICATED; a role that may not call the method, or a player acting for
+someone else, gives PERMISSION_DENIED. Health and reflection need no token.
+
+Two layers: ``AuthInterceptor`` authenticates every call and checks the method
+against ``METHOD_ROLES`` (deny by default); the servicer then checks what only it
+knows (which player, wallet or round a request concerns) with ``require_player``
+and ``Principal.may_act_for``.
+
+Tokens come from configuration as SHA-256 digests, never in clear text: a JSON
+or TOML file listing ``{token_sha256, role, player, name}``. Presented tokens are
+hashed and compared with ``hmac.compare_digest`` against every entry. With no
+file, development mode makes one random operator token and prints it once.
+``python -m pokdeng_service.auth new --role player --player alice`` makes a token
+and the entry to add to the file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import secrets
+import sys
+import tomllib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import IO, Any
+
+import grpc
+from grpc_status import rpc_status
+
+from pokdeng_core.errors import InvalidCommand
+from pokdeng_service.api.errors import PermissionDenied, Unauthenticated, status_for
+
+PACKAGE = "pokdeng.v1"
+MAX_TOKEN = 4096
+
+
+class Role(StrEnum):
+    OPERATOR = "operator"
+    PLAYER = "player"
+    AUDITOR = "auditor"
+
+
+class TokenConfigError(ValueError):
+    """A token file that cannot be used."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who is calling: a role, and for a player token the player id it is bound to."""
+
+    role: Role
+    player: str | None = None
+    name: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.role is Role.PLAYER) != bool(self.player):
+            raise TokenConfigError("a player token names its player; operator and auditor tokens name none")
+
+    @property
+    def is_operator(self) -> bool:
+        return self.role is Role.OPERATOR
+
+    def may_act_for(self, player: str | None) -> bool:
+        """Whether this caller may act for (or read what belongs to) ``player``."""
+        if self.role is Role.OPERATOR:
+            return True
+        if self.role is Role.PLAYER:
+            return bool(player) and player == self.player
+        return False
+
+    def describe(self) -> str:
+        who = f"player {self.player!r}" if self.role is Role.PLAYER else f"an {self.role.value}"
+        return who + (f" ({self.name})" if self.name else "")
+
+
+def token_digest(token: str) -> str:
+    """The SHA-256 (hex) under which a token is configured."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class TokenEntry:
+    token_sha256: str
+    principal: Principal
+
+
+class TokenStore:
+    """The configured tokens, by digest. Only digests are kept (a development token also in clear, to print)."""
+
+    def __init__(self, entries: Iterable[TokenEntry], development_token: str | None = None) -> None:
+        self._entries = tuple(entries)
+        digests = [e.token_sha256 for e in self._entries]
+        for digest in digests:
+            if len(digest) != 64 or any(ch not in "0123456789abcdef" for ch in digest):
+                raise TokenConfigError(f"token_sha256 must be 64 lowercase hex characters, not {digest!r}")
+        if len(set(digests)) != len(digests):
+            raise TokenConfigError("the same token is configured twice")
+        self.development_token = development_token
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @classmethod
+    def from_mapping(cls, data: Any) -> TokenStore:
+        """Entries from parsed configuration: ``{"tokens": [...]}`` or a bare list."""
+        items = data.get("tokens") if isinstance(data, Mapping) else data
+        if not isinstance(items, list) or not items:
+            raise TokenConfigError('the token configuration needs a non-empty list "tokens"')
+        entries = []
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping):
+                raise TokenConfigError(f"token entry {index} is not a table/object")
+            unknown = set(item) - {"token_sha256", "role", "player", "name"}
+            if unknown:
+                raise TokenConfigError(f"token entry {index} has unknown keys: {', '.join(sorted(unknown))}")
+            try:
+                role = Role(str(item.get("role", "")))
+            except ValueError:
+                raise TokenConfigError(
+                    f"token entry {index}: role must be operator, player or auditor, not {item.get('role')!r}"
+                ) from None
+            player = item.get("player") or None
+            try:
+                principal = Principal(role, str(player) if player else None, str(item.get("name", "")))
+            except TokenConfigError as error:
+                raise TokenConfigError(f"token entry {index}: {error}") from None
+            entries.append(TokenEntry(str(item.get("token_sha256", "")).strip().lower(), principal))
+        return cls(entries)
+
+    @classmethod
+    def from_file(cls, path: str | Path) -> TokenStore:
+        """A JSON (``.json``) or TOML (any other suffix) token file."""
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as error:
+            raise TokenConfigError(f"cannot read token file {file}: {error.strerror}") from None
+        try:
+            data = json.loads(text) if file.suffix.lower() == ".json" else tomllib.loads(text)
+        except (ValueError, tomllib.TOMLDecodeError) as error:
+            raise TokenConfigError(f"token file {file} is not valid {file.suffix or 'TOML'}: {error}") from None
+        return cls.from_mapping(data)
+
+    @classmethod
+    def from_tokens(cls, tokens: Iterable[tuple[str, Role | str, str | None]]) -> TokenStore:
+        """From clear-text tokens (tests, embedding): each ``(token, role, player)``; only digests are kept."""
+        return cls(TokenEntry(token_digest(t), Principal(Role(r), p)) for t, r, p in tokens)
+
+    @classmethod
+    def development(cls, out: IO[str] | None = None, *, show: bool = True) -> TokenStore:
+        """Development mode: one random operator token, printed once (to ``out``, default standard error)
+        unless ``show`` is False, and kept as ``development_token``."""
+        token = secrets.token_urlsafe(32)
+        if show:
+            print(
+                "pokdeng: development mode (no token file): operator token, shown once:\n"
+                f"  authorization: Bearer {token}",
+                file=out or sys.stderr,
+                flush=True,
+            )
+        return cls([TokenEntry(token_digest(token), Principal(Role.OPERATOR, name="development"))], token)
+
+    def authenticate(self, token: str) -> Principal | None:
+        """The principal a token stands for, or None. Compares against every entry in constant time."""
+        if not token or len(token) > MAX_TOKEN:
+            return None
+        digest = token_digest(token).encode()
+        found: Principal | None = None
+        for entry in self._entries:
+            if hmac.compare_digest(digest, entry.token_sha256.encode()):
+                found = entry.principal
+        return found
+
+
+def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | None:
+    """The token of an ``authorization: Bearer <token>`` metadata entry, or None."""
+    for key, value in metadata or ():
+        if key.lower() != "authorization":
+            continue
+        text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+        scheme, _, token = text.strip().partition(" ")
+        if scheme.lower() == "bearer" and token.strip():
+            return token.strip()
+        return None
+    return None
+
+
+# --- which roles may call which method ---------------------------------------------------------
+
+_ALL = frozenset(Role)
+_OPERATOR = frozenset({Role.OPERATOR})
+_PLAYER_OR_OPERATOR = frozenset({Role.OPERATOR, Role.PLAYER})
+_READERS = _ALL  # players' reads are narrowed by the servicer to what concerns them
+_AUDITORS = frozenset({Role.OPERATOR, Role.AUDITOR})
+
+
+def _methods(service: str, roles: frozenset[Role], *names: str) -> dict[str, frozenset[Role]]:
+    return {f"/{PACKAGE}.{service}/{name}": roles for name in names}
+
+
+METHOD_ROLES: dict[str, frozenset[Role]] = {
+    **_methods("Wallets", _OPERATOR, "OpenWallet", "Deposit", "Withdraw"),
+    **_methods("Wallets", _READERS, "GetWallet", "GetStatement"),
+    **_methods(
+        "Tables",
+        _OPERATOR,
+        "OpenTable",
+        "CloseBankerBid",
+        "DisconnectBanker",
+        "CheckpointTable",
+        "StartRound",
+        "Deal",
+        "CloseSideBets",
+    ),
+    **_methods("Tables", _OPERATOR, "TimeOutTurn", "VoidRound"),
+    **_methods("Tables", _PLAYER_OR_OPERATOR, "TakeSeat", "LeaveSeat", "BidForBanker", "PlaceBet", "PlaceSideBet"),
+    **_methods("Tables", _PLAYER_OR_OPERATOR, "Draw", "Stay", "BankerReveal", "BankerDraw", "BankerStay"),
+    **_methods("Queries", _READERS, "GetTable", "GetRound", "GetLegalCommands", "ListRecentRounds"),
+    **_methods("Audit", _READERS, "ReplayRound", "VerifyRound", "ExportRound", "GetInclusionProof"),
+    **_methods("Events", _AUDITORS, "SubscribeEvents"),
+}
+"""Every method of the API and the roles that may call it; a method missing here is refused to everyone."""
+
+OPEN_SERVICES = (
+    "/grpc.health.v1.Health/",
+    "/grpc.reflection.v1alpha.ServerReflection/",
+    "/grpc.reflection.v1.ServerReflection/",
+)
+"""Services any caller may use without a token (load balancers' health checks, tooling's reflection)."""
+
+
+class Authenticator:
+    """Turns call metadata into a ``Principal`` (shared by the interceptor and the servicers)."""
+
+    def __init__(self, store: TokenStore) -> None:
+        self.store = store
+
+    def principal(self, metadata: Iterable[tuple[str, str | bytes]] | None) -> Principal:
+        token = bearer_token(metadata)
+        if token is None:
+            raise Unauthenticated('no credentials: send the metadata "authorization: Bearer <token>"')
+        principal = self.store.authenticate(token)
+        if principal is None:
+            raise Unauthenticated("the bearer token is not valid")
+        return principal
+
+    def of(self, context: grpc.ServicerContext) -> Principal:
+        return self.principal(context.invocation_metadata())
+
+
+def check_method(principal: Principal, method: str) -> None:
+    roles = METHOD_ROLES.get(method)
+    if roles is None or principal.role not in roles:
+        name = method.rsplit("/", 1)[-1] or method
+        raise PermissionDenied(f"{principal.describe()} may not call {name}", method=method, role=principal.role.value)
+
+
+def require_player(principal: Principal, player: str | None, what: str, *, read: bool = False) -> None:
+    """A player token may only act for, or read, its own player (seat, bet, wallet); an auditor only reads."""
+    if principal.may_act_for(player) or (read and principal.role is Role.AUDITOR):
+        return
+    target = f" for {player!r}" if player else ""
+    raise PermissionDenied(f"{principal.describe()} may not {what}{target}", player=player or "")
+
+
+class MalformedRequest:
+    """What bytes that are not a valid request message deserialise to: refused with INVALID_ARGUMENT
+    (grpcio's own answer would be INTERNAL "Exception deserializing request!")."""
+
+
+def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
+    if deserializer is None:
+        return None
+
+    def deserialize(data: bytes) -> Any:
+        try:
+            return deserializer(data)
+        except Exception:  # DecodeError, UnicodeDecodeError, ...: the bytes are not this message
+            return MalformedRequest()
+
+    return deserialize
+
+
+def _malformed_status() -> grpc.Status:
+    error = InvalidCommand("the request is not a valid protobuf message of this method", field="request")
+    return rpc_status.to_status(status_for(error))
+
+
+def _guarded(handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
+    """The same handler, answering INVALID_ARGUMENT to a request that does not deserialise."""
+    deserialize = _tolerant(handler.request_deserializer)
+    if handler.unary_unary is not None:
+        unary = handler.unary_unary
+
+        def run_unary(request: Any, context: grpc.ServicerContext) -> Any:
+            if isinstance(request, MalformedRequest):
+                context.abort_with_status(_malformed_status())
+            return unary(request, context)
+
+        return grpc.unary_unary_rpc_method_handler(run_unary, deserialize, handler.response_serializer)
+    if handler.unary_stream is not None:
+        stream = handler.unary_stream
+
+        def run_stream(request: Any, context: grpc.ServicerContext) -> Any:
+            if isinstance(request, MalformedRequest):
+                context.abort_with_status(_malformed_status())
+            return stream(request, context)
+
+        return grpc.unary_stream_rpc_method_handler(run_stream, deserialize, handler.response_serializer)
+    return handler  # (no client-streaming methods in the API)
+
+
+def _refusal(handler: grpc.RpcMethodHandler[Any, Any], error: Exception) -> grpc.RpcMethodHandler[Any, Any]:
+    status = rpc_status.to_status(status_for(error))
+    deserialize = _tolerant(handler.request_deserializer)  # refused whatever the bytes are
+
+    def refuse(_request: object, context: grpc.ServicerContext) -> Any:
+        context.abort_with_status(status)
+
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(refuse, deserialize, handler.response_serializer)
+    if handler.stream_unary is not None or handler.stream_stream is not None:
+
+        def refuse_stream(_requests: object, context: grpc.ServicerContext) -> Any:
+            context.abort_with_status(status)
+
+        make = grpc.stream_unary_rpc_method_handler if handler.stream_unary else grpc.stream_stream_rpc_method_handler
+        return make(refuse_stream, deserialize, handler.response_serializer)
+    return grpc.unary_unary_rpc_method_handler(refuse, deserialize, handler.response_serializer)
+
+
+class AuthInterceptor(grpc.ServerInterceptor):
+    """Authenticates every call (but health and reflection) and checks its method against ``METHOD_ROLES``."""
+
+    def __init__(self, authenticator: Authenticator) -> None:
+        self.authenticator = authenticator
+
+    def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        method: str = details.method
+        if method.startswith(OPEN_SERVICES):
+            return continuation(details)
+        handler = continuation(details)
+        if handler is None:
+            return None  # UNIMPLEMENTED
+        try:
+            principal = self.authenticator.principal(details.invocation_metadata)
+            check_method(principal, method)
+        except (Unauthenticated, PermissionDenied) as error:
+            return _refusal(handler, error)
+        return _guarded(handler)
+
+
+# --- command line: make a token --------------------------------------------------------------
+
+
+def _new_token(role: str, player: str | None, name: str) -> tuple[str, dict[str, str]]:
+    token = secrets.token_urlsafe(32)
+    Principal(Role(role), player, name)  # validates the combination
+    entry = {"token_sha256": token_digest(token), "role": role}
+    if player:
+        entry["player"] = player
+    if name:
+        entry["name"] = name
+    return token, entry
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pokdeng_service.auth", description="Make pokdeng API tokens.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    new = sub.add_parser("new", help="make a random token; prints it once, and the entry for the token file")
+    new.add_argument("--role", choices=[r.value for r in Role], required=True)
+    new.add_argument("--player", help="the player id a player token is bound to")
+    new.add_argument("--name", default="", help="a label for logs")
+    digest = sub.add_parser("hash", help="the token_sha256 of a token read from standard input")
+    digest.set_defaults(command="hash")
+    args = parser.parse_args(argv)
+    if args.command == "hash":
+        print(token_digest(sys.stdin.readline().strip()))
+        return 0
+    try:
+        token, entry = _new_token(args.role, args.player, args.name)
+    except TokenConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print(f"token (give it to the client; it is not stored): {token}")
+    print(f"entry for the token file: {json.dumps(entry)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,8 @@
+"""The ``pokdeng`` command line: serve, demo, replay, verify, export, recall, rtp, simulate.
+
+May import every other layer; nothing imports it.
+"""
+
+from pokdeng_service.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE, main
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_REFUSED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "main"]
