@@ -258,6 +258,14 @@ class PokdengApp(Application[UUID]):
             out.append(_recorded_event(item))
         return tuple(out)
 
+    def stream_events(self, uuid: UUID, gt: int | None = None, lte: int | None = None) -> tuple[RecordedEvent, ...]:
+        """A stream's stored events after position ``gt`` up to ``lte``, read afresh from the store."""
+        return self._recorded(uuid, gt, lte)
+
+    def server_seed(self, round_id: str) -> bytes:
+        """The round's server seed: the revealed one of a closed round, else unsealed from the vault."""
+        return self._shoe(self._round(round_id, with_shoe=False)).server_seed
+
     def _view_events(self, uuid: UUID, version: int) -> tuple[RecordedEvent, ...]:
         """A round's events up to ``version`` for its view, reading only those not read before.
 

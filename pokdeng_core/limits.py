@@ -1,0 +1,122 @@
+"""Every limit on what a command may carry, in one place: the API, the application and the core read it here.
+
+Each ``*_problem`` function returns what is wrong with one value (a sentence naming the field),
+or None when the value is fine; callers collect the problems of a whole request and report them
+together. ``check_id`` raises ``InvalidCommand`` instead, for code that checks one id at a time.
+
+Ids (table, round, wallet, player, dealer, request and checkpoint period) are 1 to ``MAX_ID``
+characters of visible text: no control characters (C0, DEL, C1 such as U+0085), no invisible
+format characters (U+200B zero width space, U+202E right-to-left override, U+FEFF ...), no line or
+paragraph separators, no space but the plain U+0020, no unassigned or private-use code points, and
+nothing that Unicode compatibility normalisation (NFKC) would change, such as full-width letters or
+ligatures that look like other ids.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+from .errors import InvalidCommand
+
+MAX_ID = 128
+"""Characters in any id."""
+MAX_SEATS = 16
+"""Seats at any table (the most hands a profile deals to, classic's 16); seat numbers are 1 to this, 0 the banker."""
+MAX_CLIENT_SEED = 256
+"""Characters in a client seed."""
+MAX_REASON = 500
+"""Characters in the reason a round is voided."""
+MAX_AMOUNT = 2**63 - 1
+"""The largest amount of minor units a stake, deposit or withdrawal may be (int64 on the wire)."""
+MAX_TURN_TIMEOUT = 3600
+"""Seconds a table may give a hand to act."""
+DEFAULT_TURN_TIMEOUT = 30
+MAX_BID_ROUNDS = 1000
+"""Rounds a banker bid may offer to bank."""
+MAX_POSITION = 2**63 - 1
+"""Log positions and stream versions are int64 in every store."""
+
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def id_problem(value: object, field: str, *, required: bool = True) -> str | None:
+    """What is wrong with an id, or None. An empty id is fine only when it is not ``required``."""
+    if not isinstance(value, str):
+        return f"{field} must be text"
+    if not value.strip():
+        return f"{field} is required (1 to {MAX_ID} characters)" if required or value else None
+    if len(value) > MAX_ID:
+        return f"{field} has at most {MAX_ID} characters"
+    return _character_problem(value, field)
+
+
+def _character_problem(value: str, field: str) -> str | None:
+    if value.isascii():
+        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
+            return f"{field} may not contain control characters"
+        return None
+    for ch in value:
+        category = unicodedata.category(ch)
+        if category == "Cc":
+            return f"{field} may not contain control characters (U+{ord(ch):04X})"
+        if category in _REFUSED_CATEGORIES or (category == "Zs" and ch != " "):
+            return f"{field} may not contain invisible characters (U+{ord(ch):04X})"
+    if unicodedata.normalize("NFKC", value) != value:
+        return f"{field} may not contain look-alike characters (write it as {unicodedata.normalize('NFKC', value)!r})"
+    return None
+
+
+def check_id(value: object, field: str) -> str:
+    """``value`` if it is a valid id; else ``InvalidCommand`` naming ``field``."""
+    problem = id_problem(value, field)
+    if problem is not None:
+        raise InvalidCommand(problem, field=field)
+    assert isinstance(value, str)
+    return value
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def amount_problem(value: object, field: str) -> str | None:
+    """What is wrong with an amount of minor units (a positive whole number up to ``MAX_AMOUNT``), or None."""
+    if not _is_int(value):
+        return f"{field} must be a whole number of minor units"
+    assert isinstance(value, int)
+    if value <= 0:
+        return f"{field} must be a positive number of minor units"
+    if value > MAX_AMOUNT:
+        return f"{field} is too large (at most {MAX_AMOUNT})"
+    return None
+
+
+def int_problem(value: object, field: str, low: int, high: int) -> str | None:
+    """What is wrong with a whole number that must lie in ``low..high``, or None."""
+    if not _is_int(value):
+        return f"{field} must be a whole number, not {value!r}"
+    assert isinstance(value, int)
+    if not low <= value <= high:
+        return f"{field} must be {low} to {high}, not {value}"
+    return None
+
+
+def seat_problem(value: object, field: str, *, banker: bool = False) -> str | None:
+    """What is wrong with a seat number (1 to ``MAX_SEATS``; 0, the banker, where ``banker``), or None."""
+    return int_problem(value, field, 0 if banker else 1, MAX_SEATS)
+
+
+def seat_count_problem(value: object, field: str = "seats") -> str | None:
+    """What is wrong with a table's number of seats (1 to ``MAX_SEATS``), or None."""
+    return int_problem(value, field, 1, MAX_SEATS)
+
+
+def text_problem(value: object, field: str, *, most: int, required: bool) -> str | None:
+    """What is wrong with free text of at most ``most`` characters (required: not blank), or None."""
+    if not isinstance(value, str):
+        return f"{field} must be text"
+    if required and not value.strip():
+        return f"{field} is required (1 to {most} characters)"
+    if len(value) > most:
+        return f"{field} has at most {most} characters"
+    return None
