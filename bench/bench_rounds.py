@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pokdeng_core import commands as c
 from pokdeng_core import events as e
 from pokdeng_core.hands import taem
-from pokdeng_core.machine import Phase, RoundState, attach_shoe, decide, evolve, replay
+from pokdeng_core.machine import Phase, RoundState, attach_shoe, decide, decide_and_fold, evolve, replay
 from pokdeng_core.profiles import PROFILE_NAMES, Profile, get_profile
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
 
@@ -89,9 +89,7 @@ def play(setup: Setup) -> list[e.RoundEvent]:
 
     def run(command: c.RoundCommand) -> None:
         nonlocal state
-        produced = decide(state, command)
-        for event in produced:
-            state = evolve(state, event)
+        produced, state = decide_and_fold(state, command)  # decide folds as it goes: the state comes with it
         log.extend(produced)
 
     run(setup.open_command)

@@ -15,7 +15,7 @@ from .settlement import (
     settle_side_bet,
 )
 
-__all__ = [
+__all__ = (
     "ENGINE_VERSION",
     "PROFILE_NAMES",
     "Card",
@@ -47,4 +47,4 @@ __all__ = [
     "settle_round",
     "settle_side_bet",
     "taem",
-]
+)

@@ -10,8 +10,9 @@ Text notation: a rank ``A 2 .. 9 10 J Q K`` (``T`` for 10) followed by a suit
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import IntEnum
+from types import MappingProxyType
 from typing import NamedTuple
 
 
@@ -72,38 +73,46 @@ class Rank(IntEnum):
         return _RANK_TEXT[self]
 
 
-_RANK_TEXT = {
-    Rank.TWO: "2",
-    Rank.THREE: "3",
-    Rank.FOUR: "4",
-    Rank.FIVE: "5",
-    Rank.SIX: "6",
-    Rank.SEVEN: "7",
-    Rank.EIGHT: "8",
-    Rank.NINE: "9",
-    Rank.TEN: "10",
-    Rank.JACK: "J",
-    Rank.QUEEN: "Q",
-    Rank.KING: "K",
-    Rank.ACE: "A",
-}
-_RANK_BY_TEXT = {text: rank for rank, text in _RANK_TEXT.items()}
-_RANK_BY_TEXT["T"] = Rank.TEN
-_RANK_BY_TEXT["1"] = Rank.ACE  # some tables write the ace as 1 (seed 001 does)
-_SUIT_BY_TEXT = {
-    "S": Suit.SPADES,
-    "H": Suit.HEARTS,
-    "C": Suit.CLUBS,
-    "D": Suit.DIAMONDS,
-    "♠": Suit.SPADES,
-    "♥": Suit.HEARTS,
-    "♣": Suit.CLUBS,
-    "♦": Suit.DIAMONDS,
-    "♤": Suit.SPADES,
-    "♡": Suit.HEARTS,
-    "♧": Suit.CLUBS,
-    "♢": Suit.DIAMONDS,
-}
+_RANK_TEXT: Mapping[Rank, str] = MappingProxyType(
+    {
+        Rank.TWO: "2",
+        Rank.THREE: "3",
+        Rank.FOUR: "4",
+        Rank.FIVE: "5",
+        Rank.SIX: "6",
+        Rank.SEVEN: "7",
+        Rank.EIGHT: "8",
+        Rank.NINE: "9",
+        Rank.TEN: "10",
+        Rank.JACK: "J",
+        Rank.QUEEN: "Q",
+        Rank.KING: "K",
+        Rank.ACE: "A",
+    }
+)
+_RANK_BY_TEXT: Mapping[str, Rank] = MappingProxyType(
+    {
+        **{text: rank for rank, text in _RANK_TEXT.items()},
+        "T": Rank.TEN,
+        "1": Rank.ACE,  # some tables write the ace as 1 (seed 001 does)
+    }
+)
+_SUIT_BY_TEXT: Mapping[str, Suit] = MappingProxyType(
+    {
+        "S": Suit.SPADES,
+        "H": Suit.HEARTS,
+        "C": Suit.CLUBS,
+        "D": Suit.DIAMONDS,
+        "♠": Suit.SPADES,
+        "♥": Suit.HEARTS,
+        "♣": Suit.CLUBS,
+        "♦": Suit.DIAMONDS,
+        "♤": Suit.SPADES,
+        "♡": Suit.HEARTS,
+        "♧": Suit.CLUBS,
+        "♢": Suit.DIAMONDS,
+    }
+)
 _VARIATION_SELECTOR = "\ufe0f"
 
 

@@ -17,6 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
+from functools import lru_cache
+from types import MappingProxyType
 
 from .cards import Card, CardError, format_cards
 from .hands import (
@@ -40,12 +42,14 @@ class Outcome(StrEnum):
     TIE = "tie"
 
 
-_CLASSIC_DENG = {
-    HandKind.TONG: 5,
-    HandKind.STRAIGHT_FLUSH: 5,
-    HandKind.STRAIGHT: 3,
-    HandKind.SAM_LUEANG: 3,
-}
+_CLASSIC_DENG = MappingProxyType(
+    {
+        HandKind.TONG: 5,
+        HandKind.STRAIGHT_FLUSH: 5,
+        HandKind.STRAIGHT: 3,
+        HandKind.SAM_LUEANG: 3,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,10 +93,9 @@ def _fmt(value: Fraction) -> str:
 
 
 class CompiledProfile:
-    """What the hot paths need from one profile, read once: flags, exact rates and a hand cache.
+    """What the hot paths need from one profile, read once: flags and exact rates.
 
-    Built by ``compiled(profile)``; looked up by the profile's identity, so no call hashes
-    the (pydantic) profile model. Equal profiles share one instance.
+    Built by ``compiled(profile)`` (one per distinct profile value); never changed after.
     """
 
     __slots__ = (
@@ -101,7 +104,6 @@ class CompiledProfile:
         "commission_den",
         "commission_num",
         "floor",
-        "hands",
         "profile",
         "single_deck",
         "wager_split",
@@ -117,46 +119,39 @@ class CompiledProfile:
         self.commission_num = rate.numerator
         self.commission_den = rate.denominator
         self.floor: Fraction | None = profile.loss_floor if profile.loss_floor > 0 else None
-        self.hands: dict[tuple[Card, ...], HandValue] = {}
 
 
-_COMPILED_BY_ID: dict[int, tuple[Profile, CompiledProfile]] = {}
-_COMPILED_BY_VALUE: dict[Profile, CompiledProfile] = {}
-_HAND_CACHE_LIMIT = 400_000  # more than every ordered 2- and 3-card hand of one deck (142,272)
+_HAND_CACHE_LIMIT = 1 << 20  # more than every ordered 2- and 3-card hand (143,312) of four profiles
+
+
+def _as_profile(profile: object) -> Profile:
+    if isinstance(profile, str):
+        return get_profile(profile)
+    if not isinstance(profile, Profile):
+        raise TypeError(f"expected a Profile (see get_profile), not {profile!r}")
+    return profile
+
+
+@lru_cache(maxsize=256)
+def _compiled(profile: Profile) -> CompiledProfile:
+    return CompiledProfile(profile)
 
 
 def compiled(profile: Profile | str) -> CompiledProfile:
-    """The ``CompiledProfile`` of ``profile`` (cached by identity, then by value); a name is looked up."""
-    entry = _COMPILED_BY_ID.get(id(profile))
-    if entry is not None and entry[0] is profile:
-        return entry[1]
-    if isinstance(profile, str):
-        return compiled(get_profile(profile))
-    if not isinstance(profile, Profile):
-        raise TypeError(f"expected a Profile (see get_profile), not {profile!r}")
-    result = _COMPILED_BY_VALUE.get(profile)
-    if result is None:
-        if len(_COMPILED_BY_VALUE) >= 256:
-            _COMPILED_BY_VALUE.clear()
-        result = _COMPILED_BY_VALUE[profile] = CompiledProfile(profile)
-    if len(_COMPILED_BY_ID) >= 1024:
-        _COMPILED_BY_ID.clear()
-    # The entry holds the profile itself, so its id cannot be reused while the entry lives.
-    _COMPILED_BY_ID[id(profile)] = (profile, result)
-    return result
+    """The ``CompiledProfile`` of ``profile`` (cached by value); a name is looked up."""
+    return _compiled(profile if type(profile) is Profile else _as_profile(profile))
+
+
+@lru_cache(maxsize=_HAND_CACHE_LIMIT)
+def hand_value(profile: Profile, cards: tuple[Card, ...]) -> HandValue:
+    """``evaluate`` for a tuple of ``Card``s (cached: a pure function of its arguments)."""
+    return _evaluate(profile, cards)
 
 
 def evaluate(profile: Profile | str, cards: Sequence[Card]) -> HandValue:
     """The value of ``cards`` (two or three ``Card``s, in deal order) under ``profile`` (or its name)."""
-    rules = compiled(profile)
-    hands = rules.hands
-    key = cards if type(cards) is tuple else tuple(cards)
-    value = hands.get(key)
-    if value is None:
-        value = _evaluate(rules.profile, key)
-        if len(hands) < _HAND_CACHE_LIMIT:
-            hands[key] = value
-    return value
+    rules = profile if type(profile) is Profile else _as_profile(profile)
+    return hand_value(rules, cards if type(cards) is tuple else tuple(cards))
 
 
 def _evaluate(profile: Profile, cards: tuple[Card, ...]) -> HandValue:

@@ -7,7 +7,9 @@ seat 0 is the banker; multipliers are exact fractions as text (``"2"``, ``"19/20
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import ClassVar
 
 
@@ -210,4 +212,5 @@ EVENT_TYPES: tuple[type[RoundEvent], ...] = (
     SeedRevealed,
     RoundClosed,
 )
-EVENT_BY_KIND: dict[str, type[RoundEvent]] = {cls.kind: cls for cls in EVENT_TYPES}
+EVENT_BY_KIND: Mapping[str, type[RoundEvent]] = MappingProxyType({cls.kind: cls for cls in EVENT_TYPES})
+"""Each event class by its ``kind`` (read-only: the kinds are written once, in the classes)."""

@@ -39,6 +39,8 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -53,7 +55,7 @@ DECK_SIZE = 52
 TWO_CARD_IDS = DECK_SIZE * DECK_SIZE
 HAND_ID_SPACE = TWO_CARD_IDS + DECK_SIZE**3
 _INT64_MAX = int(np.iinfo(np.int64).max)
-_CARD_INDEX = {card: index for index, card in enumerate(CANONICAL_DECK)}
+_CARD_INDEX = MappingProxyType({card: index for index, card in enumerate(CANONICAL_DECK)})
 
 
 def hand_id(cards: Iterable[Card]) -> int:
@@ -208,16 +210,14 @@ def _stakes(stakes: ArrayLike, profile: Profile) -> NDArray[Any]:
     return array
 
 
-_TABLES: dict[Profile, SettleTable] = {}
-
-
 def settle_table(profile: str | Profile) -> SettleTable:
     """The (cached) table of ``profile``; building one takes a fraction of a second."""
-    rules = get_profile(profile)
-    table = _TABLES.get(rules)
-    if table is None:
-        table = _TABLES[rules] = _build(rules)
-    return table
+    return _settle_table(get_profile(profile))
+
+
+@lru_cache(maxsize=32)
+def _settle_table(profile: Profile) -> SettleTable:
+    return _build(profile)
 
 
 def _build(profile: Profile) -> SettleTable:
@@ -249,6 +249,8 @@ def _build(profile: Profile) -> SettleTable:
     numerators = np.array([int(m * denominator) for m in signed], dtype=np.int64)
     rate = profile.player_commission_rate
     largest = max(1, int(np.abs(numerators).max())) * max(1, rate.numerator)
+    for array in (class_of, masks, numerators):
+        array.setflags(write=False)  # the table is cached and shared: nobody may change it
     return SettleTable(
         profile,
         class_of,

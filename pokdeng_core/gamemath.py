@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from itertools import combinations
+from types import MappingProxyType
 from typing import Any, Literal
 
 import numpy as np
@@ -46,12 +47,12 @@ from . import commands as c
 from . import events as e
 from .cards import Card, canonical_deck
 from .evaluation import HandValue, Outcome, evaluate
-from .machine import BANKER, Phase, RoundState, attach_shoe, decide, evolve
+from .machine import BANKER, Phase, RoundState, attach_shoe, decide_and_fold
 from .profiles import BankerKind, Comparison, DrawRule, Profile, get_profile
 from .settlement import banker_commission, settle_side_bet, settle_values
 from .shuffle import SHUFFLE_ALGORITHM, commitment
 
-__all__ = [
+__all__ = (
     "AnteMath",
     "CommissionMath",
     "Decision",
@@ -65,7 +66,7 @@ __all__ = [
     "reference_strategy",
     "round_server_seed",
     "simulate",
-]
+)
 
 IntArray = npt.NDArray[np.int64]
 FloatArray = npt.NDArray[np.float64]
@@ -147,7 +148,7 @@ def _choice_totals(rule: DrawRule | None) -> tuple[int, ...]:
     return tuple(t for t in range(8) if rule.action(t) == "choose")
 
 
-REFERENCE_DRAW_MAX = {"classic": 4}
+REFERENCE_DRAW_MAX: Mapping[str, int] = MappingProxyType({"classic": 4})
 """Reference strategy: on a choice total the hand draws on totals up to this (classic: 0-4, both sides).
 Other profiles: the automatic action the profile gives on timeout (room and kingmaker players
 draw on 0-3 anyway and stand on 4-7; the room banker stands on 4-7)."""
@@ -1016,9 +1017,8 @@ def _play(profile: Profile, strategy: Strategy, server_seed: bytes, seed: str, n
 
     def run(command: c.RoundCommand) -> None:
         nonlocal state
-        for event in decide(state, command):
-            history.append(event)
-            state = evolve(state, event)
+        events, state = decide_and_fold(state, command)  # the state decide folded its events into
+        history.extend(events)
 
     run(
         c.OpenRound(

@@ -7,9 +7,10 @@ paid under each profile lives in ``evaluation.py`` and ``settlement.py``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from enum import StrEnum
 from functools import lru_cache
+from types import MappingProxyType
 
 from .cards import Card, Rank
 
@@ -30,14 +31,16 @@ class HandKind(StrEnum):
         return _KIND_ORDER[self]
 
 
-_KIND_ORDER = {
-    HandKind.POK: 6,
-    HandKind.TONG: 5,
-    HandKind.STRAIGHT_FLUSH: 4,
-    HandKind.STRAIGHT: 3,
-    HandKind.SAM_LUEANG: 2,
-    HandKind.NORMAL: 1,
-}
+_KIND_ORDER: Mapping[HandKind, int] = MappingProxyType(
+    {
+        HandKind.POK: 6,
+        HandKind.TONG: 5,
+        HandKind.STRAIGHT_FLUSH: 4,
+        HandKind.STRAIGHT: 3,
+        HandKind.SAM_LUEANG: 2,
+        HandKind.NORMAL: 1,
+    }
+)
 
 
 def taem(cards: Sequence[Card]) -> int:
@@ -124,13 +127,15 @@ ANTE_TEN_AND_FACE = 72
 ANTE_ZERO_FLUSH = 71
 _SPECIAL_PAIR_RANKS = frozenset({Rank.ACE, Rank.FIVE, Rank.SIX, Rank.TEN})
 
-ANTE_VALUE_NAMES = {
-    ANTE_AK_FLUSH: "AK flush",
-    ANTE_SPECIAL_PAIR: "special pair",
-    ANTE_FACE_COMBINATION: "face-card combination",
-    ANTE_TEN_AND_FACE: "10 and face card",
-    ANTE_ZERO_FLUSH: "zero flush",
-}
+ANTE_VALUE_NAMES: Mapping[int, str] = MappingProxyType(
+    {
+        ANTE_AK_FLUSH: "AK flush",
+        ANTE_SPECIAL_PAIR: "special pair",
+        ANTE_FACE_COMBINATION: "face-card combination",
+        ANTE_TEN_AND_FACE: "10 and face card",
+        ANTE_ZERO_FLUSH: "zero flush",
+    }
+)
 
 
 @lru_cache(maxsize=4096)

@@ -51,10 +51,8 @@ def id_problem(value: object, field: str, *, required: bool = True) -> str | Non
 
 
 def _character_problem(value: str, field: str) -> str | None:
-    if value.isascii():
-        if any(ord(ch) < 32 or ord(ch) == 127 for ch in value):
-            return f"{field} may not contain control characters"
-        return None
+    if value.isascii():  # printable ASCII is exactly U+0020 to U+007E
+        return None if value.isprintable() else f"{field} may not contain control characters"
     for ch in value:
         category = unicodedata.category(ch)
         if category == "Cc":

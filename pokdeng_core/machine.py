@@ -5,6 +5,9 @@ including every automatic step that follows (automatic draws, the banker's
 automatic play, settlement, the seed's reveal and the close), so that the shell
 saves them in one transaction. A refused command raises a ``DomainError`` and
 returns nothing. ``evolve`` folds one event into the state and never refuses.
+``decide_and_fold`` gives both at once, a ``Decision(events, state)``: the state after the
+events, as the decision folded them (so the shell records the events and keeps the state).
+Nothing here keeps anything between calls: every function is a function of its arguments.
 
 Cards come from the round's shoe, which is not part of the public record until
 the round closes: the shell attaches it with ``attach_shoe`` (from the server seed,
@@ -18,7 +21,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
-from typing import Any
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from . import commands as c
 from . import events as e
@@ -26,11 +30,12 @@ from .cards import Card, canonical_deck, parse_card
 from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, SealedShoe, UnknownSeat, WrongPhase
 from .evaluation import evaluate
 from .hands import taem
+from .limits import MAX_CLIENT_SEED as MAX_CLIENT_SEED  # (re-exported: its old home)
+from .limits import check_id, id_problem
 from .profiles import ENGINE_VERSION, BankerKind, Profile, get_profile
 from .settlement import StakeError, banker_commission, check_stake, settle_side_bet, settle_values
 from .shuffle import SHUFFLE_ALGORITHM, shuffled_deck
 
-MAX_CLIENT_SEED = 256
 _HEX = frozenset("0123456789abcdef")
 BANKER = 0
 
@@ -170,13 +175,15 @@ def _card(text: str) -> Card:
     return parse_card(text)
 
 
-_CARD_TEXT: dict[Card, str] = {card: str(card) for card in canonical_deck()}
+_CARD_TEXT: Mapping[Card, str] = MappingProxyType({card: str(card) for card in canonical_deck()})
 
 
 def _text(card: Card) -> str:
     """A card in the events' notation (``str(card)``, looked up)."""
-    text = _CARD_TEXT.get(card)
-    return str(card) if text is None else text
+    try:
+        return _CARD_TEXT[card]  # (a read-only mapping's subscript is faster than its ``get``)
+    except KeyError:
+        return str(card)
 
 
 def _texts(cards: Iterable[Card]) -> tuple[str, ...]:
@@ -379,44 +386,38 @@ def _on_round_closed(state: RoundState, event: e.RoundClosed) -> RoundState:
     return _with(state, {"phase": Phase.CLOSED, "outcome": event.outcome})
 
 
-_EVOLVERS: dict[type[e.RoundEvent], Callable[[RoundState, Any], RoundState]] = {
-    e.RoundOpened: _on_round_opened,
-    e.ShuffleCommitted: _on_shuffle_committed,
-    e.BetPlaced: _on_bet_placed,
-    e.CardsDealt: _on_cards_dealt,
-    e.PokDeclared: _on_pok_declared,
-    e.SideBetWindowOpened: _on_side_bet_window_opened,
-    e.SideBetPlaced: _on_side_bet_placed,
-    e.SideBetsSettled: _on_side_bets_settled,
-    e.TurnTimedOut: _on_turn_timed_out,
-    e.CardDrawn: _on_card_drawn,
-    e.PlayerStood: _on_player_stood,
-    e.HandsRevealed: _on_hands_revealed,
-    e.BetSettled: _on_bet_settled,
-    e.RoundSettled: _on_round_settled,
-    e.RoundVoided: _on_round_voided,
-    e.SeedRevealed: _on_seed_revealed,
-    e.RoundClosed: _on_round_closed,
-}
-
-
-_folded: dict[int, tuple[RoundState, e.RoundEvent, RoundState]] = {}
-"""The last decision's folds, by event identity: ``decide`` already folded each event it returns,
-so a caller folding those same event objects into those same states gets the state ``decide``
-computed (``evolve`` is pure and both are immutable). The entries hold their events, so an id
-cannot be reused while it is here; anything else (events rebuilt from storage) folds normally."""
+_EVOLVERS: Mapping[type[e.RoundEvent], Callable[[RoundState, Any], RoundState]] = MappingProxyType(
+    {
+        e.RoundOpened: _on_round_opened,
+        e.ShuffleCommitted: _on_shuffle_committed,
+        e.BetPlaced: _on_bet_placed,
+        e.CardsDealt: _on_cards_dealt,
+        e.PokDeclared: _on_pok_declared,
+        e.SideBetWindowOpened: _on_side_bet_window_opened,
+        e.SideBetPlaced: _on_side_bet_placed,
+        e.SideBetsSettled: _on_side_bets_settled,
+        e.TurnTimedOut: _on_turn_timed_out,
+        e.CardDrawn: _on_card_drawn,
+        e.PlayerStood: _on_player_stood,
+        e.HandsRevealed: _on_hands_revealed,
+        e.BetSettled: _on_bet_settled,
+        e.RoundSettled: _on_round_settled,
+        e.RoundVoided: _on_round_voided,
+        e.SeedRevealed: _on_seed_revealed,
+        e.RoundClosed: _on_round_closed,
+    }
+)
 
 
 def evolve(state: RoundState, event: e.RoundEvent) -> RoundState:
     """Fold one event into the round's state."""
-    done = _folded.get(id(event))
-    if done is not None and done[1] is event and done[0] is state:
-        return done[2]
-    fold = _EVOLVERS.get(type(event))
-    if fold is None:
-        fold = next((_EVOLVERS[k] for k in type(event).__mro__ if k in _EVOLVERS and k is not e.RoundEvent), None)
-        if fold is None:
-            raise TypeError(f"not a round event: {event!r}")
+    try:
+        fold = _EVOLVERS[type(event)]
+    except KeyError:
+        found = next((_EVOLVERS[k] for k in type(event).__mro__ if k in _EVOLVERS and k is not e.RoundEvent), None)
+        if found is None:
+            raise TypeError(f"not a round event: {event!r}") from None
+        fold = found
     return fold(state, event)
 
 
@@ -432,21 +433,26 @@ def replay(events: Iterable[e.RoundEvent], state: RoundState | None = None) -> R
 # decide
 
 
+class Decision(NamedTuple):
+    """What ``decide_and_fold`` gives: the events a command causes, and the state after them
+    (``replay(events, state)`` of the state decided on, as the decision computed it)."""
+
+    events: tuple[e.RoundEvent, ...]
+    state: RoundState
+
+
 class _Run:
     """Collects the events of one decision, folding each into the state as it goes."""
 
-    __slots__ = ("events", "state", "trail")
+    __slots__ = ("events", "state")
 
     def __init__(self, state: RoundState) -> None:
         self.state = state
         self.events: list[e.RoundEvent] = []
-        self.trail: dict[int, tuple[RoundState, e.RoundEvent, RoundState]] = {}
 
     def emit(self, event: e.RoundEvent) -> None:
-        before = self.state
-        self.state = after = _EVOLVERS[type(event)](before, event)  # a fresh event: nothing to reuse
+        self.state = _EVOLVERS[type(event)](self.state, event)
         self.events.append(event)
-        self.trail[id(event)] = (before, event, after)
 
     def next_card(self) -> Card:
         shoe = self.state.shoe
@@ -462,20 +468,22 @@ class _Run:
 
 def decide(state: RoundState, command: c.RoundCommand) -> tuple[e.RoundEvent, ...]:
     """The events ``command`` causes in ``state``; raises ``DomainError`` (and records nothing) if refused."""
-    return decide_and_fold(state, command)[0]
+    return decide_and_fold(state, command).events
 
 
-def decide_and_fold(state: RoundState, command: c.RoundCommand) -> tuple[tuple[e.RoundEvent, ...], RoundState]:
-    """``decide``, and the state after folding its events (what ``replay(events, state)`` gives,
-    as decide computed it along the way)."""
-    handler = _HANDLERS.get(type(command))
-    if handler is None:
-        raise InvalidCommand(f"not a round command: {type(command).__name__}")
+def decide_and_fold(state: RoundState, command: c.RoundCommand) -> Decision:
+    """``decide``, and the state after folding its events: ``events, after = decide_and_fold(state, command)``.
+
+    ``after`` is what ``replay(events, state)`` gives, computed once along the way (the shell
+    records the events and keeps ``after`` instead of folding them again).
+    """
+    try:
+        handler = _HANDLERS[type(command)]
+    except KeyError:
+        raise InvalidCommand(f"not a round command: {type(command).__name__}") from None
     run = _Run(state)
     handler(run, command)
-    global _folded
-    _folded = run.trail
-    return tuple(run.events), run.state
+    return Decision(tuple(run.events), run.state)
 
 
 def _require_phase(state: RoundState, *phases: Phase, doing: str) -> None:
@@ -490,8 +498,10 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
     state = run.state
     _require_phase(state, Phase.NEW, doing="open the round")
     profile = cmd.profile
-    if not cmd.round_id or not cmd.table_id:
-        raise InvalidCommand("a round needs a round id and a table id", field="round_id")
+    for name, value in (("round_id", cmd.round_id), ("table_id", cmd.table_id)):
+        problem = id_problem(value, name)
+        if problem is not None:  # both ids name the round: the field is its id either way
+            raise InvalidCommand(problem, field="round_id")
     if cmd.round_no < 1:
         raise InvalidCommand("round numbers start at 1", field="round_no")
     if not 0 < cmd.min_stake <= cmd.max_stake:
@@ -509,6 +519,10 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
             raise InvalidCommand(f"{profile.name} allows at most {profile.max_hands} hands", field="seats")
         if any(not h for _, h in cmd.seats):
             raise InvalidCommand("every seat needs a holder", field="seats")
+        for seat, h in cmd.seats:
+            problem = id_problem(h, "a seat holder's player id")
+            if problem is not None:
+                raise InvalidCommand(f"seat {seat}: {problem}", field="seats")
         held: dict[str | None, int] = {}
         for _, h in cmd.seats:
             held[h] = held.get(h, 0) + 1
@@ -519,6 +533,7 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
     if cmd.banker_player is None and BankerKind.HOUSE not in profile.banker:
         raise InvalidCommand(f"{profile.name} needs a player as banker", field="banker_player")
     if cmd.banker_player is not None:
+        check_id(cmd.banker_player, "banker_player")
         if BankerKind.PLAYER not in profile.banker:
             raise InvalidCommand(f"in {profile.name} the house is the banker", field="banker_player")
         if any(h == cmd.banker_player for _, h in cmd.seats):
@@ -578,8 +593,8 @@ def _place_bet(run: _Run, cmd: c.PlaceBet) -> None:
     _require_phase(state, Phase.BETTING, doing="place a bet")
     profile = state.rules
     holder = state.holder(cmd.seat)
-    if not cmd.player:
-        raise InvalidCommand("a bet needs a player", field="player")
+    if holder is None or cmd.player != holder:  # a seat's holder was checked when the round opened
+        check_id(cmd.player, "player")
     if cmd.player == state.banker_player:
         raise NotYourTurn("the banker cannot bet against itself")
     if holder is not None and holder != cmd.player and profile.name != "classic":
@@ -874,20 +889,22 @@ def _void(run: _Run, cmd: c.VoidRound) -> None:
     _reveal_seed_and_close(run, "voided")
 
 
-_HANDLERS: Mapping[type[c.RoundCommand], Callable[[_Run, Any], None]] = {
-    c.OpenRound: _open,
-    c.PlaceBet: _place_bet,
-    c.Deal: _deal,
-    c.PlaceSideBet: _place_side_bet,
-    c.CloseSideBets: _close_side_bets,
-    c.Draw: _draw,
-    c.Stay: _stay,
-    c.BankerReveal: _banker_reveal,
-    c.BankerDraw: _banker_play,
-    c.BankerStay: _banker_play,
-    c.TimeOutTurn: _time_out,
-    c.VoidRound: _void,
-}
+_HANDLERS: Mapping[type[c.RoundCommand], Callable[[_Run, Any], None]] = MappingProxyType(
+    {
+        c.OpenRound: _open,
+        c.PlaceBet: _place_bet,
+        c.Deal: _deal,
+        c.PlaceSideBet: _place_side_bet,
+        c.CloseSideBets: _close_side_bets,
+        c.Draw: _draw,
+        c.Stay: _stay,
+        c.BankerReveal: _banker_reveal,
+        c.BankerDraw: _banker_play,
+        c.BankerStay: _banker_play,
+        c.TimeOutTurn: _time_out,
+        c.VoidRound: _void,
+    }
+)
 
 
 def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...]:

@@ -9,8 +9,11 @@ own rules: ``get_profile(name, version=..., **options)`` rebuilds it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import StrEnum
 from fractions import Fraction
+from functools import cache, lru_cache
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -98,14 +101,9 @@ class RankedMultipliers(BaseModel):
         return _fraction(getattr(self, label))
 
 
-_FRACTIONS: dict[str, Fraction] = {}
-
-
+@lru_cache(maxsize=1024)
 def _fraction(text: str) -> Fraction:
-    value = _FRACTIONS.get(text)
-    if value is None:
-        value = _FRACTIONS[text] = Fraction(text)
-    return value
+    return Fraction(text)
 
 
 class BankerBidRule(BaseModel):
@@ -147,6 +145,11 @@ class Profile(BaseModel):
     side_bet: SideBetRule | None = None
     banker_bid: BankerBidRule | None = None
     engine_rules: str = "RULES.md"
+
+    def __hash__(self) -> int:
+        """By the profile's identity fields only: equal profiles agree on them, so this is a valid hash,
+        and it costs a fraction of hashing every field (the core's caches key on profiles)."""
+        return hash((self.name, self.version, self.straights, self.ace_low))
 
     @model_validator(mode="after")
     def _consistent(self) -> Profile:
@@ -275,16 +278,17 @@ KINGMAKER_V1 = Profile(
     side_bet=SideBetRule(),
 )
 
-PRESETS: dict[str, dict[int, Profile]] = {
-    "classic": {1: CLASSIC_V1},
-    "ante": {1: ANTE_V1},
-    "room": {1: ROOM_V1},
-    "kingmaker": {1: KINGMAKER_V1},
+PRESETS: dict[str, Mapping[int, Profile]] = {
+    "classic": MappingProxyType({1: CLASSIC_V1}),
+    "ante": MappingProxyType({1: ANTE_V1}),
+    "room": MappingProxyType({1: ROOM_V1}),
+    "kingmaker": MappingProxyType({1: KINGMAKER_V1}),
 }
+"""The registry of profile versions. Never changed by the engine; a plain dict only because a
+service test (tests/service/test_audit.py) swaps in a newer version with ``monkeypatch.setitem``."""
 PROFILE_NAMES = tuple(PRESETS)
 
 _CLASSIC_OPTIONS = frozenset({"straights", "ace_low"})
-_CACHE: dict[tuple[str, int | None, tuple[tuple[str, Any], ...]], Profile] = {}
 
 
 def get_profile(name: str | Profile, version: int | None = None, **options: Any) -> Profile:
@@ -303,10 +307,6 @@ def get_profile(name: str | Profile, version: int | None = None, **options: Any)
     for option, value in options.items():
         if not isinstance(value, bool):
             raise ProfileError(f"option {option!r} must be true or false, not {value!r}")
-    cache_key = (name, version, tuple(sorted(options.items())))
-    cached = _CACHE.get(cache_key)
-    if cached is not None:
-        return cached
     versions = PRESETS.get(name)
     if versions is None:
         raise ProfileError(f"unknown profile {name!r}: choose one of {', '.join(PROFILE_NAMES)}")
@@ -317,12 +317,22 @@ def get_profile(name: str | Profile, version: int | None = None, **options: Any)
     unknown = set(options) - (_CLASSIC_OPTIONS if name == "classic" else set())
     if unknown:
         raise ProfileError(f"profile {name!r} takes no option {', '.join(sorted(unknown))}")
-    profile = base
-    if options:
-        try:
-            profile = Profile.model_validate({**base.model_dump(), **options})
-        except ValidationError as error:
-            reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
-            raise ProfileError(f"profile {name!r} cannot take options {options}: {reasons}") from None
-    _CACHE[cache_key] = profile
-    return profile
+    if not options:
+        return base
+    return _with_options(base, tuple(sorted(options.items())))
+
+
+@cache  # (lru_cache without a bound) keys are checked first: a registered profile and known true/false options
+def _with_options(base: Profile, options: tuple[tuple[str, bool], ...]) -> Profile:
+    """``base`` with table options; one instance per (preset, options), keyed by the preset itself so
+    that a newly registered version never meets an instance built from the one it replaced."""
+    try:
+        return Profile.model_validate({**base.model_dump(), **dict(options)})
+    except ValidationError as error:
+        reasons = "; ".join(str(e["msg"]).removeprefix("Value error, ") for e in error.errors())
+        raise ProfileError(f"profile {base.name!r} cannot take options {dict(options)}: {reasons}") from None
+
+
+_CACHE = _with_options
+"""The old name of the options cache (tests/service/test_audit.py resets it with ``monkeypatch``;
+nothing reads it: the cache is keyed by the preset, so a new version needs no reset)."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from .cards import Card, CardError, CardsLike, parse_cards
-from .evaluation import HandValue, Outcome, as_fraction, classic_multiplier, compiled, evaluate
+from .evaluation import HandValue, Outcome, as_fraction, classic_multiplier, compiled, evaluate, hand_value
 from .hands import HandKind
 from .profiles import BankerKind, Profile, ProfileError, get_profile
 
@@ -72,6 +72,16 @@ def _cards(cards: CardsLike | tuple[Card, ...]) -> tuple[Card, ...]:
     if type(cards) is tuple and all(type(c) is Card for c in cards):
         return cards
     return parse_cards(cards)
+
+
+def _known(rules: Profile, hand: object) -> HandValue | None:
+    """The (cached) value of a hand given as a tuple of cards; None for anything else, to parse."""
+    if type(hand) is tuple:
+        try:
+            return hand_value(rules, hand)
+        except CardError:
+            return None
+    return None
 
 
 _ZERO = Fraction(0)
@@ -155,11 +165,10 @@ def settle(
         amount = stake
     else:
         amount = check_stake(rules, stake)
-    hands = fast.hands
-    player_value = hands.get(player) if type(player) is tuple else None
+    player_value = _known(rules, player)
     if player_value is None:
         player_value = evaluate(rules, _cards(player))
-    banker_value = hands.get(banker) if type(banker) is tuple else None
+    banker_value = _known(rules, banker)
     if banker_value is None:
         banker_value = evaluate(rules, _cards(banker))
     if fast.single_deck:

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from pokdeng_core.cards import Card, canonical_deck, format_cards
+from pokdeng_core.limits import MAX_CLIENT_SEED
 
-__all__ = [
+__all__ = (
     "CLIENT_SEED_MAX_CHARS",
     "MAX_DECKS",
     "MIN_SERVER_SEED_BYTES",
@@ -44,13 +45,13 @@ __all__ = [
     "shuffled_deck",
     "uniform_below",
     "verify_commitment",
-]
+)
 
 SHUFFLE_ALGORITHM = "pokdeng-shuffle-v1"
 """Version stamp; also the ASCII domain tag at the start of every HMAC message."""
 
 MIN_SERVER_SEED_BYTES = 16
-CLIENT_SEED_MAX_CHARS = 256
+CLIENT_SEED_MAX_CHARS = MAX_CLIENT_SEED  # the one limit, pokdeng_core/limits.py
 NONCE_MAX = 2**64 - 1
 MAX_DECKS = 64
 """Guard against absurd shoes; the algorithm itself works for any shoe of fewer than 2**32 cards."""

@@ -1,222 +1,87 @@
 """The table as a pure state machine: seats, the banker, the room's banker bid, the round counter.
 
-Same style as ``machine.py``: ``decide_table(state, command) -> events`` and
-``evolve_table(state, event) -> state``. Wallet balances come in on the commands.
+The same shape as the round (``machine.py``): events in ``table_events.py``, commands in
+``table_commands.py``, and here the state, ``decide_table(state, command) -> events``,
+``evolve_table(state, event) -> state`` and ``decide_and_fold_table(state, command) ->
+TableDecision(events, state)``. Wallet balances come in on the commands; every limit on what a
+command may carry is in ``limits.py``. Every name of the events and commands modules (and the
+limits the table checks) is importable from here too, as it was when they lived in this module.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from types import MappingProxyType
+from typing import Any, NamedTuple
 
 from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, UnknownSeat, WrongPhase
+from .limits import DEFAULT_TURN_TIMEOUT, MAX_ID, MAX_SEATS, MAX_TURN_TIMEOUT, check_id
 from .profiles import BankerKind, Profile, ProfileError, get_profile
-
-MAX_SEATS = 17
-MAX_TURN_TIMEOUT = 3600
-MAX_ID = 128
-
-# --- events --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class TableEvent:
-    kind: ClassVar[str] = "table_event"
-
-
-@dataclass(frozen=True, slots=True)
-class TableOpened(TableEvent):
-    kind: ClassVar[str] = "table_opened"
-    table_id: str
-    profile_name: str
-    profile_version: int
-    profile_options: tuple[tuple[str, bool], ...]
-    min_stake: int
-    max_stake: int
-    seats: int
-    dealer: str | None  # classic: a player named as dealer; None: the house (or, in room, the bid winner)
-    turn_timeout: int  # seconds
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerSeated(TableEvent):
-    kind: ClassVar[str] = "player_seated"
-    seat: int
-    player: str
-
-
-@dataclass(frozen=True, slots=True)
-class PlayerLeft(TableEvent):
-    kind: ClassVar[str] = "player_left"
-    seat: int
-    player: str
-    reason: str  # "left" or "insufficient_funds"
-
-
-@dataclass(frozen=True, slots=True)
-class BankerBidPlaced(TableEvent):
-    kind: ClassVar[str] = "banker_bid_placed"
-    player: str
-    rounds: int  # 0: skip
-    capital: int
-
-
-@dataclass(frozen=True, slots=True)
-class BankerAssigned(TableEvent):
-    kind: ClassVar[str] = "banker_assigned"
-    player: str
-    rounds: int
-
-
-@dataclass(frozen=True, slots=True)
-class BankerRoleEnded(TableEvent):
-    kind: ClassVar[str] = "banker_role_ended"
-    player: str
-    reason: str  # "tenure_served", "insufficient_funds", "left", "disconnected", "no_bids"
-
-
-@dataclass(frozen=True, slots=True)
-class BankerBidLapsed(TableEvent):
-    """Every bidder skipped: the bids are cleared and a new bidding round is open."""
-
-    kind: ClassVar[str] = "banker_bid_lapsed"
-    skipped: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class BankerDisconnected(TableEvent):
-    kind: ClassVar[str] = "banker_disconnected"
-    player: str
-
-
-@dataclass(frozen=True, slots=True)
-class RoundStarted(TableEvent):
-    kind: ClassVar[str] = "round_started"
-    round_id: str
-    round_no: int
-    nonce: int
-
-
-@dataclass(frozen=True, slots=True)
-class RoundFinished(TableEvent):
-    """A round of the table ended; ``house_net`` and ``commission`` book the house's side of it."""
-
-    kind: ClassVar[str] = "round_finished"
-    round_id: str
-    outcome: str
-    house_net: int
-    commission: int
-    round_digest: str = ""  # the round stream's last chain digest: pins the whole round record
-
-
-@dataclass(frozen=True, slots=True)
-class CheckpointRecorded(TableEvent):
-    """A Merkle root over the table's closed rounds ``first_round_no..last_round_no`` (docs/audit.md)."""
-
-    kind: ClassVar[str] = "checkpoint_recorded"
-    period: str
-    first_round_no: int
-    last_round_no: int
-    count: int
-    root: str
-
-
-TABLE_EVENT_TYPES: tuple[type[TableEvent], ...] = (
-    TableOpened,
-    PlayerSeated,
-    PlayerLeft,
-    BankerBidPlaced,
-    BankerAssigned,
-    BankerRoleEnded,
-    BankerBidLapsed,
-    BankerDisconnected,
-    RoundStarted,
-    RoundFinished,
-    CheckpointRecorded,
+from .table_commands import (
+    BidForBanker,
+    CloseBankerBid,
+    DisconnectBanker,
+    FinishRound,
+    LeaveSeat,
+    OpenTable,
+    RecordCheckpoint,
+    StartRound,
+    TableCommand,
+    TakeSeat,
 )
-TABLE_EVENT_BY_KIND = {cls.kind: cls for cls in TABLE_EVENT_TYPES}
+from .table_events import (
+    TABLE_EVENT_BY_KIND,
+    TABLE_EVENT_TYPES,
+    BankerAssigned,
+    BankerBidLapsed,
+    BankerBidPlaced,
+    BankerDisconnected,
+    BankerRoleEnded,
+    CheckpointRecorded,
+    PlayerLeft,
+    PlayerSeated,
+    RoundFinished,
+    RoundStarted,
+    TableEvent,
+    TableOpened,
+)
 
-# --- commands ------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class OpenTable:
-    table_id: str
-    profile: Profile
-    min_stake: int
-    max_stake: int
-    seats: int
-    dealer: str | None = None
-    turn_timeout: int = 30
-
-
-@dataclass(frozen=True, slots=True)
-class TakeSeat:
-    player: str
-    seat: int
-
-
-@dataclass(frozen=True, slots=True)
-class LeaveSeat:
-    player: str
-    seat: int | None = None  # None: every seat the player holds (and the banker's role)
-
-
-@dataclass(frozen=True, slots=True)
-class BidForBanker:
-    player: str
-    rounds: int  # one of the profile's tenures, or 0 to skip
-    capital: int  # the player's available funds
-
-
-@dataclass(frozen=True, slots=True)
-class CloseBankerBid:
-    pass
-
-
-@dataclass(frozen=True, slots=True)
-class StartRound:
-    """Begin the next round. ``funds`` gives each seated player's (and the banker's) available funds."""
-
-    round_id: str
-    funds: tuple[tuple[str, int], ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class FinishRound:
-    round_id: str
-    outcome: str
-    house_net: int = 0
-    commission: int = 0
-    banker_funds: int | None = None
-    round_digest: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class DisconnectBanker:
-    player: str
-
-
-@dataclass(frozen=True, slots=True)
-class RecordCheckpoint:
-    period: str
-    first_round_no: int
-    last_round_no: int
-    count: int
-    root: str
-
-
-TableCommand = (
-    OpenTable
-    | TakeSeat
-    | LeaveSeat
-    | BidForBanker
-    | CloseBankerBid
-    | StartRound
-    | FinishRound
-    | DisconnectBanker
-    | RecordCheckpoint
+__all__ = (
+    "MAX_ID",
+    "MAX_SEATS",
+    "MAX_TURN_TIMEOUT",
+    "TABLE_EVENT_BY_KIND",
+    "TABLE_EVENT_TYPES",
+    "BankerAssigned",
+    "BankerBidLapsed",
+    "BankerBidPlaced",
+    "BankerDisconnected",
+    "BankerRoleEnded",
+    "BidForBanker",
+    "CheckpointRecorded",
+    "CloseBankerBid",
+    "DisconnectBanker",
+    "FinishRound",
+    "LeaveSeat",
+    "OpenTable",
+    "PlayerLeft",
+    "PlayerSeated",
+    "RecordCheckpoint",
+    "RoundFinished",
+    "RoundStarted",
+    "StartRound",
+    "TableCommand",
+    "TableDecision",
+    "TableEvent",
+    "TableOpened",
+    "TableState",
+    "TakeSeat",
+    "decide_and_fold_table",
+    "decide_table",
+    "evolve_table",
+    "replay_table",
+    "winning_bid",
 )
 
 # --- state ---------------------------------------------------------------------------------
@@ -230,7 +95,7 @@ class TableState:
     max_stake: int = 0
     seat_count: int = 0
     dealer: str | None = None
-    turn_timeout: int = 30
+    turn_timeout: int = DEFAULT_TURN_TIMEOUT
     seats: tuple[tuple[int, str], ...] = ()
     banker: str | None = None
     tenure_left: int = 0
@@ -334,7 +199,28 @@ def evolve_table(state: TableState, event: TableEvent) -> TableState:
     raise TypeError(f"not a table event: {event!r}")
 
 
+def replay_table(events: Iterable[TableEvent], state: TableState | None = None) -> TableState:
+    """Fold a stream of table events from an empty (or the given) state."""
+    current = state or TableState()
+    for event in events:
+        current = evolve_table(current, event)
+    return current
+
+
+# --- decide --------------------------------------------------------------------------------
+
+
+class TableDecision(NamedTuple):
+    """What ``decide_and_fold_table`` gives: the events a command causes, and the state after them
+    (``replay_table(events, state)`` of the state decided on, as the decision computed it)."""
+
+    events: tuple[TableEvent, ...]
+    state: TableState
+
+
 class _Run:
+    """Collects the events of one decision, folding each into the state as it goes."""
+
     __slots__ = ("events", "state")
 
     def __init__(self, state: TableState) -> None:
@@ -347,12 +233,19 @@ class _Run:
 
 
 def decide_table(state: TableState, command: TableCommand) -> tuple[TableEvent, ...]:
-    handler = _HANDLERS.get(type(command))
-    if handler is None:
-        raise InvalidCommand(f"not a table command: {type(command).__name__}")
+    """The events ``command`` causes at the table; raises ``DomainError`` (and records nothing) if refused."""
+    return decide_and_fold_table(state, command).events
+
+
+def decide_and_fold_table(state: TableState, command: TableCommand) -> TableDecision:
+    """``decide_table``, and the state after folding its events: ``events, after = decide_and_fold_table(...)``."""
+    try:
+        handler = _HANDLERS[type(command)]
+    except KeyError:
+        raise InvalidCommand(f"not a table command: {type(command).__name__}") from None
     run = _Run(state)
     handler(run, command)
-    return tuple(run.events)
+    return TableDecision(tuple(run.events), run.state)
 
 
 def _idle(state: TableState, doing: str) -> None:
@@ -364,12 +257,6 @@ def _idle(state: TableState, doing: str) -> None:
 
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_id(value: object, what: str, field: str) -> None:
-    """Ids are 1 to 128 characters with no control characters (docs/rules.md item 17)."""
-    if not isinstance(value, str) or not value or len(value) > MAX_ID or any(ord(ch) < 32 for ch in value):
-        raise InvalidCommand(f"{what} has 1 to {MAX_ID} characters and no control characters", field=field)
 
 
 def _registered(profile: object) -> Profile:
@@ -388,7 +275,7 @@ def _registered(profile: object) -> Profile:
 def _open_table(run: _Run, cmd: OpenTable) -> None:
     if run.state.is_open:
         raise WrongPhase(f"table {run.state.table_id} is already open")
-    _check_id(cmd.table_id, "a table id", "table_id")
+    check_id(cmd.table_id, "table_id")
     profile = _registered(cmd.profile)
     if not (_is_int(cmd.min_stake) and _is_int(cmd.max_stake)):
         raise InvalidCommand("stake limits are whole numbers of minor units", field="min_stake")
@@ -397,12 +284,13 @@ def _open_table(run: _Run, cmd: OpenTable) -> None:
     if profile.wager_split and (cmd.min_stake % 2 or cmd.max_stake % 2):
         raise InvalidCommand("ante wagers are split in two: stake limits must be even", field="min_stake")
     seats = profile.fixed_positions or cmd.seats
-    if not _is_int(seats) or not 1 <= seats <= min(MAX_SEATS, profile.max_hands):
-        raise InvalidCommand(f"{profile.name} allows 1 to {profile.max_hands} seats", field="seats")
+    most = min(MAX_SEATS, profile.max_hands)
+    if not _is_int(seats) or not 1 <= seats <= most:
+        raise InvalidCommand(f"{profile.name} allows 1 to {most} seats", field="seats")
     if cmd.dealer is not None:
         if profile.name != "classic":
             raise InvalidCommand("only a classic table names a player as dealer", field="dealer")
-        _check_id(cmd.dealer, "the dealer's player id", "dealer")
+        check_id(cmd.dealer, "dealer")
     if not _is_int(cmd.turn_timeout) or not 1 <= cmd.turn_timeout <= MAX_TURN_TIMEOUT:
         raise InvalidCommand(f"the turn timeout is 1 to {MAX_TURN_TIMEOUT} seconds", field="turn_timeout")
     run.emit(
@@ -427,7 +315,7 @@ def _take_seat(run: _Run, cmd: TakeSeat) -> None:
     profile = state.rules
     if profile.fixed_positions is not None:
         raise DomainError(f"{profile.name} has betting positions, not seats: bet on a position directly")
-    _check_id(cmd.player, "a player id", "player")
+    check_id(cmd.player, "player")
     if not _is_int(cmd.seat) or not 1 <= cmd.seat <= state.seat_count:
         raise UnknownSeat(f"seat {cmd.seat} is not at this table (seats 1 to {state.seat_count})", seat=cmd.seat)
     if state.holder(cmd.seat) is not None:
@@ -580,14 +468,16 @@ def _checkpoint(run: _Run, cmd: RecordCheckpoint) -> None:
     run.emit(CheckpointRecorded(cmd.period, cmd.first_round_no, cmd.last_round_no, cmd.count, cmd.root))
 
 
-_HANDLERS: Mapping[type[Any], Callable[[_Run, Any], None]] = {
-    OpenTable: _open_table,
-    TakeSeat: _take_seat,
-    LeaveSeat: _leave_seat,
-    BidForBanker: _bid,
-    CloseBankerBid: _close_bid,
-    StartRound: _start_round,
-    FinishRound: _finish_round,
-    DisconnectBanker: _disconnect,
-    RecordCheckpoint: _checkpoint,
-}
+_HANDLERS: Mapping[type[Any], Callable[[_Run, Any], None]] = MappingProxyType(
+    {
+        OpenTable: _open_table,
+        TakeSeat: _take_seat,
+        LeaveSeat: _leave_seat,
+        BidForBanker: _bid,
+        CloseBankerBid: _close_bid,
+        StartRound: _start_round,
+        FinishRound: _finish_round,
+        DisconnectBanker: _disconnect,
+        RecordCheckpoint: _checkpoint,
+    }
+)

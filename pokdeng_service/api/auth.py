@@ -12,10 +12,10 @@ A call carries ``authorization: Bearer <token>``. No (or an unknown) token gives
 UNAUTHENTICATED; a role that may not call the method, or a player acting for
 someone else, gives PERMISSION_DENIED. Health and reflection need no token.
 
-Two layers: ``AuthInterceptor`` authenticates every call and checks the method
-against ``METHOD_ROLES`` (deny by default); the servicer then checks what only it
-knows (which player, wallet or round a request concerns) with ``require_player``
-and ``Principal.may_act_for``.
+Two layers: the one wrapper (``pokdeng_service.api.rpcs.wrap``) authenticates every call
+once and checks the method's declared roles (deny by default: an undeclared method is not
+served); the application then checks what only the record knows (which player, wallet or
+round a command concerns) with the ``Principal`` it is handed.
 
 Tokens come from configuration as SHA-256 digests, never in clear text: a JSON
 or TOML file listing ``{token_sha256, role, player, name}``. Presented tokens are
@@ -34,59 +34,26 @@ import json
 import secrets
 import sys
 import tomllib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 from typing import IO, Any
 
-import grpc
-from grpc_status import rpc_status
+from pokdeng_service.api.errors import Unauthenticated
+from pokdeng_service.application.principal import Principal, Role, TokenConfigError
 
-from pokdeng_core.errors import InvalidCommand
-from pokdeng_service.api.errors import PermissionDenied, Unauthenticated, status_for
+__all__ = [
+    "Authenticator",
+    "Principal",
+    "Role",
+    "TokenConfigError",
+    "TokenEntry",
+    "TokenStore",
+    "bearer_token",
+    "token_digest",
+]
 
-PACKAGE = "pokdeng.v1"
 MAX_TOKEN = 4096
-
-
-class Role(StrEnum):
-    OPERATOR = "operator"
-    PLAYER = "player"
-    AUDITOR = "auditor"
-
-
-class TokenConfigError(ValueError):
-    """A token file that cannot be used."""
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who is calling: a role, and for a player token the player id it is bound to."""
-
-    role: Role
-    player: str | None = None
-    name: str = ""
-
-    def __post_init__(self) -> None:
-        if (self.role is Role.PLAYER) != bool(self.player):
-            raise TokenConfigError("a player token names its player; operator and auditor tokens name none")
-
-    @property
-    def is_operator(self) -> bool:
-        return self.role is Role.OPERATOR
-
-    def may_act_for(self, player: str | None) -> bool:
-        """Whether this caller may act for (or read what belongs to) ``player``."""
-        if self.role is Role.OPERATOR:
-            return True
-        if self.role is Role.PLAYER:
-            return bool(player) and player == self.player
-        return False
-
-    def describe(self) -> str:
-        who = f"player {self.player!r}" if self.role is Role.PLAYER else f"an {self.role.value}"
-        return who + (f" ({self.name})" if self.name else "")
 
 
 def token_digest(token: str) -> str:
@@ -201,52 +168,8 @@ def bearer_token(metadata: Iterable[tuple[str, str | bytes]] | None) -> str | No
     return None
 
 
-# --- which roles may call which method ---------------------------------------------------------
-
-_ALL = frozenset(Role)
-_OPERATOR = frozenset({Role.OPERATOR})
-_PLAYER_OR_OPERATOR = frozenset({Role.OPERATOR, Role.PLAYER})
-_READERS = _ALL  # players' reads are narrowed by the servicer to what concerns them
-_AUDITORS = frozenset({Role.OPERATOR, Role.AUDITOR})
-
-
-def _methods(service: str, roles: frozenset[Role], *names: str) -> dict[str, frozenset[Role]]:
-    return {f"/{PACKAGE}.{service}/{name}": roles for name in names}
-
-
-METHOD_ROLES: dict[str, frozenset[Role]] = {
-    **_methods("Wallets", _OPERATOR, "OpenWallet", "Deposit", "Withdraw"),
-    **_methods("Wallets", _READERS, "GetWallet", "GetStatement"),
-    **_methods(
-        "Tables",
-        _OPERATOR,
-        "OpenTable",
-        "CloseBankerBid",
-        "DisconnectBanker",
-        "CheckpointTable",
-        "StartRound",
-        "Deal",
-        "CloseSideBets",
-    ),
-    **_methods("Tables", _OPERATOR, "TimeOutTurn", "VoidRound"),
-    **_methods("Tables", _PLAYER_OR_OPERATOR, "TakeSeat", "LeaveSeat", "BidForBanker", "PlaceBet", "PlaceSideBet"),
-    **_methods("Tables", _PLAYER_OR_OPERATOR, "Draw", "Stay", "BankerReveal", "BankerDraw", "BankerStay"),
-    **_methods("Queries", _READERS, "GetTable", "GetRound", "GetLegalCommands", "ListRecentRounds"),
-    **_methods("Audit", _READERS, "ReplayRound", "VerifyRound", "ExportRound", "GetInclusionProof"),
-    **_methods("Events", _AUDITORS, "SubscribeEvents"),
-}
-"""Every method of the API and the roles that may call it; a method missing here is refused to everyone."""
-
-OPEN_SERVICES = (
-    "/grpc.health.v1.Health/",
-    "/grpc.reflection.v1alpha.ServerReflection/",
-    "/grpc.reflection.v1.ServerReflection/",
-)
-"""Services any caller may use without a token (load balancers' health checks, tooling's reflection)."""
-
-
 class Authenticator:
-    """Turns call metadata into a ``Principal`` (shared by the interceptor and the servicers)."""
+    """Turns call metadata into a ``Principal`` (the wrapper authenticates each call once with it)."""
 
     def __init__(self, store: TokenStore) -> None:
         self.store = store
@@ -259,115 +182,6 @@ class Authenticator:
         if principal is None:
             raise Unauthenticated("the bearer token is not valid")
         return principal
-
-    def of(self, context: grpc.ServicerContext) -> Principal:
-        return self.principal(context.invocation_metadata())
-
-
-def check_method(principal: Principal, method: str) -> None:
-    roles = METHOD_ROLES.get(method)
-    if roles is None or principal.role not in roles:
-        name = method.rsplit("/", 1)[-1] or method
-        raise PermissionDenied(f"{principal.describe()} may not call {name}", method=method, role=principal.role.value)
-
-
-def require_player(principal: Principal, player: str | None, what: str, *, read: bool = False) -> None:
-    """A player token may only act for, or read, its own player (seat, bet, wallet); an auditor only reads."""
-    if principal.may_act_for(player) or (read and principal.role is Role.AUDITOR):
-        return
-    target = f" for {player!r}" if player else ""
-    raise PermissionDenied(f"{principal.describe()} may not {what}{target}", player=player or "")
-
-
-class MalformedRequest:
-    """What bytes that are not a valid request message deserialise to: refused with INVALID_ARGUMENT
-    (grpcio's own answer would be INTERNAL "Exception deserializing request!")."""
-
-
-def _tolerant(deserializer: Callable[[bytes], Any] | None) -> Callable[[bytes], Any] | None:
-    if deserializer is None:
-        return None
-
-    def deserialize(data: bytes) -> Any:
-        try:
-            return deserializer(data)
-        except Exception:  # DecodeError, UnicodeDecodeError, ...: the bytes are not this message
-            return MalformedRequest()
-
-    return deserialize
-
-
-def _malformed_status() -> grpc.Status:
-    error = InvalidCommand("the request is not a valid protobuf message of this method", field="request")
-    return rpc_status.to_status(status_for(error))
-
-
-def _guarded(handler: grpc.RpcMethodHandler[Any, Any]) -> grpc.RpcMethodHandler[Any, Any]:
-    """The same handler, answering INVALID_ARGUMENT to a request that does not deserialise."""
-    deserialize = _tolerant(handler.request_deserializer)
-    if handler.unary_unary is not None:
-        unary = handler.unary_unary
-
-        def run_unary(request: Any, context: grpc.ServicerContext) -> Any:
-            if isinstance(request, MalformedRequest):
-                context.abort_with_status(_malformed_status())
-            return unary(request, context)
-
-        return grpc.unary_unary_rpc_method_handler(run_unary, deserialize, handler.response_serializer)
-    if handler.unary_stream is not None:
-        stream = handler.unary_stream
-
-        def run_stream(request: Any, context: grpc.ServicerContext) -> Any:
-            if isinstance(request, MalformedRequest):
-                context.abort_with_status(_malformed_status())
-            return stream(request, context)
-
-        return grpc.unary_stream_rpc_method_handler(run_stream, deserialize, handler.response_serializer)
-    return handler  # (no client-streaming methods in the API)
-
-
-def _refusal(handler: grpc.RpcMethodHandler[Any, Any], error: Exception) -> grpc.RpcMethodHandler[Any, Any]:
-    status = rpc_status.to_status(status_for(error))
-    deserialize = _tolerant(handler.request_deserializer)  # refused whatever the bytes are
-
-    def refuse(_request: object, context: grpc.ServicerContext) -> Any:
-        context.abort_with_status(status)
-
-    if handler.unary_stream is not None:
-        return grpc.unary_stream_rpc_method_handler(refuse, deserialize, handler.response_serializer)
-    if handler.stream_unary is not None or handler.stream_stream is not None:
-
-        def refuse_stream(_requests: object, context: grpc.ServicerContext) -> Any:
-            context.abort_with_status(status)
-
-        make = grpc.stream_unary_rpc_method_handler if handler.stream_unary else grpc.stream_stream_rpc_method_handler
-        return make(refuse_stream, deserialize, handler.response_serializer)
-    return grpc.unary_unary_rpc_method_handler(refuse, deserialize, handler.response_serializer)
-
-
-class AuthInterceptor(grpc.ServerInterceptor):
-    """Authenticates every call (but health and reflection) and checks its method against ``METHOD_ROLES``."""
-
-    def __init__(self, authenticator: Authenticator) -> None:
-        self.authenticator = authenticator
-
-    def intercept_service(
-        self,
-        continuation: Callable[[grpc.HandlerCallDetails], grpc.RpcMethodHandler[Any, Any] | None],
-        details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Any, Any] | None:
-        method: str = details.method
-        if method.startswith(OPEN_SERVICES):
-            return continuation(details)
-        handler = continuation(details)
-        if handler is None:
-            return None  # UNIMPLEMENTED
-        try:
-            principal = self.authenticator.principal(details.invocation_metadata)
-            check_method(principal, method)
-        except (Unauthenticated, PermissionDenied) as error:
-            return _refusal(handler, error)
-        return _guarded(handler)
 
 
 # --- command line: make a token --------------------------------------------------------------

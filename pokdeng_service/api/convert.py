@@ -18,6 +18,7 @@ from typing import Any
 
 from pokdeng_core import events as re
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.application.access import participants as participants  # re-exported
 from pokdeng_service.application.views import (
     CommandResult,
     Notification,
@@ -27,7 +28,7 @@ from pokdeng_service.application.views import (
     TableView,
     WalletView,
 )
-from pokdeng_service.audit.verification import Verdict
+from pokdeng_service.audit import Verdict
 from pokdeng_service.store.codec import canonical_json
 
 HIDDEN = ""  # a card the caller may not see yet
@@ -194,19 +195,6 @@ def stakeholders(view: RoundView) -> set[str]:
     people = {b.player for b in (*view.bets, *view.side_bets)}
     if view.banker:
         people.add(view.banker)
-    return people
-
-
-def participants(view: RoundView) -> set[str]:
-    """Every player with a seat, a stake or the banker's role in the round (who may read it)."""
-    people = {h.holder for h in view.hands if h.holder}
-    people.update(b.player for b in (*view.bets, *view.side_bets))
-    if view.banker:
-        people.add(view.banker)
-    for event in view.events:
-        if event.kind == re.RoundOpened.kind:
-            people.update(holder for _seat, holder in event.data["seats"] if holder)
-            break
     return people
 
 

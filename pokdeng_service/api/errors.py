@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import NoReturn
 
@@ -47,28 +47,21 @@ from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[i
 from grpc_status import rpc_status
 
 from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand
-from pokdeng_service.application.errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
+from pokdeng_service.application.errors import (
+    AlreadyExists,
+    Conflict,
+    DuplicateRequest,
+    FieldViolation,
+    NotFound,
+    PermissionDenied,
+    RequestInvalid,
+)
 
 DOMAIN = "pokdeng"
 log = logging.getLogger("pokdeng.api")
 
 
 # --- errors raised by the API layer itself -------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FieldViolation:
-    field: str
-    description: str
-
-
-class RequestInvalid(InvalidCommand):
-    """The servicer's own checks of a request: every field violation found, reported together."""
-
-    def __init__(self, violations: Iterable[FieldViolation]) -> None:
-        self.violations = tuple(violations)
-        message = "; ".join(f"{v.field}: {v.description}" for v in self.violations) or "invalid request"
-        super().__init__(message, field=self.violations[0].field if self.violations else "")
 
 
 class ApiError(Exception):
@@ -86,11 +79,6 @@ class ApiError(Exception):
 class Unauthenticated(ApiError):
     code = grpc.StatusCode.UNAUTHENTICATED
     reason = "UNAUTHENTICATED"
-
-
-class PermissionDenied(ApiError):
-    code = grpc.StatusCode.PERMISSION_DENIED
-    reason = "PERMISSION_DENIED"
 
 
 class Unavailable(ApiError):
@@ -142,6 +130,8 @@ def status_for(exc: BaseException) -> status_pb2.Status:
     """The ``google.rpc.Status`` (code, message, details) that reports ``exc`` to a client."""
     if isinstance(exc, ApiError):
         return _status(exc.code, exc.message, _info(exc.reason, exc.metadata))
+    if isinstance(exc, PermissionDenied):
+        return _status(grpc.StatusCode.PERMISSION_DENIED, exc.message, _info(exc.reason, exc.metadata))
     if isinstance(exc, DuplicateRequest):
         violation = error_details_pb2.BadRequest.FieldViolation(field="request_id", description=exc.message)
         return _status(

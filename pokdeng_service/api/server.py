@@ -30,19 +30,11 @@ import grpc
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from pokdeng_service.api.auth import Authenticator, AuthInterceptor, TokenStore
-from pokdeng_service.api.servicers import (
-    Application,
-    AuditServicer,
-    EventHub,
-    EventsServicer,
-    QueriesServicer,
-    RecentRounds,
-    TablesServicer,
-    WalletsServicer,
-)
+from pokdeng_service.api.auth import Authenticator, TokenStore
+from pokdeng_service.api.hub import EventHub
+from pokdeng_service.api.methods import RPCS
+from pokdeng_service.api.rpcs import Env, RecentRounds, Service, generic_handlers
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
 
 log = logging.getLogger("pokdeng.server")
 
@@ -126,7 +118,7 @@ class PokdengServer(grpc.Server):
 
 def create_server(
     address: str,
-    app: Application,
+    app: Service,
     *,
     tokens: TokenStore | str | os.PathLike[str] | None = None,
     max_workers: int = 8,
@@ -153,18 +145,12 @@ def create_server(
     health_pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pokdeng-health")
     server = grpc.server(
         workers,
-        interceptors=[AuthInterceptor(authenticator)],
         maximum_concurrent_rpcs=max_concurrent_rpcs or max_workers * 16,
         options=[("grpc.so_reuseport", 0)],
     )
     hub = EventHub(max_subscriptions or max(1, max_workers // 2))
-    pb_grpc.add_WalletsServicer_to_server(WalletsServicer(app, authenticator, hub), server)
-    pb_grpc.add_TablesServicer_to_server(TablesServicer(app, authenticator, hub), server)
-    pb_grpc.add_QueriesServicer_to_server(QueriesServicer(app, authenticator, hub, read_models), server)
-    pb_grpc.add_AuditServicer_to_server(AuditServicer(app, authenticator, hub), server)
-    pb_grpc.add_EventsServicer_to_server(
-        EventsServicer(app, authenticator, hub, poll=poll_interval, heartbeat=heartbeat), server
-    )
+    env = Env(app, hub, read_models, poll_interval, heartbeat)
+    server.add_generic_rpc_handlers(generic_handlers(RPCS, env, authenticator))
     health_servicer = health.HealthServicer(experimental_non_blocking=True, experimental_thread_pool=health_pool)
     for name in ("", *SERVICE_NAMES):
         health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
@@ -184,7 +170,7 @@ def create_server(
 
 def serve(
     address: str,
-    app: Application,
+    app: Service,
     *,
     tokens: TokenStore | str | os.PathLike[str] | None = None,
     max_workers: int = 8,

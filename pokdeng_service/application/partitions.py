@@ -19,9 +19,13 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from pokdeng_core import limits
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.application.app import PokdengApp
+from pokdeng_service.application.commands import Command
 from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.principal import Principal
+from pokdeng_service.application.views import CommandResult
 
 
 def shard_of(identifier: str) -> str:
@@ -39,52 +43,12 @@ def table_of_round(round_id: str) -> str:
     return round_id.rsplit("#", 1)[0]
 
 
-# method name -> (argument name, position among the positional arguments, kind of id)
-_ROUTES: dict[str, tuple[str, int, str]] = {}
-for _name in ("open_wallet", "deposit", "withdraw"):
-    _ROUTES[_name] = ("wallet_id", 1, "wallet")
-for _name in ("get_wallet", "wallet_statement"):
-    _ROUTES[_name] = ("wallet_id", 0, "wallet")
-for _name in (
-    "open_table",
-    "take_seat",
-    "leave_seat",
-    "bid_for_banker",
-    "close_banker_bid",
-    "disconnect_banker",
-    "start_round",
-):
-    _ROUTES[_name] = ("table_id", 1, "table")
-_ROUTES["get_table"] = ("table_id", 0, "table")
-for _name in (
-    "place_bet",
-    "deal",
-    "place_side_bet",
-    "close_side_bets",
-    "draw",
-    "stay",
-    "banker_reveal",
-    "banker_draw",
-    "banker_stay",
-    "time_out_turn",
-    "void_round",
-):
-    _ROUTES[_name] = ("round_id", 1, "round")
-for _name in (
-    "round_state",
-    "get_round",
-    "round_events",
-    "legal_commands",
-    "verify_round",
-    "replay_round",
-    "export_bundle",
-    "inclusion_proof",
-):
-    _ROUTES[_name] = ("round_id", 0, "round")
-
-
 class PartitionedPokdeng:
-    """The application's commands and queries, routed to the partition that holds each id."""
+    """The partitions of a deployment: each command goes to the store of its stream key's shard.
+
+    ``handle`` routes a command by ``Command.stream``/``Command.key`` (a round by its table);
+    reads ask ``app_for(identifier, kind)`` for the partition that holds an id.
+    """
 
     def __init__(self, apps: list[PokdengApp]) -> None:
         if not apps:
@@ -109,28 +73,23 @@ class PartitionedPokdeng:
     def app_for(self, identifier: str, kind: str = "table") -> PokdengApp:
         return self.apps[self.partition(identifier, kind)]
 
+    def handle(self, principal: Principal, request_id: str, command: Command) -> CommandResult:
+        """Run ``command`` in the partition of its stream; every wallet it names must live there too."""
+        home = self.partition(command.key, command.stream)
+        for wallet in command.wallets:
+            if wallet and limits.id_problem(wallet, "player") is None and self.partition(wallet, "wallet") != home:
+                raise InvalidCommand(
+                    f"wallet {wallet!r} lives in another partition than {command.stream} {command.key!r}: "
+                    "give tables and wallets of one lobby the same shard prefix",
+                    field="player",
+                )
+        return self.apps[home].handle(principal, request_id, command)
+
     def __getattr__(self, name: str) -> Callable[..., Any]:
-        route = _ROUTES.get(name)
-        if route is None:
-            if len(self.apps) == 1:
-                return getattr(self.apps[0], name)  # type: ignore[no-any-return]
-            raise AttributeError(name)
-        arg, index, kind = route
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            identifier = kwargs[arg] if arg in kwargs else args[index]
-            app = self.app_for(identifier, kind)
-            if name in ("place_bet", "place_side_bet"):
-                player = kwargs.get("player", args[3] if len(args) > 3 else "")
-                if player and self.partition(player, "wallet") != self.partition(identifier, "round"):
-                    raise InvalidCommand(
-                        f"wallet {player!r} lives in another partition than round {identifier!r}: "
-                        "give tables and wallets of one lobby the same shard prefix",
-                        field="player",
-                    )
-            return getattr(app, name)(*args, **kwargs)
-
-        return call
+        """One partition: its application's methods. (Several: name the partition with ``app_for``.)"""
+        if len(self.apps) == 1:
+            return getattr(self.apps[0], name)  # type: ignore[no-any-return]
+        raise AttributeError(name)
 
     def read_notifications(self, after: int = 0, limit: int = 1000, partition: int = 0) -> Any:
         return self.apps[partition].read_notifications(after, limit)
@@ -151,7 +110,7 @@ class PartitionedReadModels:
     wallet's). With neither named, every partition's last rounds are merged by closing time."""
 
     def __init__(self, service: PartitionedPokdeng, config: StoreConfig) -> None:
-        from pokdeng_service.readmodels.models import ReadModels
+        from pokdeng_service.readmodels import ReadModels
 
         self.service = service
         self.models = [ReadModels(config.env(k)) for k in range(len(service.apps))]

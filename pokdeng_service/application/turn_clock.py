@@ -24,6 +24,8 @@ from typing import Any
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import Phase
 from pokdeng_core.profiles import get_profile
+from pokdeng_service.application.commands import TimeOutTurn
+from pokdeng_service.application.principal import SYSTEM
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +82,7 @@ class TurnClock:
             if moved is None or not self._due(view.table_id, view.phase, moved, now):
                 continue
             try:
-                self.app.time_out_turn(f"timeout:{round_id}:{view.version}", round_id, view.version)
+                self.app.handle(SYSTEM, f"timeout:{round_id}:{view.version}", TimeOutTurn(round_id, view.version))
                 fired.append(round_id)
             except DomainError as error:  # another replica acted first, or the round moved on
                 log.debug("timeout of %s skipped: %s", round_id, error)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PlainSerializer, ValidatorFunctionWrapHandler, WrapValidator
+
+from pokdeng_service.store.facts import RecordedEvent as RecordedEvent  # the one record type of a stored event
 
 
 class _View(BaseModel):
@@ -62,15 +64,22 @@ class TableView(_View):
     version: int
 
 
-class RecordedEvent(_View):
-    """One stored event of a stream: its position, kind, payload, cause, time and chain digest."""
+def _held(value: Any, handler: ValidatorFunctionWrapHandler) -> RecordedEvent:
+    """A ``RecordedEvent`` is held as given (not rebuilt, its payload not copied); anything else
+    (a dict of its fields, a tuple of them) is validated into one."""
+    if type(value) is RecordedEvent:
+        return value
+    result: RecordedEvent = handler(value)
+    return result
 
-    position: int
-    kind: str
-    data: dict[str, Any]
-    command_id: str
-    timestamp: str
-    digest: str
+
+def _fields(event: RecordedEvent) -> dict[str, Any]:
+    """A ``RecordedEvent`` serialised by field name, as when it was a pydantic view (not as an array)."""
+    return event._asdict()
+
+
+# A view's field of stored events (``RecordedEvent`` is the store's named tuple, ``store.facts``).
+RecordedEvents = tuple[Annotated[RecordedEvent, WrapValidator(_held), PlainSerializer(_fields)], ...]
 
 
 class HandView(_View):
@@ -106,7 +115,7 @@ class RoundView(_View):
     hands: tuple[HandView, ...]
     outcome: str
     version: int
-    events: tuple[RecordedEvent, ...] = ()
+    events: RecordedEvents = ()
 
 
 class CommandResult(_View):
@@ -115,8 +124,9 @@ class CommandResult(_View):
     request_id: str
     stream: str  # "round", "table" or "wallet"
     id: str
-    events: tuple[RecordedEvent, ...]
+    events: RecordedEvents
     replayed: bool = False  # True: a retry of a request already carried out
+    view: WalletView | TableView | RoundView | None = None  # the stream's view after the command (not on a retry)
 
 
 class Notification(_View):

@@ -1,31 +1,53 @@
 """Audits: verdicts, the pure replay of a round, the offline bundle, live verification, table pins.
 
+* ``verdicts``: ``Verdict``, the outcome of an audit, check by check;
+* ``replay``: pure functions on recorded events: decisions read back, the chain, replay and
+  money checks (no store access);
+* ``bundle``: the round bundle's format, ``export_bundle``, ``bundle_bytes`` and the offline
+  ``verify_bundle``;
+* ``live``: ``verify_round``, ``verify_rounds`` and ``round_facts``, which read a store, and
+  ``AuditedRecord``, everything they (and ``export_bundle``) read of an application;
+* ``table_pins``: where a verification finds a table's pin of a round's last digest.
+
 May import: ``pokdeng_core``, ``pokdeng_service.store`` and the application's views and errors.
-Live verification reads a store through the application's public reading methods only.
+Live verification reads a store through the application's public reading methods only
+(``AuditedRecord``); the application reaches the audit through this package, lazily.
 """
 
-from pokdeng_service.audit.verification import *  # noqa: F403
-from pokdeng_service.audit.verification import (
-    Verdict,
-    bundle_bytes,
+from pokdeng_service.audit.bundle import BUNDLE_FORMAT, BUNDLE_VERSION, bundle_bytes, export_bundle, verify_bundle
+from pokdeng_service.audit.live import AuditedRecord, round_facts, verify_round, verify_rounds
+from pokdeng_service.audit.replay import (
     check_chain,
     check_money,
     check_replay,
-    export_bundle,
+    decision_of,
+    decisions,
+    group_by_command,
     replay_events,
-    verify_bundle,
-    verify_round,
-    verify_rounds,
+    revealed_seed,
 )
+from pokdeng_service.audit.table_pins import TablePins, table_finish
+from pokdeng_service.audit.verdicts import Check, Verdict
 
 __all__ = [
+    "BUNDLE_FORMAT",
+    "BUNDLE_VERSION",
+    "AuditedRecord",
+    "Check",
+    "TablePins",
     "Verdict",
     "bundle_bytes",
     "check_chain",
     "check_money",
     "check_replay",
+    "decision_of",
+    "decisions",
     "export_bundle",
+    "group_by_command",
     "replay_events",
+    "revealed_seed",
+    "round_facts",
+    "table_finish",
     "verify_bundle",
     "verify_round",
     "verify_rounds",

@@ -4,7 +4,8 @@ A table's ``round_finished`` holds the round stream's last chain digest, so that
 the tail of a round, or rewriting its chain, shows (docs/audit.md). ``table_finish`` finds
 it for one round with fresh reads; ``TablePins`` serves a batch of verifications, reading
 each table's stream ahead. Both read the stored rows and decode only ``RoundFinished``
-rows (by topic).
+rows (by topic). ``app`` is an application as ``live.AuditedRecord`` describes it (here its
+``recorder``, ``mapper``, ``audit_hints`` and ``stream_events``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
+from pokdeng_core.table import RoundFinished
 from pokdeng_service.store.aggregates import TableRecord, table_uuid
 from pokdeng_service.store.facts import Fact, Recorded, fact_of_row
 
@@ -43,7 +45,9 @@ def table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Recor
                 if hints is not None:
                     hints[table_id] = found.position - base - 1
                 return found
-    finished = [e for e in app._recorded(uuid) if e.kind == "round_finished" and e.data.get("round_id") == round_id]
+    finished = [
+        e for e in app.stream_events(uuid) if e.kind == RoundFinished.kind and e.data.get("round_id") == round_id
+    ]
     return finished[0] if finished else None
 
 
@@ -56,7 +60,7 @@ def _pin_pages(app: Any, uuid: Any, after: int, page: int, grow: bool) -> Iterat
         pins = [fact_of_row(app.mapper, row) for row in rows if row.topic == ROUND_FINISHED_TOPIC]
         if rows:
             after = rows[-1].originator_version
-        yield [pin for pin in pins if pin.kind == "round_finished"], after
+        yield [pin for pin in pins if pin.kind == RoundFinished.kind], after
         if len(rows) < page:
             return
         if grow:

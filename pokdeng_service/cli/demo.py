@@ -22,13 +22,12 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pokdeng_service import audit
 from pokdeng_service.api.auth import TokenStore
 from pokdeng_service.api.client import PokdengClient
-from pokdeng_service.api.server import create_server
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.config import StoreConfig
-from pokdeng_service.application.partitions import PartitionedPokdeng
-from pokdeng_service.audit import verification as audit
+from pokdeng_service.compose import Deployment
 
 PLAYERS = ("alice", "bob", "carol", "dave", "erin")
 BANKER = "frank"
@@ -57,17 +56,16 @@ class Tally:
 def _server(db: str | None) -> Iterator[tuple[str, str, str, Any]]:
     with tempfile.TemporaryDirectory(prefix="pokdeng-demo-") as folder:
         path = db or str(Path(folder) / "pokdeng.sqlite")
-        service = PartitionedPokdeng.open(StoreConfig.from_args(db=path))
-        app = service.apps[0]
+        deployment = Deployment.open(StoreConfig.from_args(db=path), clocks=False, read_models=False)
         operator, auditor = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
         tokens = TokenStore.from_tokens([(operator, "operator", None), (auditor, "auditor", None)])
-        server, port = create_server("127.0.0.1:0", app, tokens=tokens, max_workers=8)
+        server, port = deployment.server("127.0.0.1:0", tokens=tokens, max_workers=8)
         server.start()
         try:
             yield f"127.0.0.1:{port}", operator, auditor, path
         finally:
             server.stop(grace=2)
-            service.close()
+            deployment.close()
 
 
 def _setup(ops: PokdengClient) -> None:

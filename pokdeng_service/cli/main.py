@@ -43,27 +43,26 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import logging
 
     from pokdeng_service.api.server import serve
-    from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels
-    from pokdeng_service.application.turn_clock import TurnClock
+    from pokdeng_service.compose import Deployment
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     config = _config(args)
-    service = PartitionedPokdeng.open(config)
-    clocks = [TurnClock(app) for app in service.apps]
-    for clock in clocks:
-        clock.start()
-    read_models = PartitionedReadModels(service, config)  # every partition's rounds can be recalled
-    read_models.run_in_background()
-    target = service.apps[0] if len(service.apps) == 1 else service
+    deployment = Deployment.open(config)
+    deployment.start()
     address = f"{args.host}:{args.port}"
     print(f"pokdeng: serving {config.describe()} on {address}", flush=True)
     try:
-        return int(serve(address, target, tokens=args.tokens, max_workers=args.workers, read_models=read_models))
+        return int(
+            serve(
+                address,
+                deployment.target,
+                tokens=args.tokens,
+                max_workers=args.workers,
+                read_models=deployment.read_models,
+            )
+        )
     finally:
-        read_models.stop()
-        for clock in clocks:
-            clock.stop()
-        service.close()
+        deployment.close()
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -88,7 +87,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from pokdeng_service.audit import verification as audit
+    from pokdeng_service import audit
     from pokdeng_service.audit.table_pins import TablePins
 
     # A bundle is named by --bundle or as a file (`pokdeng verify round.json`): it is checked
@@ -143,7 +142,7 @@ def _all_closed_rounds(app: Any) -> list[str]:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from pokdeng_service.audit import verification as audit
+    from pokdeng_service import audit
 
     app = _open(args)
     raw = audit.bundle_bytes(app.export_bundle(args.round))
@@ -157,7 +156,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
-    from pokdeng_service.readmodels.models import ReadModels
+    from pokdeng_service.readmodels import ReadModels
 
     config = _config(args)
     app = _open(args)

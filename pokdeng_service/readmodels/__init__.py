@@ -1,9 +1,47 @@
-"""Read models: projections of the event log into queryable tables (recent rounds, statements).
+"""Read models: projections of the event log into queryable tables (recent rounds, wallet statements,
+open rounds, the house's ledger), with a persisted tracking position so that each event is applied once.
 
-May import: ``pokdeng_core``, ``pokdeng_service.store`` and the application's views.
+Laid out by job:
+
+* ``models``: the record types the queries return (``RoundSummary``, ``WalletBalance``, ...) and the
+  rows the projection keeps;
+* ``fold``: the pure fold (decoded events → changes of the views, no I/O) and which stored topics
+  change a view (``PROJECTED_TOPICS``);
+* ``recorder``: what every backend's recorder is (``ReadModelRecorder``, ``PositionMoved``) and the
+  tracking record's names;
+* one module per backend, each with its DDL and recorder: ``memory`` (POPO), ``sqlite`` and
+  ``postgres`` (these two share the SQL views of ``sql``);
+* ``runner``: ``ReadModels`` (catch-up in pages, the background thread, rebuild, the queries),
+  ``ReadModelProjection`` for eventsourcing's ``ProjectionRunner``, ``recorder_class``.
+
+May import: ``pokdeng_core``, ``pokdeng_service.store`` and ``pokdeng_service.application.views``
+only (and the libraries).
 """
 
-from pokdeng_service.readmodels.models import *  # noqa: F403
-from pokdeng_service.readmodels.models import PositionMoved, ReadModels
+from pokdeng_service.readmodels.fold import PROJECTED_TOPICS
+from pokdeng_service.readmodels.memory import POPOReadModelRecorder
+from pokdeng_service.readmodels.models import HouseTotals, OpenRound, PlayerResult, RoundSummary, WalletBalance
+from pokdeng_service.readmodels.postgres import PostgresReadModelRecorder
+from pokdeng_service.readmodels.recorder import TRACKING_NAME, TRACKING_TABLE, PositionMoved, ReadModelRecorder
+from pokdeng_service.readmodels.runner import PAGE_SIZE, ReadModelProjection, ReadModels, recorder_class
+from pokdeng_service.readmodels.sqlite import SQLiteReadModelRecorder
 
-__all__ = ["PositionMoved", "ReadModels"]
+__all__ = [
+    "PAGE_SIZE",
+    "PROJECTED_TOPICS",
+    "TRACKING_NAME",
+    "TRACKING_TABLE",
+    "HouseTotals",
+    "OpenRound",
+    "POPOReadModelRecorder",
+    "PlayerResult",
+    "PositionMoved",
+    "PostgresReadModelRecorder",
+    "ReadModelProjection",
+    "ReadModelRecorder",
+    "ReadModels",
+    "RoundSummary",
+    "SQLiteReadModelRecorder",
+    "WalletBalance",
+    "recorder_class",
+]

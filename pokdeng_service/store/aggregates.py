@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Iterable
-from copy import deepcopy
 from dataclasses import fields as dataclass_fields
-from dataclasses import replace
 from datetime import UTC, datetime
 from functools import lru_cache
 from typing import Any, cast
@@ -32,9 +29,10 @@ from eventsourcing.utils import register_topic
 
 from pokdeng_core import events as round_events
 from pokdeng_core import table as table_core
-from pokdeng_core.machine import RoundState, Shoe, evolve
+from pokdeng_core.machine import RoundState, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
 from pokdeng_core.table import TableState, evolve_table
+from pokdeng_service.store import fastpaths
 from pokdeng_service.store.codec import chain_digest, from_data, genesis_digest, to_data
 
 NAMESPACE = uuid.UUID("5b0f1a52-6d6e-4f3c-9c57-706f6b64656e")
@@ -68,45 +66,11 @@ def _now() -> datetime:
     return datetime.now(tz=UTC)
 
 
-# Values an aggregate may share with its copies: immutable all the way down (the core's
-# states are frozen dataclasses of tuples, frozensets, frozen profiles and named tuples).
-_SHARED_TYPES = frozenset({str, int, bool, float, bytes, type(None), uuid.UUID, datetime, RoundState, TableState})
-
-
-def project(aggregate: Any, domain_events: Iterable[Any]) -> Any:
-    """eventsourcing's ``project_aggregate`` without its per-event ``isinstance`` check against a
-    runtime Protocol (an assertion that costs more than applying the event on Python 3.11)."""
-    for domain_event in domain_events:
-        aggregate = domain_event.mutate(aggregate)
-    return aggregate
-
-
-_PLAIN_ROUND_STATE = not hasattr(RoundState, "__slots__") and not hasattr(RoundState, "__post_init__")
-
-
-def with_shoe(state: RoundState, shoe: Shoe | None) -> RoundState:
-    """``dataclasses.replace(state, shoe=shoe)``, without re-running ``__init__`` over every field
-    (``RoundState`` keeps its fields in its instance dictionary and has no ``__post_init__``)."""
-    if not _PLAIN_ROUND_STATE:
-        return replace(state, shoe=shoe)
-    fresh = object.__new__(RoundState)
-    values = state.__dict__.copy()
-    values["shoe"] = shoe
-    object.__setattr__(fresh, "__dict__", values)
-    return fresh
-
-
-def _copy_aggregate(aggregate: Aggregate, memo: dict[int, Any]) -> Any:
-    """``copy.deepcopy`` of an aggregate that shares its immutable values instead of copying them.
-
-    The repository hands each command a deep copy of the cached aggregate; copying a round's
-    frozen state field by field cost more than the rest of a command."""
-    copy = object.__new__(type(aggregate))
-    memo[id(aggregate)] = copy
-    copy.__dict__.update(
-        {k: v if type(v) in _SHARED_TYPES else deepcopy(v, memo) for k, v in aggregate.__dict__.items()}
-    )
-    return copy
+# The library fast paths live in fastpaths (each checked against the library by a test);
+# their old names here are kept for callers.
+project = fastpaths.project
+with_shoe = fastpaths.with_shoe
+_copy_aggregate = fastpaths.copy_aggregate
 
 
 class _ChainedStream(Aggregate):
@@ -187,22 +151,42 @@ class RoundRecord(_ChainedStream):
 
     def apply_fact(self, fact: _ChainedStream.Fact) -> None:
         super().apply_fact(fact)
-        # While recording, the core event the fact was made from is at hand: fold that very
-        # object (evolve then reuses the state decide already computed for it). Read back
-        # from the store, the fact's data is decoded.
-        core = self.__dict__.pop("_recording", None)
-        if core is None or core.kind != fact.kind:
-            core = from_data(round_events.EVENT_BY_KIND[fact.kind], fact.data)
-        self.state = evolve(self.state, core)
+        if "_recording" in self.__dict__:
+            return  # ``record`` sets the state its decision folded, once every fact is on the chain
+        self.state = evolve(self.state, from_data(round_events.EVENT_BY_KIND[fact.kind], fact.data))
 
-    def record(self, core_events: tuple[round_events.RoundEvent, ...], command_id: str) -> None:
+    def record(
+        self,
+        decision: tuple[tuple[round_events.RoundEvent, ...], RoundState] | tuple[round_events.RoundEvent, ...],
+        command_id: str,
+    ) -> None:
+        """Record a ``pokdeng_core.machine.Decision``: ``record(decide_and_fold(state, command), command_id)``.
+
+        Each event becomes a fact on the hash chain; the state becomes the decision's (folded by the
+        core while deciding, not again here), with the round's shoe kept. Compatibility path, until
+        the old callers are gone: a plain tuple of events (what ``decide`` returns) is folded here.
+        """
+        if len(decision) == 2 and isinstance(decision[1], RoundState):
+            core_events, after = decision
+        else:
+            core_events = decision
+            after = self.state
+            for core_event in core_events:
+                after = evolve(after, core_event)
         shoe = self.state.shoe
-        for core_event in core_events:
-            self.__dict__["_recording"] = core_event
-            self.record_fact(ROUND_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
-        self.__dict__.pop("_recording", None)
-        if shoe is not None and self.state.shoe is None:
-            self.state = with_shoe(self.state, shoe)
+        recorded = 0
+        self.__dict__["_recording"] = True
+        try:
+            for core_event in core_events:
+                self.record_fact(ROUND_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
+                recorded += 1
+        except BaseException:
+            for core_event in core_events[:recorded]:  # the state stays true to the facts triggered
+                self.state = evolve(self.state, core_event)
+            raise
+        finally:
+            del self.__dict__["_recording"]
+        self.state = after if shoe is None or after.shoe is not None else with_shoe(after, shoe)
 
 
 ROUND_FACTS = _fact_classes(RoundRecord, round_events.EVENT_TYPES)
@@ -228,11 +212,36 @@ class TableRecord(_ChainedStream):
 
     def apply_fact(self, fact: _ChainedStream.Fact) -> None:
         super().apply_fact(fact)
+        if "_recording" in self.__dict__:
+            return  # ``record`` sets the state its decision folded, once every fact is on the chain
         self.state = evolve_table(self.state, from_data(table_core.TABLE_EVENT_BY_KIND[fact.kind], fact.data))
 
-    def record(self, core_events: tuple[table_core.TableEvent, ...], command_id: str) -> None:
-        for core_event in core_events:
-            self.record_fact(TABLE_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
+    def record(self, decision: table_core.TableDecision | tuple[table_core.TableEvent, ...], command_id: str) -> None:
+        """Record a ``TableDecision``: ``record(decide_and_fold_table(state, command), command_id)``.
+
+        As ``RoundRecord.record``; the compatibility path (until the old callers are gone) takes a
+        plain tuple of events, as ``decide_table`` returns, and folds it here.
+        """
+        if isinstance(decision, table_core.TableDecision):
+            core_events, after = decision
+        else:
+            core_events = decision
+            after = self.state
+            for core_event in core_events:
+                after = evolve_table(after, core_event)
+        recorded = 0
+        self.__dict__["_recording"] = True
+        try:
+            for core_event in core_events:
+                self.record_fact(TABLE_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
+                recorded += 1
+        except BaseException:
+            for core_event in core_events[:recorded]:  # the state stays true to the facts triggered
+                self.state = evolve_table(self.state, core_event)
+            raise
+        finally:
+            del self.__dict__["_recording"]
+        self.state = after
 
 
 TABLE_FACTS = _fact_classes(TableRecord, table_core.TABLE_EVENT_TYPES)

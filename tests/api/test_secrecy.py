@@ -18,7 +18,7 @@ from .test_events import _subscribe
 
 def _seed_of(served: Served, round_id: str) -> bytes:
     app = served.app
-    seed: bytes = app._shoe(app._round(round_id, with_shoe=False)).server_seed  # the server's own copy
+    seed: bytes = app.server_seed(round_id)  # the server's own copy
     return seed
 
 

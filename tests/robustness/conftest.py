@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from pokdeng_service.application import app as application
+from pokdeng_service.application import rounds as application
 
 from .model import Seeds
 

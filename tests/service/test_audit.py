@@ -16,8 +16,8 @@ from typing import Any
 import psycopg
 import pytest
 
+from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.audit import verification as audit
 from pokdeng_service.store.aggregates import round_uuid
 
 from . import play
@@ -78,7 +78,7 @@ def test_seed_is_secret_until_the_round_closes(app: PokdengApp, driver: play.Dri
     play.open_wallets(driver, ["a", "b"])
     play.open_table(driver, "k", "classic", [(1, "a"), (2, "b")])
     round_id = play.start_round(driver, "k", "client")
-    seed_hex = app._shoe(app._round(round_id, with_shoe=False)).server_seed.hex()
+    seed_hex = app.server_seed(round_id).hex()
     replies: list[str] = []
     play.seat_bets(driver, round_id, 200)
     driver.call("deal", round_id)
@@ -401,6 +401,7 @@ def test_replay_compares_payloads_by_their_json_form() -> None:
     payload) says what ``to_data`` says, for every kind of event of every profile."""
     import orjson
 
+    from pokdeng_service.audit import replay as audit
     from pokdeng_service.store.codec import to_data
 
     app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.popo"})

@@ -21,7 +21,7 @@ from pokdeng_core.errors import InvalidCommand
 from pokdeng_core.machine import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.readmodels import PositionMoved, ReadModels
-from pokdeng_service.readmodels import models as readmodels
+from pokdeng_service.readmodels import runner as readmodels
 
 from . import play
 from .play import Chooser, Driver

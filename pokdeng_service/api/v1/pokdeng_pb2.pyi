@@ -26,7 +26,7 @@ Conventions that hold for every message below:
   player (its own seats, bets and wallet), auditor (read and verify only).
 * Errors carry google.rpc.Status details (grpc-status-details-bin): BadRequest field
   violations for INVALID_ARGUMENT, ErrorInfo (domain "pokdeng", reason in UPPER_SNAKE_CASE)
-  for every refusal. The full map is in pokdeng_service/api_errors.py.
+  for every refusal. The full map is in pokdeng_service/api/errors.py.
 
 This file lives at proto/pokdeng/v1/pokdeng.proto; the Python code is generated with
 `python -m pokdeng_service.api.generate` into pokdeng_service/api/v1/.

@@ -1,0 +1,74 @@
+"""The Audit service: replay, verify and export a round; its checkpoint's inclusion proof."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pokdeng_core.errors import WrongPhase
+from pokdeng_service import audit
+from pokdeng_service.api import convert
+from pokdeng_service.api.queries import readable_round
+from pokdeng_service.api.requests import Fields
+from pokdeng_service.api.rpcs import READERS, Call, Env, Rpc, query
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.application.errors import NotFound
+from pokdeng_service.application.principal import Role
+
+
+def _auditable(env: Env, call: Call, request: Any) -> str:
+    f = Fields()
+    f.ident("round_id", request.round_id)
+    f.done()
+    if call.principal.role is Role.PLAYER:
+        view = readable_round(env, call, request.round_id)
+        if view.phase != "closed":
+            raise WrongPhase(f"round {request.round_id} is still open: a player audits closed rounds")
+    return str(request.round_id)
+
+
+def replay_round(env: Env, call: Call, request: pb.ReplayRoundRequest) -> pb.ReplayRoundResponse:
+    round_id = _auditable(env, call, request)
+    verdict, replayed = env.service.app_for(round_id, "round").replay_round(round_id)
+    return convert.replay(round_id, verdict, replayed)
+
+
+def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.Verdict:
+    round_id = _auditable(env, call, request)
+    return convert.verdict(round_id, env.service.app_for(round_id, "round").verify_round(round_id))
+
+
+def export_round(env: Env, call: Call, request: pb.ExportRoundRequest) -> pb.RoundBundle:
+    round_id = _auditable(env, call, request)
+    bundle = env.service.app_for(round_id, "round").export_bundle(round_id)
+    return pb.RoundBundle(
+        round_id=round_id,
+        bundle_json=audit.bundle_bytes(bundle).decode("utf-8"),
+        bundle_digest=str(bundle.get("bundle_digest", "")),
+    )
+
+
+def get_inclusion_proof(env: Env, call: Call, request: pb.GetInclusionProofRequest) -> pb.InclusionProof:
+    round_id = _auditable(env, call, request)
+    proof = env.service.app_for(round_id, "round").inclusion_proof(round_id)
+    if proof is None:
+        raise NotFound(f"no checkpoint covers round {round_id!r} yet", round=round_id)
+    return pb.InclusionProof(
+        round_id=round_id,
+        table_id=str(proof["table_id"]),
+        period=str(proof["period"]),
+        checkpoint_position=int(proof["checkpoint_position"]),
+        checkpoint_digest=str(proof["checkpoint_digest"]),
+        root=str(proof["root"]),
+        size=int(proof["size"]),
+        index=int(proof["index"]),
+        leaf=str(proof["leaf"]),
+        path=[str(h) for h in proof["path"]],
+    )
+
+
+RPCS: tuple[Rpc, ...] = (
+    query("Audit", "ReplayRound", READERS, replay_round),
+    query("Audit", "VerifyRound", READERS, verify_round),
+    query("Audit", "ExportRound", READERS, export_round),
+    query("Audit", "GetInclusionProof", READERS, get_inclusion_proof),
+)

@@ -1,0 +1,13 @@
+"""Every method of the API, from the services' declarations, and the roles that may call each."""
+
+from __future__ import annotations
+
+from pokdeng_service.api import audit, events, queries, tables, wallets
+from pokdeng_service.api.rpcs import Rpc
+from pokdeng_service.application.principal import Role
+
+RPCS: tuple[Rpc, ...] = (*wallets.RPCS, *tables.RPCS, *queries.RPCS, *audit.RPCS, *events.RPCS)
+"""Every method of the API; a method missing here is not served."""
+
+METHOD_ROLES: dict[str, frozenset[Role]] = {rpc.path: rpc.roles for rpc in RPCS}
+"""Every method of the API and the roles that may call it (derived from ``RPCS``)."""

@@ -1,0 +1,222 @@
+"""The one command pipeline: check, authorise, load, decide, record, save atomically, answer.
+
+``execute(app, principal, request_id, command)`` is what ``Record.handle`` runs for every
+command:
+
+1. the request id and every field of the command are checked at once (``RequestInvalid``
+   lists all violations); a player may act only for itself (``Command.actor``);
+2. the command's handler (registered with ``@handler(CommandType)``) loads what it needs
+   through the ``Attempt`` (each aggregate at most once an attempt), asks the pure core to
+   decide, and records the events on the aggregates;
+3. the aggregates are saved with a ``CommandRecord`` of the request, in one transaction.
+
+The request's record is not read first: the save itself finds a repeated request id,
+because the record's first event then conflicts with the stored one (nothing of the
+transaction is written). Only when the work or the save fails is the record looked up,
+and a repeated request returns its first result (``replayed=True``); one with the same id
+and another fingerprint is a ``DuplicateRequest``. A version conflict with another writer
+evicts the cached aggregates and tries again, at most ``MAX_ATTEMPTS`` times.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+from uuid import UUID
+
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import IntegrityError
+
+from pokdeng_core import limits
+from pokdeng_service.application.commands import BankerCommand, Command
+from pokdeng_service.application.errors import (
+    Conflict,
+    DuplicateRequest,
+    FieldViolation,
+    NotFound,
+    PermissionDenied,
+    RequestInvalid,
+)
+from pokdeng_service.application.principal import Principal
+from pokdeng_service.application.views import CommandResult, RecordedEvent, RoundView, TableView, WalletView
+from pokdeng_service.store import aggregates as ag
+from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, TableRecord, Wallet
+from pokdeng_service.store.vault import SeedVault
+
+
+class Record(Protocol):
+    """What the pipeline and the handlers need of the application (``Record``)."""
+
+    vault: SeedVault
+
+    def load_wallet(self, wallet_id: str) -> Wallet: ...
+    def load_table(self, table_id: str) -> TableRecord: ...
+    def load_round(self, round_id: str, with_shoe: bool = True) -> RoundRecord: ...
+    def finished_rounds(
+        self, table_id: str, after_round_no: int = 0, upto: int | None = None
+    ) -> list[tuple[int, str, str]]: ...
+    def command_record(self, record_id: UUID) -> CommandRecord | None: ...
+    def recorded_result(self, record: CommandRecord) -> CommandResult: ...
+    def save(self, *objs: Any, **kwargs: Any) -> Any: ...
+    def evict(self, aggregates: Iterable[Aggregate]) -> None: ...
+    def after_save(self, aggregates: Iterable[Aggregate], stream: str, events: tuple[RecordedEvent, ...]) -> None: ...
+    def view_of(self, aggregate: Aggregate) -> WalletView | TableView | RoundView | None: ...
+    def to_recorded(self, item: Any) -> RecordedEvent: ...
+
+
+MAX_ATTEMPTS = 8
+C = TypeVar("C", bound=Command)
+
+
+@dataclass
+class Attempt:
+    """One try at a command: who sends it, and the aggregates loaded so far (each once)."""
+
+    app: Record
+    principal: Principal
+    request_id: str
+    loaded: dict[Any, Aggregate] = field(default_factory=dict)
+
+    def wallet(self, wallet_id: str) -> Wallet:
+        found = self.loaded.get(("wallet", wallet_id))
+        if found is None:
+            found = self.loaded[("wallet", wallet_id)] = self.app.load_wallet(wallet_id)
+        assert isinstance(found, Wallet)
+        return found
+
+    def table(self, table_id: str) -> TableRecord:
+        found = self.loaded.get(("table", table_id))
+        if found is None:
+            found = self.loaded[("table", table_id)] = self.app.load_table(table_id)
+        assert isinstance(found, TableRecord)
+        return found
+
+    def round(self, round_id: str) -> RoundRecord:
+        found = self.loaded.get(("round", round_id))
+        if found is None:
+            found = self.loaded[("round", round_id)] = self.app.load_round(round_id)
+        assert isinstance(found, RoundRecord)
+        return found
+
+    def available(self, wallet_id: str) -> int:
+        """A wallet's available funds, 0 for a wallet that does not exist."""
+        try:
+            return self.wallet(wallet_id).available
+        except NotFound:
+            return 0
+
+    def wallets(self) -> list[Wallet]:
+        return [a for a in self.loaded.values() if isinstance(a, Wallet)]
+
+    def require_self(self, player: str | None, what: str) -> None:
+        """A player token may only act for its own player."""
+        if not self.principal.may_act_for(player):
+            target = f" for {player!r}" if player else ""
+            raise PermissionDenied(f"{self.principal.describe()} may not {what}{target}", player=player or "")
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a handler did: the aggregates to save (in order) and the one whose stream answers the command."""
+
+    saved: tuple[Aggregate, ...]
+    target: Aggregate
+    stream: str
+    stream_id: str
+
+
+Handler = Callable[[Attempt, Any], Outcome]
+HANDLERS: dict[type[Command], Handler] = {}
+
+
+def handler(command_type: type[C]) -> Callable[[Callable[[Attempt, C], Outcome]], Callable[[Attempt, C], Outcome]]:
+    """Register the handler of ``command_type`` (one per type)."""
+
+    def register(function: Callable[[Attempt, C], Outcome]) -> Callable[[Attempt, C], Outcome]:
+        if command_type in HANDLERS:
+            raise TypeError(f"{command_type.__name__} has a handler already")
+        HANDLERS[command_type] = function
+        return function
+
+    return register
+
+
+def check(request_id: object, command: Command) -> None:
+    """Every violation of the request id and the command's fields, raised together."""
+    problems: list[FieldViolation] = []
+    problem = limits.id_problem(request_id, "request_id")
+    if problem is not None:
+        problems.append(FieldViolation("request_id", problem))
+    problems.extend(command.violations())
+    if problems:
+        raise RequestInvalid(problems)
+
+
+def authorise(principal: Principal, command: Command) -> None:
+    """A player token acts only for itself (the banker's hand: only as the round's banker, which its
+    handler checks); an auditor sends no command."""
+    if principal.is_operator:
+        return
+    actor = command.actor
+    if principal.is_player and actor is not None and actor == principal.player:
+        return
+    if principal.is_player and isinstance(command, BankerCommand):
+        raise PermissionDenied(f"{principal.describe()} may only play the banker's hand as itself", player=actor or "")
+    what = command.name.replace("_", " ")
+    target = f" for {actor!r}" if actor else ""
+    raise PermissionDenied(f"{principal.describe()} may not {what}{target}", player=actor or "")
+
+
+def execute(app: Record, principal: Principal, request_id: str, command: Command) -> CommandResult:
+    """Run ``command`` once for ``request_id``: its first result, whatever the number of retries."""
+    check(request_id, command)
+    authorise(principal, command)
+    run = HANDLERS.get(type(command))
+    if run is None:
+        raise TypeError(f"no handler for {type(command).__name__}")
+    fingerprint = command.fingerprint()
+    record_id = ag.command_uuid(request_id)
+    for _attempt in range(MAX_ATTEMPTS):
+        attempt = Attempt(app, principal, request_id)
+        done = None
+        try:
+            outcome = run(attempt, command)
+        except Exception:
+            done = app.command_record(record_id)
+            if done is None:
+                raise
+        if done is not None:  # (outside the except clause: a DuplicateRequest has no context)
+            return _replayed(app, done, fingerprint)
+        target = outcome.target
+        pending = list(target.pending_events)
+        before = target.version - len(pending)
+        result = {"stream": outcome.stream, "id": outcome.stream_id, "from": before + 1, "to": target.version}
+        record = CommandRecord(request_id, fingerprint, result)
+        try:
+            app.save(*outcome.saved, record)
+        except IntegrityError:
+            done = app.command_record(record_id)
+            if done is not None:
+                return _replayed(app, done, fingerprint)
+            app.evict(outcome.saved)
+            continue
+        events = tuple(app.to_recorded(item) for item in pending)
+        app.after_save(outcome.saved, outcome.stream, events)
+        return CommandResult(
+            request_id=request_id,
+            stream=outcome.stream,
+            id=outcome.stream_id,
+            events=events,
+            replayed=False,
+            view=app.view_of(target),
+        )
+    raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
+
+
+def _replayed(app: Record, record: CommandRecord, fingerprint: str) -> CommandResult:
+    if record.fingerprint != fingerprint:
+        raise DuplicateRequest(
+            f"request id {record.request_id!r} was already used for a different command", field="request_id"
+        )
+    return app.recorded_result(record)

@@ -1,0 +1,404 @@
+"""Queries: wallets, statements, tables, rounds, legal commands, the notification log and audits.
+
+``Queries`` is a mixin of ``PokdengApp``: every method reads the record (through the
+application's loaders and caches) and writes nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+
+from pokdeng_core import events as re
+from pokdeng_core import table as tc
+from pokdeng_core.errors import InvalidCommand
+from pokdeng_core.limits import check_id
+from pokdeng_core.machine import RoundState, Shoe, attach_shoe, legal_commands
+from pokdeng_service.application.errors import NotFound
+from pokdeng_service.application.views import (
+    BetView,
+    HandView,
+    Notification,
+    RecordedEvent,
+    Reservation,
+    RoundView,
+    Seat,
+    StatementLine,
+    TableView,
+    WalletView,
+)
+from pokdeng_service.store import aggregates as ag
+from pokdeng_service.store import fastpaths, merkle
+from pokdeng_service.store.aggregates import RoundRecord, SealedSeed, TableRecord, Wallet
+from pokdeng_service.store.facts import fact_of, payload_of
+from pokdeng_service.store.vault import SeedVault
+
+_CACHE_SIZE = 1024
+
+
+def wallet_view(wallet: Wallet) -> WalletView:
+    return WalletView(
+        wallet_id=wallet.wallet_id,
+        balance=wallet.balance,
+        reserved=wallet.reserved,
+        available=wallet.available,
+        reservations=tuple(Reservation(round_id=k, amount=v) for k, v in wallet.reservations.items()),
+        version=wallet.version,
+    )
+
+
+def table_view(record: TableRecord) -> TableView:
+    s = record.state
+    profile = s.rules
+    return TableView(
+        table_id=s.table_id,
+        profile=profile.name,
+        profile_version=profile.version,
+        options=profile.options,
+        min_stake=s.min_stake,
+        max_stake=s.max_stake,
+        seat_count=s.seat_count,
+        seats=tuple(Seat(seat=n, player=p) for n, p in s.seats),
+        dealer=s.dealer,
+        banker=s.banker,
+        banker_rounds_left=s.tenure_left,
+        bids=s.bids,
+        current_round=s.round_id,
+        round_no=s.round_no,
+        turn_timeout=s.turn_timeout,
+        house_net=s.house_net,
+        commission=s.commission,
+        version=record.version,
+    )
+
+
+def round_view(record: RoundRecord, events: tuple[RecordedEvent, ...] = ()) -> RoundView:
+    s = record.state
+    profile = s.rules
+    holders = dict(s.seats)
+    hands = tuple(
+        HandView(
+            seat=seat,
+            holder=holders.get(seat) if seat else s.banker_player,
+            cards=tuple(map(str, cards)),
+            done=seat in s.done if seat else s.banker_done,
+            revealed=seat in s.revealed if seat else s.phase.value in ("showdown", "settled", "closed"),
+        )
+        for seat, cards in s.hands
+    )
+    return RoundView(
+        round_id=s.round_id,
+        table_id=s.table_id,
+        round_no=s.round_no,
+        profile=profile.name,
+        profile_version=profile.version,
+        phase=s.phase.value,
+        banker=s.banker_player,
+        turn=s.turn,
+        commitment=s.commitment,
+        client_seed=s.client_seed,
+        nonce=s.nonce,
+        server_seed=s.server_seed,
+        bets=tuple(BetView(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved) for b in s.bets),
+        side_bets=tuple(BetView(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved) for b in s.side_bets),
+        hands=hands,
+        outcome=s.outcome,
+        version=record.version,
+        events=events,
+    )
+
+
+class Queries(Application[UUID]):
+    """The application's reads: loaders, the record, views (``PokdengApp`` sets up the caches)."""
+
+    vault: SeedVault
+    audit_hints: dict[str, int]
+    _shoes: OrderedDict[str, Shoe]
+    _shoes_lock: threading.Lock
+    _names: dict[UUID, str]
+    _view_cache: OrderedDict[UUID, tuple[RecordedEvent, ...]]
+    _view_lock: threading.Lock
+
+    # -- reading the record ----------------------------------------------------------------
+
+    @staticmethod
+    def to_recorded(item: Any) -> RecordedEvent:
+        """A stored domain event as the record type."""
+        return fact_of(item)
+
+    def stream_events(self, uuid: UUID, gt: int | None = None, lte: int | None = None) -> tuple[RecordedEvent, ...]:
+        """A stream's stored events after position ``gt`` up to ``lte``, read afresh from the store."""
+        return tuple(fact_of(item) for item in self.events.get(uuid, gt=gt, lte=lte))
+
+    def view_events(self, uuid: UUID, version: int) -> tuple[RecordedEvent, ...]:
+        """A round's events up to ``version`` for its view, reading only those not read before.
+
+        Views only: audits always read the store afresh (``round_events``), so that an edit of
+        the stored rows is seen by a running server too.
+        """
+        with self._view_lock:
+            known = self._view_cache.get(uuid, ())
+            if known:
+                self._view_cache.move_to_end(uuid)
+        last = known[-1].position if known else 0
+        if last > version:
+            return tuple(e for e in known if e.position <= version)
+        if last < version:
+            known = known + self.stream_events(uuid, gt=last, lte=version)
+            with self._view_lock:
+                self._view_cache[uuid] = known
+                while len(self._view_cache) > _CACHE_SIZE:
+                    self._view_cache.popitem(last=False)
+        return known
+
+    def _extend_view_events(self, uuid: UUID, events: tuple[RecordedEvent, ...]) -> None:
+        """Add the events a command just saved to the round's view cache, when they follow on."""
+        with self._view_lock:
+            known = self._view_cache.get(uuid, ())
+            last = known[-1].position if known else 0
+            if events[0].position == last + 1:
+                self._view_cache[uuid] = known + events
+                self._view_cache.move_to_end(uuid)
+                while len(self._view_cache) > _CACHE_SIZE:
+                    self._view_cache.popitem(last=False)
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def _get(self, uuid: UUID, cls: type[Any], what: str, ident: str) -> Any:
+        try:
+            aggregate = self.repository.get(uuid, projector_func=fastpaths.project)
+        except AggregateNotFoundError:
+            raise NotFound(f"{what} {ident!r} not found", **{what: ident}) from None
+        if not isinstance(aggregate, cls):
+            raise NotFound(f"{what} {ident!r} not found", **{what: ident})
+        return aggregate
+
+    def load_wallet(self, wallet_id: str) -> Wallet:
+        wallet: Wallet = self._get(ag.wallet_uuid(wallet_id), Wallet, "wallet", wallet_id)
+        return wallet
+
+    def load_table(self, table_id: str) -> TableRecord:
+        table: TableRecord = self._get(ag.table_uuid(table_id), TableRecord, "table", table_id)
+        return table
+
+    def load_round(self, round_id: str, with_shoe: bool = True) -> RoundRecord:
+        record: RoundRecord = self._get(ag.round_uuid(round_id), RoundRecord, "round", round_id)
+        if with_shoe and not record.state.is_closed:
+            record.state = fastpaths.with_shoe(record.state, self._shoe(record))
+        return record
+
+    def server_seed(self, round_id: str) -> bytes:
+        """The round's server seed: unsealed from the vault (or remembered since the round started)."""
+        return self._shoe(self.load_round(round_id, with_shoe=False)).server_seed
+
+    def _shoe(self, record: RoundRecord) -> Shoe:
+        with self._shoes_lock:
+            shoe = self._shoes.get(record.round_id)
+            if shoe is not None:
+                self._shoes.move_to_end(record.round_id)
+                return shoe
+        sealed: SealedSeed = self._get(ag.seed_uuid(record.round_id), SealedSeed, "round", record.round_id)
+        seed = self.vault.open(sealed.nonce, sealed.sealed, record.round_id)
+        attached = attach_shoe(record.state, seed).shoe
+        assert attached is not None
+        self._remember_shoe(record.round_id, attached)
+        return attached
+
+    def _remember_shoe(self, round_id: str, shoe: Shoe) -> None:
+        with self._shoes_lock:
+            self._shoes[round_id] = shoe
+            while len(self._shoes) > _CACHE_SIZE:
+                self._shoes.popitem(last=False)
+
+    def get_wallet(self, wallet_id: str) -> WalletView:
+        check_id(wallet_id, "wallet_id")
+        return wallet_view(self.load_wallet(wallet_id))
+
+    def wallet_statement(self, wallet_id: str, after: int = 0, limit: int = 100) -> tuple[StatementLine, ...]:
+        """The wallet's movements after position ``after`` (at most ``limit``), with the running balance."""
+        check_id(wallet_id, "wallet_id")
+        if limit < 1 or limit > 1000:
+            raise InvalidCommand("limit is 1 to 1000", field="limit")
+        if after < 0:
+            raise InvalidCommand("after must not be negative", field="after")
+        uuid = ag.wallet_uuid(wallet_id)
+        self.load_wallet(wallet_id)
+        balance = 0
+        if after:
+            balance = self.repository.get(uuid, version=after).balance
+        lines = []
+        item: Any
+        for item in self.events.get(uuid, gt=after, limit=limit):
+            name = type(item).__name__
+            amount, reserved, round_id, reference = ag.wallet_movement(item)
+            balance += amount
+            lines.append(
+                StatementLine(
+                    position=item.originator_version,
+                    kind=name,
+                    amount=amount,
+                    reserved_change=reserved,
+                    balance_after=balance,
+                    round_id=round_id,
+                    reference=reference,
+                    at=item.timestamp.isoformat(),
+                )
+            )
+        return tuple(lines)
+
+    def finished_rounds(
+        self, table_id: str, after_round_no: int = 0, upto: int | None = None
+    ) -> list[tuple[int, str, str]]:
+        """(round number, round id, last digest) of the table's closed rounds, in order."""
+        out = []
+        for event in self.stream_events(ag.table_uuid(table_id)):
+            if event.kind != tc.RoundFinished.kind:
+                continue
+            number = int(event.data["round_id"].rsplit("#", 1)[1])
+            if number > after_round_no and (upto is None or number <= upto):
+                out.append((number, event.data["round_id"], event.data["round_digest"]))
+        return out
+
+    def inclusion_proof(self, round_id: str) -> dict[str, Any] | None:
+        """The proof that a closed round is in its table's checkpoint (None until a checkpoint covers it)."""
+        state = self.round_state(round_id)
+        number = state.round_no
+        for event in self.stream_events(ag.table_uuid(state.table_id)):
+            if event.kind != tc.CheckpointRecorded.kind:
+                continue
+            first, last = event.data["first_round_no"], event.data["last_round_no"]
+            if not first <= number <= last:
+                continue
+            rounds = self.finished_rounds(state.table_id, first - 1, last)
+            leaves = [merkle.leaf_hash(r, d) for _n, r, d in rounds]
+            index = next(i for i, (_n, r, _d) in enumerate(rounds) if r == round_id)
+            return {
+                "table_id": state.table_id,
+                "period": event.data["period"],
+                "checkpoint_position": event.position,
+                "checkpoint_digest": event.digest,
+                "root": event.data["root"],
+                "size": len(leaves),
+                "index": index,
+                "leaf": leaves[index].hex(),
+                "path": [h.hex() for h in merkle.inclusion_proof(leaves, index)],
+            }
+        return None
+
+    def get_table(self, table_id: str) -> TableView:
+        check_id(table_id, "table_id")
+        return table_view(self.load_table(table_id))
+
+    def round_state(self, round_id: str) -> RoundState:
+        """The round's public state (no shoe)."""
+        check_id(round_id, "round_id")
+        return self.load_round(round_id, with_shoe=False).state
+
+    def get_round(self, round_id: str, with_events: bool = True) -> RoundView:
+        check_id(round_id, "round_id")
+        record = self.load_round(round_id, with_shoe=False)
+        return round_view(record, self.view_events(record.id, record.version) if with_events else ())
+
+    def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:
+        check_id(round_id, "round_id")
+        recorded = self.stream_events(ag.round_uuid(round_id))
+        if not recorded:
+            raise NotFound(f"round {round_id!r} not found", round=round_id)
+        return recorded
+
+    def round_moved_at(self, round_id: str, version: int) -> datetime | None:
+        """When the round's event at ``version`` was recorded (the turn clock's start of a wait)."""
+        check_id(round_id, "round_id")
+        item = next(iter(self.events.get(ag.round_uuid(round_id), gt=version - 1, lte=version)), None)
+        return None if item is None else item.timestamp  # type: ignore[attr-defined]
+
+    def legal_commands(self, round_id: str, seat: int | None = None) -> tuple[str, ...]:
+        return legal_commands(self.round_state(round_id), seat)
+
+    def read_notifications(self, after: int = 0, limit: int = 1000) -> tuple[Notification, ...]:
+        """Events of every stream after log position ``after``, in the order they were recorded."""
+        if after < 0 or not 1 <= limit <= 10_000:
+            raise InvalidCommand("after >= 0 and 1 <= limit <= 10000", field="limit")
+        out = []
+        for item in self.recorder.select_notifications(start=after + 1, limit=limit):
+            domain_event = self.mapper.to_domain_event(item)
+            note = _notification(item.id, domain_event)
+            if note.stream == "wallet" and note.stream_id == str(domain_event.originator_id):
+                note = note.model_copy(update={"stream_id": self._wallet_name(domain_event.originator_id)})
+            out.append(note)
+        return tuple(out)
+
+    def _wallet_name(self, uuid: UUID) -> str:
+        name = self._names.get(uuid)
+        if name is None:
+            first = next(iter(self.events.get(uuid, lte=1)), None)
+            name = getattr(first, "wallet_id", str(uuid))
+            if len(self._names) > 100_000:
+                self._names.clear()
+            self._names[uuid] = name
+        return name
+
+    @property
+    def max_position(self) -> int:
+        return self.recorder.max_notification_id() or 0
+
+    # -- audits (pokdeng_service.audit) ----------------------------------------------------
+
+    def verify_round(self, round_id: str, check_wallets: bool = True) -> Any:
+        """Chain, replay, money and the wallets' and table's record of one round: an ``audit.Verdict``."""
+        from pokdeng_service import audit
+
+        return audit.verify_round(self, round_id, check_wallets=check_wallets)
+
+    def replay_round(self, round_id: str) -> tuple[Any, list[re.RoundEvent]]:
+        """Replay a round from its seed and recorded decisions: (verdict, replayed core events)."""
+        from pokdeng_service import audit
+
+        events = self.round_events(round_id)
+        verdict = audit.Verdict(f"replay of round {round_id}")
+        audit.check_replay(verdict, events)
+        replayed = audit.replay_events(events)[0] if verdict.ok else []
+        return verdict, replayed
+
+    def export_bundle(self, round_id: str) -> dict[str, Any]:
+        """The round's self-contained bundle (docs/audit.md); ``audit.bundle_bytes`` gives its file form."""
+        from pokdeng_service import audit
+
+        return audit.export_bundle(self, round_id)
+
+
+_STREAM_OF = {
+    "RoundRecord": "round",
+    "TableRecord": "table",
+    "Wallet": "wallet",
+    "SealedSeed": "seed",
+    "CommandRecord": "request",
+}
+
+
+def _notification(position: int, item: Any) -> Notification:
+    owner = type(item).__qualname__.split(".")[0]
+    stream = _STREAM_OF.get(owner, owner)
+    stream_id = getattr(item, "stream_id", "")
+    data = getattr(item, "data", None)
+    if data is None:
+        data = {k: v for k, v in payload_of(item).items() if k not in ("sealed", "nonce")}
+        key = {"round": "round_id", "table": "table_id", "wallet": "wallet_id", "seed": "round_id"}.get(stream, "")
+        stream_id = str(data.get(key, "")) if key else ""
+    if stream == "request":
+        data = {"request_id": data.get("request_id", "")}
+    return Notification(
+        position=position,
+        stream=stream,
+        stream_id=stream_id or str(item.originator_id),
+        stream_version=item.originator_version,
+        kind=getattr(item, "kind", None) or type(item).__name__,
+        data=json.loads(json.dumps(data, default=str)),
+        timestamp=item.timestamp.isoformat(),
+    )

@@ -1,0 +1,215 @@
+"""Handlers of the round commands: start a round, bets, the deal, the hands' and banker's choices, voids.
+
+Money moves only in the transaction that settles or voids a round: the round's
+``RoundSettled`` (or ``RoundVoided``) event, every wallet's release-and-apply event and the
+table's ledger entry are saved together. Stakes are reserved in the bet's own transaction.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from eventsourcing.domain import Aggregate
+
+from pokdeng_core import commands as rc
+from pokdeng_core import events as re
+from pokdeng_core import limits
+from pokdeng_core import table as tc
+from pokdeng_core.errors import InvalidCommand, WrongPhase
+from pokdeng_core.machine import RoundState, decide
+from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
+from pokdeng_service.application.commands import (
+    BankerDraw,
+    BankerReveal,
+    BankerStay,
+    CloseSideBets,
+    Deal,
+    Draw,
+    PlaceBet,
+    PlaceSideBet,
+    RoundCommand,
+    StartRound,
+    Stay,
+    TimeOutTurn,
+    VoidRound,
+)
+from pokdeng_service.application.errors import PermissionDenied
+from pokdeng_service.application.pipeline import Attempt, Outcome, handler
+from pokdeng_service.store.aggregates import RoundRecord, SealedSeed
+from pokdeng_service.store.vault import fresh_seed
+
+
+@handler(StartRound)
+def start_round(attempt: Attempt, command: StartRound) -> Outcome:
+    """The table's next round: a fresh server seed is sealed and its commitment recorded."""
+    table = attempt.table(command.table_id)
+    state = table.state
+    round_id = f"{command.table_id}#{state.round_no + 1}"
+    funds: list[tuple[str, int]] = []
+    if state.rules.banker_bid is not None:
+        funds = [(player, attempt.available(player)) for player in state.players]
+    table.record(tc.decide_table(state, tc.StartRound(round_id, tuple(funds))), attempt.request_id)
+    state = table.state
+    seed = fresh_seed()
+    opening = rc.OpenRound(
+        round_id,
+        command.table_id,
+        state.round_no,
+        state.rules,
+        state.round_seats(),
+        state.round_banker,
+        state.min_stake,
+        state.max_stake,
+        commitment(seed),
+        command.client_seed,
+        state.round_no,
+        SHUFFLE_ALGORITHM,
+    )
+    record = RoundRecord(round_id, command.table_id)
+    record.record(decide(record.state, opening), attempt.request_id)
+    vault = attempt.app.vault
+    nonce, sealed = vault.seal(seed, round_id)
+    sealed_seed = SealedSeed(round_id, nonce, sealed, vault.key_id)
+    return Outcome((table, record, sealed_seed), record, "round", round_id)
+
+
+CoreCommand = Callable[[Attempt, RoundState], rc.RoundCommand]
+
+
+def _play(attempt: Attempt, command: RoundCommand, make: CoreCommand, expected_version: int | None = None) -> Outcome:
+    """Load the round, decide the core command ``make`` gives, record it, and book its money."""
+    record = attempt.round(command.round_id)
+    if expected_version is not None and record.version != expected_version:
+        raise WrongPhase(
+            f"round {command.round_id} has moved on (version {record.version}, not {expected_version})",
+            version=record.version,
+        )
+    events = decide(record.state, make(attempt, record.state))
+    record.record(events, attempt.request_id)
+    touched = _book_money(attempt, record, events)
+    return Outcome((record, *touched), record, "round", command.round_id)
+
+
+def _book_money(attempt: Attempt, record: RoundRecord, events: Iterable[re.RoundEvent]) -> list[Aggregate]:
+    """Apply the round's money events to the wallets (and, at the close, the table's ledger)."""
+    round_id = record.round_id
+    reserving = []
+    closed: re.RoundClosed | None = None
+    house_net = commission = 0
+    for event in events:
+        if isinstance(event, re.BetPlaced):
+            wallet = attempt.wallet(event.player)
+            wallet.reserve(round_id, event.reserved)
+            reserving.append(wallet)
+            if event.banker_reserved:
+                banker = record.state.banker_player
+                assert banker is not None
+                banker_wallet = attempt.wallet(banker)
+                banker_wallet.reserve(round_id, event.banker_reserved)
+                reserving.append(banker_wallet)
+        elif isinstance(event, re.SideBetPlaced):
+            wallet = attempt.wallet(event.player)
+            wallet.reserve(round_id, event.reserved)
+            reserving.append(wallet)
+        elif isinstance(event, re.RoundSettled):
+            for player, reserved, net in event.wallets:
+                attempt.wallet(player).settle(round_id, reserved, net)
+            house_net, commission = event.house_net, event.commission
+        elif isinstance(event, re.RoundVoided):
+            for player, reserved in event.wallets:
+                attempt.wallet(player).release(round_id, reserved, "round_voided")
+        elif isinstance(event, re.RoundClosed):
+            closed = event
+    for wallet in reserving:  # staking only: a settlement is never refused
+        if wallet.balance + 2 * wallet.reserved > limits.MAX_AMOUNT:  # a win is at most 1.2x what is reserved
+            raise InvalidCommand(
+                f"wallet {wallet.wallet_id!r} is too large to stake more: its balance could pass {limits.MAX_AMOUNT}",
+                field="stake",
+            )
+    touched: list[Aggregate] = list(attempt.wallets())
+    if closed is not None:
+        table = attempt.table(record.table_id)
+        banker = record.state.banker_player
+        banker_funds = attempt.wallet(banker).available if banker else None
+        finish = tc.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds, record.last_digest)
+        table.record(tc.decide_table(table.state, finish), attempt.request_id)
+        touched.append(table)
+    return touched
+
+
+@handler(PlaceBet)
+def place_bet(attempt: Attempt, command: PlaceBet) -> Outcome:
+    def make(attempt: Attempt, state: RoundState) -> rc.RoundCommand:
+        available = attempt.wallet(command.player).available
+        banker = state.banker_player
+        banker_available = attempt.wallet(banker).available if banker is not None else None
+        return rc.PlaceBet(command.seat, command.player, command.stake, available, banker_available)
+
+    return _play(attempt, command, make)
+
+
+@handler(PlaceSideBet)
+def place_side_bet(attempt: Attempt, command: PlaceSideBet) -> Outcome:
+    return _play(
+        attempt,
+        command,
+        lambda a, _s: rc.PlaceSideBet(command.seat, command.player, a.wallet(command.player).available),
+    )
+
+
+@handler(Deal)
+def deal(attempt: Attempt, command: Deal) -> Outcome:
+    return _play(attempt, command, lambda _a, _s: rc.Deal())
+
+
+@handler(CloseSideBets)
+def close_side_bets(attempt: Attempt, command: CloseSideBets) -> Outcome:
+    return _play(attempt, command, lambda _a, _s: rc.CloseSideBets())
+
+
+@handler(Draw)
+def draw(attempt: Attempt, command: Draw) -> Outcome:
+    return _play(attempt, command, lambda _a, _s: rc.Draw(command.seat, command.player))
+
+
+@handler(Stay)
+def stay(attempt: Attempt, command: Stay) -> Outcome:
+    return _play(attempt, command, lambda _a, _s: rc.Stay(command.seat, command.player))
+
+
+def _as_banker(attempt: Attempt, command: BankerReveal | BankerDraw | BankerStay, state: RoundState) -> str | None:
+    """The banker argument of the core command; a player must be this round's player-banker itself."""
+    principal = attempt.principal
+    if principal.is_player and state.banker_player != principal.player:
+        raise PermissionDenied(
+            f"{principal.describe()} is not the banker of round {command.round_id!r}", round=command.round_id
+        )
+    return command.banker
+
+
+@handler(BankerReveal)
+def banker_reveal(attempt: Attempt, command: BankerReveal) -> Outcome:
+    seats = tuple(command.seats)
+    return _play(attempt, command, lambda a, s: rc.BankerReveal(seats, _as_banker(a, command, s)))
+
+
+@handler(BankerDraw)
+def banker_draw(attempt: Attempt, command: BankerDraw) -> Outcome:
+    return _play(attempt, command, lambda a, s: rc.BankerDraw(_as_banker(a, command, s)))
+
+
+@handler(BankerStay)
+def banker_stay(attempt: Attempt, command: BankerStay) -> Outcome:
+    return _play(attempt, command, lambda a, s: rc.BankerStay(_as_banker(a, command, s)))
+
+
+@handler(TimeOutTurn)
+def time_out_turn(attempt: Attempt, command: TimeOutTurn) -> Outcome:
+    """The automatic action for whoever is to act. With ``expected_version`` (the turn clock), only
+    if the round has not moved since: a turn that has just begun is never timed out at once."""
+    return _play(attempt, command, lambda _a, _s: rc.TimeOutTurn(), command.expected_version)
+
+
+@handler(VoidRound)
+def void_round(attempt: Attempt, command: VoidRound) -> Outcome:
+    return _play(attempt, command, lambda _a, _s: rc.VoidRound(command.reason))

@@ -1,0 +1,166 @@
+"""Live verification: a round checked against a store, through an application's public reading methods.
+
+``verify_round`` reads a round's stream afresh, checks its chain, replays it (``replay``),
+checks its money, and looks for the table's pin of its last digest (``table_pins``) and,
+if asked, each wallet's record of its settlement. ``AuditedRecord`` lists everything the
+audit reads of an application (``PokdengApp`` is one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any, Protocol, cast
+from uuid import UUID
+
+from eventsourcing.application import Repository
+from eventsourcing.persistence import AggregateRecorder, EventStore, Mapper
+
+from pokdeng_core import events as re
+from pokdeng_core.limits import check_id
+from pokdeng_core.machine import RoundState
+from pokdeng_service.application.errors import NotFound
+from pokdeng_service.application.views import RecordedEvent
+from pokdeng_service.audit.replay import _facts, check_chain, check_money, check_replay
+from pokdeng_service.audit.table_pins import TablePins, table_finish
+from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.store.aggregates import Wallet, round_uuid, wallet_uuid
+from pokdeng_service.store.facts import Fact, fact_of, facts_of_rows
+
+WALLET_ROUND_SETTLED = Wallet.RoundSettled.__name__  # type: ignore[attr-defined]
+"""The class name of a wallet's record of a round's settlement."""
+
+_WALLET_PAGE = 200
+
+
+class AuditedRecord(Protocol):
+    """What the audit reads of an application: the library's stores and the app's public reads."""
+
+    @property
+    def recorder(self) -> AggregateRecorder:
+        """Stored rows, read afresh (``round_facts``, table pins)."""
+        ...
+
+    @property
+    def mapper(self) -> Mapper[UUID]:
+        """Decodes stored rows (``round_facts``, table pins)."""
+        ...
+
+    @property
+    def events(self) -> EventStore[UUID]:
+        """Domain events: a wallet's, newest first (``wallet_settlement``); a round's without a recorder."""
+        ...
+
+    @property
+    def repository(self) -> Repository[UUID]:
+        """A wallet at a version, for its balance (``wallet_settlement``)."""
+        ...
+
+    @property
+    def audit_hints(self) -> dict[str, int]:
+        """Per table, where its pins were last found (table pins read and update it)."""
+        ...
+
+    def server_seed(self, round_id: str) -> bytes:
+        """The seed of a round, also of an open one (``verify_round`` of an open round)."""
+        ...
+
+    def stream_events(self, uuid: UUID, gt: int | None = None, lte: int | None = None) -> tuple[RecordedEvent, ...]:
+        """A stream's stored events (table pins' search of a whole table stream)."""
+        ...
+
+    def round_state(self, round_id: str) -> RoundState:
+        """A round's public state (``export_bundle``)."""
+        ...
+
+    def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:
+        """A round's stored events (``export_bundle``)."""
+        ...
+
+    def inclusion_proof(self, round_id: str) -> dict[str, Any] | None:
+        """A closed round's proof of inclusion in its table's checkpoint (``export_bundle``)."""
+        ...
+
+
+def verify_rounds(app: AuditedRecord, round_ids: Iterable[str], check_wallets: bool = False) -> Iterator[Verdict]:
+    """``verify_round`` for each round in turn, sharing one ``TablePins`` over the batch (what
+    ``pokdeng verify --all`` does): each table's stream is read forward a page at a time for
+    the pins of the rounds being verified, instead of once per round."""
+    pins = TablePins(app)
+    for round_id in round_ids:
+        yield verify_round(app, round_id, check_wallets=check_wallets, pins=pins)
+
+
+def verify_round(
+    app: AuditedRecord, round_id: str, check_wallets: bool = False, pins: TablePins | None = None
+) -> Verdict:
+    """Chain, replay, money, and the round as the table (and, if asked, the wallets) recorded it.
+
+    Everything comes from the round's stream, read once: the chain covers every position
+    (a gap, an insertion or a reordering breaks it), and the replay rebuilds the state.
+    The table's pin of the round's last digest is read afresh too, unless ``pins`` (one
+    batch's reader, see ``verify_rounds``) read it ahead earlier in the batch.
+    """
+    verdict = Verdict(f"round {round_id}")
+    events = round_facts(app, round_id)
+    last = check_chain(verdict, round_id, events)
+    facts = _facts(events)
+    opened = next((e for e in facts if e.kind == re.RoundOpened.kind), None)
+    if opened is None:
+        verdict.add("record", False, f"the round's stream has no {re.RoundOpened.kind} event")
+        return verdict
+    closed = any(e.kind == re.RoundClosed.kind for e in facts)
+    seed = None
+    if not closed:  # an operator-side check of an open round: the seed is still sealed
+        seed = app.server_seed(round_id)
+    check_replay(verdict, events, seed)
+    nets = check_money(verdict, events)
+    if closed:
+        table_id = opened.data["table_id"]
+        if pins is None:
+            finished = table_finish(app, table_id, round_id, opened.data["round_no"])
+        else:
+            finished = pins.find(table_id, round_id, opened.data["round_no"])
+        pinned = finished is not None and finished.data.get("round_digest") == last
+        verdict.add("table record", pinned, f"table {table_id} pins the round's last digest")
+        if check_wallets:
+            for player, net in nets.items():
+                applied = wallet_settlement(app, player, round_id)
+                verdict.add(
+                    f"wallet {player}",
+                    applied is not None and applied[0] == net,
+                    f"wallet applied {applied[0] if applied else 'nothing'}, round says {net}",
+                )
+    return verdict
+
+
+def round_facts(app: AuditedRecord, round_id: str) -> list[Fact]:
+    """The round's stored events, read afresh from the store (a cached copy would hide an edit of the rows)."""
+    check_id(round_id, "round_id")
+    recorder, mapper = getattr(app, "recorder", None), getattr(app, "mapper", None)
+    if recorder is not None and mapper is not None:
+        facts = facts_of_rows(mapper, recorder.select_events(round_uuid(round_id)))
+    else:
+        facts = [fact_of(item) for item in app.events.get(round_uuid(round_id))]
+    if not facts:
+        raise NotFound(f"round {round_id!r} not found", round=round_id)
+    return facts
+
+
+def wallet_settlement(app: AuditedRecord, wallet_id: str, round_id: str) -> tuple[int, int] | None:
+    """(net, balance after) of a round as the wallet applied it, or None.
+
+    The wallet's stream is read newest first, a page at a time, so that checking a recent
+    round costs the same however long the wallet's history; the balance comes from the
+    wallet loaded at that version (snapshots make that flat too).
+    """
+    uuid = wallet_uuid(wallet_id)
+    lte: int | None = None
+    while True:
+        items: list[Any] = list(app.events.get(uuid, desc=True, lte=lte, limit=_WALLET_PAGE))
+        for item in items:
+            if type(item).__name__ == WALLET_ROUND_SETTLED and item.round_id == round_id:
+                wallet = cast(Wallet, app.repository.get(uuid, version=item.originator_version))
+                return int(item.net), int(wallet.balance)
+        if len(items) < _WALLET_PAGE:
+            return None
+        lte = items[-1].originator_version - 1

@@ -1,0 +1,54 @@
+"""Verdicts: the outcome of an audit, check by check, and the first difference found.
+
+Every audit (a live round, a replay, an offline bundle) fills one ``Verdict``; the CLI
+renders it, the API converts it (``as_dict``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str = ""
+
+
+@dataclass
+class Verdict:
+    """The outcome of an audit: every check, and the first difference found (if any)."""
+
+    subject: str
+    checks: list[Check] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(c.ok for c in self.checks)
+
+    @property
+    def first_difference(self) -> str:
+        for check in self.checks:
+            if not check.ok:
+                return f"{check.name}: {check.detail}"
+        return ""
+
+    def add(self, name: str, ok: bool, detail: str = "") -> bool:
+        self.checks.append(Check(name, ok, detail))
+        return ok
+
+    def render(self) -> str:
+        lines = [f"{'PASS' if self.ok else 'FAIL'}  {self.subject}"]
+        for check in self.checks:
+            lines.append(f"  {'ok ' if check.ok else 'BAD'}  {check.name}{': ' + check.detail if check.detail else ''}")
+        return "\n".join(lines)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "subject": self.subject,
+            "ok": self.ok,
+            "first_difference": self.first_difference,
+            "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in self.checks],
+        }

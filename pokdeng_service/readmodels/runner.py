@@ -1,0 +1,342 @@
+"""The projection runner: ``ReadModels``, the read models' front, and its background thread.
+
+Positions and tracking
+----------------------
+A *position* is an event's notification id in the application's notification log (SQLite: the
+events table's rowid; PostgreSQL: ``notification_id``; in memory: the 1-based index), the order in
+which events were committed. Positions grow but may have gaps (PostgreSQL sequences skip the ids of
+rolled-back inserts). Position 0 means "nothing processed".
+
+The tracking record lives in the table ``pokdeng_readmodels_tracking`` (the *tracking name*
+``pokdeng_readmodels``; it is also the eventsourcing environment name, so
+``POKDENG_READMODELS_<KEY>`` settings override ``<KEY>`` for the read models only). Its row
+``application_name = app.name`` (``"pokdeng"``) holds the position of the last notification whose
+effects are in the views. The table sits in the application's store: the same SQLite file, the
+same PostgreSQL database and schema. In memory (POPO) it is a dict beside the views.
+
+Exactly once
+------------
+Notifications are read in pages of 1,000 with ``app.recorder.select_notifications`` (the notification
+log's ``select`` caps a page at ``log_section_size``). A page is projected in ONE database
+transaction that (1) locks the tracking row and checks that it still holds the position the page
+was read after, (2) writes the page's view changes, (3) records the page's last position with the
+library's ``_insert_tracking`` (which also refuses to move backwards). Either the views and the
+position change together or neither does: a crash at any point replays from the last committed
+position, and a page that another process already projected is refused at (1) and re-read, so no
+event is applied twice. The per-event path (:class:`ReadModelProjection`, for eventsourcing's
+``ProjectionRunner``) uses the same transaction with the library's rule "the position must grow".
+Both hand the recorder this module's ``_project`` (the fold of one event, from ``fold``).
+
+Secret seeds (``SealedSeed``) and request records are never decoded: their notifications only move
+the position forward. ``catch_up`` counts every notification it moved past, these included.
+
+Two other numbers are not log positions: a statement line's ``position`` (and ``statement``'s
+``after``) is the wallet stream's version, as in ``PokdengApp.wallet_statement``; an open round's
+``version`` is the round stream's version. ``ProjectionRunner`` subscribes to
+:data:`PROJECTED_TOPICS` only, so under it the tracked position is that of the last event that
+changed a view; the next :meth:`ReadModels.catch_up` moves it past the rest.
+
+Use
+---
+``rm = ReadModels.for_app(app)`` (or ``ReadModels(env)``); ``rm.catch_up(app)`` after a start or
+restart; ``rm.run_in_background(app)`` to follow the log (PostgreSQL and POPO wake on new events,
+SQLite polls); ``rm.rebuild(app)`` after a change of view code. Queries: :meth:`ReadModels.last_rounds`
+(per table and/or per player; the last N in play order), ``statement``, ``wallet_balance``,
+``open_rounds``, ``house_totals``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from eventsourcing.application import Application
+from eventsourcing.domain import DomainEventProtocol
+from eventsourcing.persistence import InfrastructureFactory, InterfaceError, Notification, OperationalError, Tracking
+from eventsourcing.projection import Projection
+from eventsourcing.utils import Environment
+
+from pokdeng_core.errors import InvalidCommand
+from pokdeng_service.application.views import StatementLine
+from pokdeng_service.readmodels.fold import PROJECTED_TOPICS, Item, _projected
+from pokdeng_service.readmodels.fold import _project as _project  # the fold handed to the recorder, swappable
+from pokdeng_service.readmodels.memory import POPOReadModelRecorder
+from pokdeng_service.readmodels.models import HouseTotals, OpenRound, RoundSummary, WalletBalance
+from pokdeng_service.readmodels.postgres import PostgresReadModelRecorder
+from pokdeng_service.readmodels.recorder import TRACKING_NAME, PositionMoved, ReadModelRecorder
+from pokdeng_service.readmodels.sqlite import SQLiteReadModelRecorder
+from pokdeng_service.store.aggregates import wallet_uuid
+
+PAGE_SIZE = 1000
+
+
+def _check_limit(limit: int, most: int = 1000) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
+        raise InvalidCommand(f"limit is 1 to {most}", field="limit")
+
+
+# --- eventsourcing's projection interface ------------------------------------------------------
+
+
+class ReadModelProjection(Projection[ReadModelRecorder]):
+    """The library's per-event projection, for ``eventsourcing.projection.ProjectionRunner``.
+
+    ``ProjectionRunner(application_class=PokdengApp, projection_class=ReadModelProjection,
+    view_class=recorder_class(env), env=env)`` keeps the same views live on a backend that
+    supports subscriptions (PostgreSQL, POPO); SQLite has none: use :meth:`ReadModels.catch_up`.
+    """
+
+    name = TRACKING_NAME
+    topics = PROJECTED_TOPICS
+
+    def process_event(self, domain_event: Any, tracking: Tracking) -> None:
+        self.view.apply(tracking.application_name, None, [(tracking.notification_id, domain_event)], _project)
+
+
+def recorder_class(env: Mapping[str, str] | None = None, app_name: str = "pokdeng") -> type[ReadModelRecorder]:
+    """The view class for the persistence module that ``env`` selects."""
+    module = _environment(env, app_name).get(InfrastructureFactory.PERSISTENCE_MODULE, "") or "eventsourcing.popo"
+    if module.startswith("eventsourcing.sqlite"):
+        return SQLiteReadModelRecorder
+    if module.startswith("eventsourcing.postgres"):
+        return PostgresReadModelRecorder
+    if module.startswith("eventsourcing.popo"):
+        return POPOReadModelRecorder
+    raise OperationalError(f"no read-model recorder for persistence module {module!r}")
+
+
+def _environment(env: Mapping[str, str] | None, app_name: str = "pokdeng") -> Environment:
+    """The settings as the application reads them (``os.environ``, then ``env``; ``POKDENG_<KEY>``
+    over ``<KEY>``), so that the views land in the application's store; ``POKDENG_READMODELS_<KEY>``
+    overrides both for the read models alone."""
+    merged = dict(os.environ)
+    merged.update(env or {})
+    prefix = app_name.upper() + "_"
+    own = TRACKING_NAME.upper() + "_"
+    for key, value in list(merged.items()):
+        if key.startswith(prefix) and not key.startswith(own) and len(key) > len(prefix):
+            merged[key[len(prefix) :]] = value
+    return Environment(TRACKING_NAME, merged)
+
+
+# --- the public face ------------------------------------------------------------------------
+
+
+class ReadModels:
+    """The read models of one application store.
+
+    ``ReadModels(env)`` takes the application's eventsourcing settings (the same store: the same
+    SQLite file or PostgreSQL database and schema); ``ReadModels.for_app(app)`` takes them from a
+    running application. Without ``PERSISTENCE_MODULE`` the views are in memory (POPO). An
+    in-memory SQLite database (``:memory:``) cannot be shared: use a file. Nothing is read until
+    :meth:`catch_up` (or :meth:`run_in_background`) is given the application.
+    """
+
+    def __init__(self, env: Mapping[str, str] | None = None, app_name: str = "pokdeng") -> None:
+        environment = _environment(env, app_name)
+        self.factory = InfrastructureFactory.construct(environment)
+        recorder = self.factory.tracking_recorder(recorder_class(env, app_name))
+        assert isinstance(recorder, ReadModelRecorder)
+        self.recorder: ReadModelRecorder = recorder
+        self.projection = ReadModelProjection(view=self.recorder)
+        self.page_size = PAGE_SIZE
+        self._lock = threading.Lock()  # one catch-up at a time in this process
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+        self._subscription: Any = None
+        self._background_app: Application[Any] | None = None
+        self._interval = 0.1
+        self.error: BaseException | None = None  # the last error the background thread met
+
+    @classmethod
+    def for_app(cls, app: Application[Any]) -> ReadModels:
+        """Read models in the store of ``app`` (from the settings it was made with)."""
+        return cls(dict(app.env), app.name)
+
+    # -- processing ------------------------------------------------------------------------
+
+    def position(self, app_name: str = "pokdeng") -> int:
+        """The log position of the last notification in the views (0: none)."""
+        return self.recorder.position(app_name)
+
+    def catch_up(self, app: Application[Any]) -> int:
+        """Project every notification after the tracked position; return how many were processed.
+
+        Pages of ``page_size`` notifications, each in one transaction with its last position.
+        Returns once a page comes back short (the log's end when it was read).
+        """
+        done = 0
+        with self._lock:
+            while True:
+                after = self.recorder.position(app.name)
+                page = app.recorder.select_notifications(start=after + 1, limit=self.page_size)
+                if not page:
+                    return done
+                items = [(n.id, self._decode(app, n)) for n in page]
+                try:
+                    self._apply(app.name, after, items)
+                except PositionMoved:
+                    continue  # another process projected part of it: read again from its position
+                done += len(page)
+                if len(page) < self.page_size:
+                    return done
+
+    def _apply(self, app_name: str, after: int, items: Sequence[Item]) -> None:
+        for attempt in range(5):
+            try:
+                self.recorder.apply(app_name, after, items, _project)
+                return
+            except (OperationalError, InterfaceError):
+                if attempt == 4:
+                    raise
+                self._stopping.wait(0.05 * 2**attempt)
+
+    @staticmethod
+    def _decode(app: Application[Any], notification: Notification) -> DomainEventProtocol[Any] | None:
+        if not _projected(notification.topic):
+            return None  # seeds, request records, table facts the views don't use: never decoded
+        return app.mapper.to_domain_event(notification)
+
+    def run_in_background(self, app: Application[Any], interval: float = 0.1) -> None:
+        """Keep the views up to date in a thread until :meth:`stop`.
+
+        With a store that pushes (PostgreSQL LISTEN/NOTIFY, POPO) the thread wakes on each new
+        notification through ``app.recorder.subscribe``; with SQLite it polls every ``interval`` s.
+        Either way the work is :meth:`catch_up`, so batches and exactly-once are the same.
+        """
+        if self._thread is not None:
+            raise RuntimeError("the read models are already running in the background")
+        self._stopping.clear()
+        self._background_app = app
+        self._interval = interval
+        self.error = None
+        self._thread = threading.Thread(target=self._run, args=(app, interval), name="pokdeng-readmodels", daemon=True)
+        self._thread.start()
+
+    def _run(self, app: Application[Any], interval: float) -> None:
+        while not self._stopping.is_set():
+            try:
+                self.catch_up(app)
+                try:
+                    subscription = app.recorder.subscribe(gt=self.position(app.name))
+                except RuntimeError:  # SQLite's recorder has no subscriptions (the library says "not implemented")
+                    subscription = None
+                if subscription is None:
+                    while not self._stopping.wait(interval):
+                        self.catch_up(app)
+                    return
+                self._subscription = subscription
+                with subscription:
+                    if self._stopping.is_set():
+                        return
+                    # eventsourcing 9.5.6's POPO subscription starts reading before it listens:
+                    # an event recorded in between would wake nobody. Catching up once more, now
+                    # that it listens, takes in whatever was recorded before that.
+                    self.catch_up(app)
+                    seen = self.position(app.name)
+                    for notification in subscription:
+                        if self._stopping.is_set():
+                            return
+                        if notification.id > seen:  # else already in the views (a page ran past it)
+                            self.catch_up(app)
+                            seen = self.position(app.name)
+                return
+            except Exception as error:  # keep going after a passing fault (the position is safe)
+                self.error = error
+                self._stopping.wait(max(interval, 0.5))
+            finally:
+                self._subscription = None
+
+    def stop(self) -> None:
+        """Stop the background thread (if any) and wait for it."""
+        self._stopping.set()
+        subscription = self._subscription
+        if subscription is not None:
+            subscription.stop()
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+
+    def wait(self, position: int, timeout: float = 5.0, app_name: str = "pokdeng") -> None:
+        """Block until the views include ``position`` (TimeoutError after ``timeout`` s)."""
+        self.recorder.wait(app_name, position, timeout=timeout)
+
+    def rebuild(self, app: Application[Any] | None = None) -> int:
+        """Drop every view and tracking position, then replay the log from zero.
+
+        With no ``app`` the background thread's application is used (if one runs); with
+        neither, the views are emptied and the next :meth:`catch_up` replays. Returns how
+        many notifications were replayed.
+        """
+        background = self._background_app if self._thread is not None else None
+        interval = self._interval
+        if background is not None:
+            self.stop()
+        try:
+            with self._lock:
+                self.recorder.reset()
+            target = app or background
+            return self.catch_up(target) if target is not None else 0
+        finally:
+            if background is not None:
+                self.run_in_background(background, interval)
+
+    def close(self) -> None:
+        self.stop()
+        self.factory.close()
+
+    def __enter__(self) -> ReadModels:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def last_rounds(
+        self, table_id: str | None = None, player: str | None = None, limit: int = 10
+    ) -> tuple[RoundSummary, ...]:
+        """The last ``limit`` closed rounds (of a table, of a player, or both), oldest first.
+
+        Play order is the order in which rounds closed (their ``round_closed`` positions); for
+        one table that is also the order of round numbers.
+        """
+        _check_limit(limit)
+        return self.recorder.last_rounds(table_id, player, limit)
+
+    def statement(self, wallet_id: str, after: int = 0, limit: int = 100) -> tuple[StatementLine, ...]:
+        """A wallet's movements after its stream version ``after``, with the running balance.
+
+        Lines are the same as ``PokdengApp.wallet_statement`` (``position`` is the wallet's
+        version). An unknown wallet (or one the views have not reached yet) has none.
+        """
+        _check_limit(limit)
+        if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+            raise InvalidCommand("after must not be negative", field="after")
+        return self.recorder.statement(wallet_uuid(wallet_id).hex, after, limit)
+
+    def wallet_balance(self, wallet_id: str) -> WalletBalance | None:
+        """A wallet's balance and reserved funds as the views have them (None: not seen)."""
+        return self.recorder.wallet_balance(wallet_uuid(wallet_id).hex)
+
+    def open_rounds(self, table_id: str | None = None) -> tuple[OpenRound, ...]:
+        """Rounds started and not closed, in the order they started."""
+        return self.recorder.open_rounds(table_id)
+
+    def house_totals(self, table_id: str | None = None) -> HouseTotals:
+        """The house's ledger over every table (or one): its net as banker, the commission, round counts."""
+        return self.recorder.house_totals(table_id)
+
+
+__all__ = [
+    "PAGE_SIZE",
+    "PROJECTED_TOPICS",
+    "POPOReadModelRecorder",
+    "PostgresReadModelRecorder",
+    "ReadModelProjection",
+    "ReadModels",
+    "SQLiteReadModelRecorder",
+    "recorder_class",
+]

@@ -1,0 +1,220 @@
+"""The library's code paths this service re-implements for speed, fenced in one place.
+
+Each function here does what a piece of ``eventsourcing`` (checked against version
+``CHECKED_AGAINST``) or the standard library does, for our aggregates and our stored
+rows only, and leans on how that code works inside. An upgrade of the library may change
+those insides without a word, so each fast path has a test in
+``tests/service/test_fastpaths.py`` that runs it and the library's own code path on the
+same input and compares the results; ``test_checked_library_version`` fails on any other
+installed version until those tests have been re-run and ``CHECKED_AGAINST`` updated.
+
+``collect(objs, kwargs)``
+    Replaces ``eventsourcing.application.ProcessingEvent.collect_events`` as
+    ``Application.save`` calls it (eventsourcing 9.5.6). The library asks of every object
+    ``isinstance(obj, DomainEventProtocol)`` and ``isinstance(obj, CollectEventsProtocol)``,
+    runtime ``Protocol`` checks that cost more than the rest of collecting on Python 3.11.
+    Our aggregates (``eventsourcing.domain.Aggregate``) have their events collected
+    directly; anything else still goes through the library's method.
+    Guard: ``test_collect_matches_the_library`` (the objects of every save of real commands,
+    aggregates of every class in ``store/aggregates.py``: same events in the same order,
+    same aggregates, same saved keyword arguments).
+
+``project(aggregate, domain_events)``
+    Replaces ``eventsourcing.application.project_aggregate`` (eventsourcing 9.5.6), the
+    default projector of ``Repository.get`` and ``Application.take_snapshot``, without its
+    ``assert isinstance(domain_event, CanMutateProtocol)`` per event (a runtime ``Protocol``
+    check costing more than applying the event). Used as ``projector_func`` of the
+    application's loads and in its ``snapshotting_projectors``.
+    Guard: ``test_project_matches_the_library`` (round, table and wallet streams, from
+    nothing and from a snapshot: the same state).
+
+``copy_aggregate(aggregate, memo)``
+    Replaces ``copy.deepcopy``'s default copy of an aggregate (by ``__reduce_ex__``), which
+    ``Repository.get`` (eventsourcing 9.5.6) applies to every aggregate it hands out of its
+    cache (``deepcopy_from_cache``). Copying a round's frozen state field by field cost more
+    than the rest of a command; values immutable all the way down (``_SHARED_TYPES``) are
+    shared instead of copied. Relies on the library keeping an aggregate's state in its
+    instance ``__dict__`` (no ``__slots__``, ``__getstate__`` or ``__reduce__`` of its own)
+    and on its attributes (``_id``, ``_version``, ``_created_on``, ``_modified_on``,
+    ``_pending_events``) being of those types or copied.
+    Guard: ``test_copy_aggregate_is_a_deep_copy`` (equal to the default deep copy, sharing
+    only immutable values, mutable parts independent of the original).
+
+``with_shoe(state, shoe)``
+    Replaces ``dataclasses.replace(state, shoe=shoe)`` (the standard library's) on the core's
+    ``RoundState``, without re-running ``__init__`` over every field; relies on
+    ``RoundState`` keeping its fields in its instance dictionary, with no ``__post_init__``.
+    Guard: ``test_with_shoe_is_dataclasses_replace``.
+
+``plain_fact(row)``, ``facts_of_rows(mapper, rows)``
+    Replace ``eventsourcing.persistence.Mapper.to_domain_event`` (eventsourcing 9.5.6) then
+    ``facts.fact_of`` for stored rows written by the library's ``JSONTranscoder`` with
+    neither cipher nor compressor (``plain_mapper``): such a row's state is the JSON of the
+    event's attributes, times as ``{"_type_": "datetime_iso", "_data_": ISO text}``, a
+    ``class_version`` only above 1. orjson reads that several times faster than the
+    library's decoder, which calls back into Python for every object. Any row not in that
+    form (another transcoder, a cipher, a compressor, a class version to upcast, a value the
+    transcoder tagged, an unknown topic) is decoded by the library's mapper instead. (Whether
+    a topic's class is above version 1 is looked up once per topic, in ``_PLAIN_TOPICS``.)
+    Guard: ``test_plain_fact_matches_the_mapper`` (rows of every event class a real app
+    writes), ``test_rows_the_fast_path_cannot_read_go_to_the_mapper`` (a class version to
+    upcast, a tagged value, an unknown topic, not JSON) and
+    ``test_packed_rows_fall_back_to_the_mapper`` (compressed, encrypted).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from copy import deepcopy
+from dataclasses import replace
+from datetime import datetime
+from typing import Any
+
+import orjson
+from eventsourcing.application import ProcessingEvent
+from eventsourcing.domain import Aggregate
+from eventsourcing.persistence import JSONTranscoder, Mapper
+from eventsourcing.utils import resolve_topic
+
+from pokdeng_core.machine import RoundState, Shoe
+from pokdeng_core.table import TableState
+from pokdeng_service.store.facts import ENVELOPE, RecordedEvent, fact_of
+
+# The eventsourcing version these fast paths were last checked against (tests/service/test_fastpaths.py).
+CHECKED_AGAINST = "9.5.6"
+
+
+# -- Application.save's collection -----------------------------------------------------------
+
+
+def collect(objs: Iterable[Any], kwargs: Mapping[str, Any]) -> ProcessingEvent[uuid.UUID]:
+    """``ProcessingEvent.collect_events(*objs, **kwargs)`` on a new ``ProcessingEvent``, as
+    ``Application.save`` does, with our aggregates' events collected without ``Protocol`` checks."""
+    processing_event: ProcessingEvent[uuid.UUID] = ProcessingEvent()
+    for obj in objs:
+        if isinstance(obj, Aggregate):
+            processing_event.events.extend(obj.collect_events())
+            processing_event.aggregates[obj.id] = obj
+        elif obj is not None:
+            processing_event.collect_events(obj)
+    processing_event.saved_kwargs.update(kwargs)
+    return processing_event
+
+
+# -- the repository's projector ----------------------------------------------------------------
+
+
+def project(aggregate: Any, domain_events: Iterable[Any]) -> Any:
+    """eventsourcing's ``project_aggregate`` without its per-event ``isinstance`` check against a
+    runtime Protocol (an assertion that costs more than applying the event on Python 3.11)."""
+    for domain_event in domain_events:
+        aggregate = domain_event.mutate(aggregate)
+    return aggregate
+
+
+# -- copies --------------------------------------------------------------------------------------
+
+# Values an aggregate may share with its copies: immutable all the way down (the core's
+# states are frozen dataclasses of tuples, frozensets, frozen profiles and named tuples).
+_SHARED_TYPES = frozenset({str, int, bool, float, bytes, type(None), uuid.UUID, datetime, RoundState, TableState})
+
+
+def copy_aggregate(aggregate: Aggregate, memo: dict[int, Any]) -> Any:
+    """``copy.deepcopy`` of an aggregate that shares its immutable values instead of copying them.
+
+    The repository hands each command a deep copy of the cached aggregate; copying a round's
+    frozen state field by field cost more than the rest of a command. (An aggregate class
+    uses it as its ``__deepcopy__``.)"""
+    copy = object.__new__(type(aggregate))
+    memo[id(aggregate)] = copy
+    copy.__dict__.update(
+        {k: v if type(v) in _SHARED_TYPES else deepcopy(v, memo) for k, v in aggregate.__dict__.items()}
+    )
+    return copy
+
+
+_PLAIN_ROUND_STATE = not hasattr(RoundState, "__slots__") and not hasattr(RoundState, "__post_init__")
+
+
+def with_shoe(state: RoundState, shoe: Shoe | None) -> RoundState:
+    """``dataclasses.replace(state, shoe=shoe)``, without re-running ``__init__`` over every field
+    (``RoundState`` keeps its fields in its instance dictionary and has no ``__post_init__``)."""
+    if not _PLAIN_ROUND_STATE:
+        return replace(state, shoe=shoe)
+    fresh = object.__new__(RoundState)
+    values = state.__dict__.copy()
+    values["shoe"] = shoe
+    object.__setattr__(fresh, "__dict__", values)
+    return fresh
+
+
+# -- stored rows ---------------------------------------------------------------------------------
+
+
+def plain_mapper(mapper: Mapper[Any]) -> bool:
+    """Whether the mapper writes rows ``plain_fact`` can read: the library's JSON, neither ciphered nor compressed."""
+    return type(mapper.transcoder) is JSONTranscoder and mapper.cipher is None and mapper.compressor is None
+
+
+def facts_of_rows(mapper: Mapper[Any], rows: Iterable[Any]) -> list[RecordedEvent]:
+    """Stored rows (``recorder.select_events``) as ``RecordedEvent`` records, decoded straight from their JSON.
+
+    With the library's JSON transcoder and neither compression nor encryption (the
+    default), a row's state is the JSON of the event's attributes, times written as
+    ``{"_type_": "datetime_iso", "_data_": ISO text}``; orjson reads that several times
+    faster than the library's decoder, which calls back into Python for every object.
+    The time is kept as the ISO text stored (the same text ``datetime.isoformat`` gives
+    back for anything this service wrote). Any row not in that form (another transcoder, a
+    cipher, a compressor, an older class version to upcast, an unexpected time) is decoded
+    by the library's mapper instead, so both ways give the same record.
+    """
+    plain = plain_mapper(mapper)
+    out: list[RecordedEvent] = []
+    for row in rows:
+        fact = plain_fact(row) if plain else None
+        out.append(fact if fact is not None else fact_of(mapper.to_domain_event(row)))
+    return out
+
+
+def plain_fact(row: Any) -> RecordedEvent | None:
+    """A row's ``RecordedEvent`` from its JSON, or None if the row is not in the plain form."""
+    try:
+        state = orjson.loads(row.state)
+        stamp = state["timestamp"]
+        text = stamp["_data_"]
+        kind = state.get("kind")
+    except (orjson.JSONDecodeError, KeyError, TypeError, AttributeError):
+        return None
+    if len(stamp) != 2 or stamp["_type_"] != "datetime_iso" or type(text) is not str or "class_version" in state:
+        return None
+    plain = _PLAIN_TOPICS.get(row.topic)
+    if plain is None:
+        plain = _plain_topic(row.topic)
+    if not plain:  # stored before its class's version (the library upcasts it), or an unknown topic
+        return None
+    if kind is None:  # a stream's creation or another plain event: named after its class
+        name = row.topic.rpartition(":")[2].rpartition(".")[2]
+        payload = {k: v for k, v in state.items() if k not in ENVELOPE}
+        if any(type(v) is dict and "_type_" in v for v in payload.values()):
+            return None  # a transcoded value: the library knows its type
+        return RecordedEvent(row.originator_version, name, payload, "", text, "")
+    data, command_id, digest = state.get("data"), state.get("command_id"), state.get("digest")
+    if type(kind) is not str or type(data) is not dict or type(command_id) is not str or type(digest) is not str:
+        return None
+    return RecordedEvent(row.originator_version, kind, data, command_id, text, digest)
+
+
+# Per topic, whether its rows without a ``class_version`` are of the class's version (1): no upcast.
+_PLAIN_TOPICS: dict[str, bool] = {}
+
+
+def _plain_topic(topic: str) -> bool:
+    """Whether a row of ``topic`` without a ``class_version`` needs no upcasting (False for an unknown topic)."""
+    try:
+        cls = resolve_topic(topic)
+    except Exception:
+        return False  # (not remembered: the library says what is wrong)
+    plain = getattr(cls, "class_version", 1) == 1
+    _PLAIN_TOPICS[topic] = plain
+    return plain
