@@ -88,7 +88,7 @@ def stages_pass(app: PokdengApp, round_ids: Sequence[str]) -> dict[str, float]:
     """Seconds spent in each part of a verification, done part by part (what verify_round does, in order)."""
     from pokdeng_service import audit
     from pokdeng_service.audit import table_pins
-    from pokdeng_service.store.facts import facts_of_rows
+    from pokdeng_service.store.fastpaths import facts_of_rows
 
     spent: dict[str, float] = {}
     clock = time.perf_counter

@@ -26,13 +26,20 @@ MAX_CLIENT_SEED = 256
 """Characters in a client seed."""
 MAX_REASON = 500
 """Characters in the reason a round is voided."""
-MAX_AMOUNT = 2**63 - 1
-"""The largest amount of minor units a stake, deposit or withdrawal may be (int64 on the wire)."""
+MAX_AMOUNT = 2**53 - 1
+"""The largest amount of minor units a stake, deposit, withdrawal or balance may be: the largest integer
+that JSON (RFC 8785, and every JavaScript client) represents exactly. On the wire amounts are int64."""
 MAX_TURN_TIMEOUT = 3600
 """Seconds a table may give a hand to act."""
 DEFAULT_TURN_TIMEOUT = 30
 MAX_BID_ROUNDS = 1000
 """Rounds a banker bid may offer to bank."""
+MAX_STATEMENT_PAGE = 1000
+"""Lines in one page of a wallet statement."""
+MAX_EVENT_BATCH = 1000
+"""Events in one batch of the event feed."""
+MAX_RECENT_ROUNDS = 100
+"""Rounds in one answer of the recent-rounds list."""
 MAX_POSITION = 2**63 - 1
 """Log positions and stream versions are int64 in every store."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 
-from pokdeng_core.limits import MAX_POSITION
+from pokdeng_core.limits import MAX_EVENT_BATCH, MAX_POSITION
 from pokdeng_service.api import convert
 from pokdeng_service.api.errors import Unavailable
 from pokdeng_service.api.requests import Fields
@@ -18,7 +18,7 @@ def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -
     f = Fields()
     if not 0 <= request.after_position < MAX_POSITION:
         f.bad("after_position", f"after_position is 0 to {MAX_POSITION - 1}")
-    batch = f.between("batch_size", request.batch_size, 1, 1000, default=100)
+    batch = f.between("batch_size", request.batch_size, 1, MAX_EVENT_BATCH, default=100)
     f.between("partition", request.partition, 0, len(env.service.apps) - 1)
     f.done()
     env.hub.enter()

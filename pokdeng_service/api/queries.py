@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pokdeng_core.limits import MAX_RECENT_ROUNDS
 from pokdeng_service.api import convert
 from pokdeng_service.api.replies import viewer
 from pokdeng_service.api.requests import Fields
@@ -63,7 +64,7 @@ def list_recent_rounds(env: Env, call: Call, request: pb.ListRecentRoundsRequest
     f = Fields()
     f.ident("table_id", request.table_id, required=False)
     f.ident("player", request.player, required=False)
-    limit = f.between("limit", request.limit, 1, 100, default=10)
+    limit = f.between("limit", request.limit, 1, MAX_RECENT_ROUNDS, default=10)
     f.done()
     principal = call.principal
     player = request.player or None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pokdeng_core import limits
 from pokdeng_service.api import convert
 from pokdeng_service.api.replies import wallet_reply
 from pokdeng_service.api.requests import Fields
@@ -22,7 +23,7 @@ def get_wallet(env: Env, call: Call, request: pb.GetWalletRequest) -> pb.Wallet:
 def get_statement(env: Env, call: Call, request: pb.GetStatementRequest) -> pb.WalletStatement:
     f = Fields()
     f.ident("wallet_id", request.wallet_id)
-    limit = f.between("limit", request.limit, 1, 1000, default=100)
+    limit = f.between("limit", request.limit, 1, limits.MAX_STATEMENT_PAGE, default=100)
     if request.after < 0:
         f.bad("after", "after must not be negative")
     f.done()

@@ -26,7 +26,7 @@ def _outcome(table: TableRecord) -> Outcome:
 
 def _decide(attempt: Attempt, table_id: str, command: tc.TableCommand) -> Outcome:
     table = attempt.table(table_id)
-    table.record(tc.decide_table(table.state, command), attempt.request_id)
+    table.record(tc.decide_and_fold_table(table.state, command), attempt.request_id)
     return _outcome(table)
 
 
@@ -52,7 +52,7 @@ def open_table(attempt: Attempt, command: OpenTable) -> Outcome:
         command.turn_timeout,
     )
     table = TableRecord(command.table_id)
-    table.record(tc.decide_table(tc.TableState(), opening), attempt.request_id)
+    table.record(tc.decide_and_fold_table(tc.TableState(), opening), attempt.request_id)
     return _outcome(table)
 
 
@@ -71,7 +71,8 @@ def bid_for_banker(attempt: Attempt, command: BidForBanker) -> Outcome:
     table = attempt.table(command.table_id)
     capital = attempt.wallet(command.player).available
     table.record(
-        tc.decide_table(table.state, tc.BidForBanker(command.player, command.rounds, capital)), attempt.request_id
+        tc.decide_and_fold_table(table.state, tc.BidForBanker(command.player, command.rounds, capital)),
+        attempt.request_id,
     )
     return _outcome(table)
 
@@ -96,5 +97,5 @@ def checkpoint_table(attempt: Attempt, command: CheckpointTable) -> Outcome:
     root = merkle.root([merkle.leaf_hash(r, d) for _n, r, d in rounds]).hex()
     label = command.period or f"rounds {rounds[0][0]}-{rounds[-1][0]}"
     checkpoint = tc.RecordCheckpoint(label, rounds[0][0], rounds[-1][0], len(rounds), root)
-    table.record(tc.decide_table(table.state, checkpoint), attempt.request_id)
+    table.record(tc.decide_and_fold_table(table.state, checkpoint), attempt.request_id)
     return _outcome(table)

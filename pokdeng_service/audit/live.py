@@ -24,7 +24,8 @@ from pokdeng_service.audit.replay import _facts, check_chain, check_money, check
 from pokdeng_service.audit.table_pins import TablePins, table_finish
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.aggregates import Wallet, round_uuid, wallet_uuid
-from pokdeng_service.store.facts import Fact, fact_of, facts_of_rows
+from pokdeng_service.store.facts import Fact, fact_of
+from pokdeng_service.store.fastpaths import facts_of_rows
 
 WALLET_ROUND_SETTLED = Wallet.RoundSettled.__name__  # type: ignore[attr-defined]
 """The class name of a wallet's record of a round's settlement."""

@@ -17,7 +17,8 @@ from eventsourcing.utils import get_topic
 
 from pokdeng_core.table import RoundFinished
 from pokdeng_service.store.aggregates import TableRecord, table_uuid
-from pokdeng_service.store.facts import Fact, Recorded, fact_of_row
+from pokdeng_service.store.facts import Fact, Recorded
+from pokdeng_service.store.fastpaths import fact_of_row
 
 ROUND_FINISHED_TOPIC = get_topic(TableRecord.RoundFinished)  # type: ignore[attr-defined]
 

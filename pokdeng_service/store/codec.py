@@ -6,12 +6,17 @@ tuples. ``chain_digest`` links each recorded event to the one before it
 (docs/audit.md): SHA-256 over the previous digest and the canonical JSON of the
 event's kind, payload, position, command id and time.
 
-Canonical JSON is what ``json.dumps(value, sort_keys=True, separators=(",", ":"),
-ensure_ascii=False)`` writes, as UTF-8. It is made with orjson, which writes the same
-bytes for every value a payload can hold (objects with text keys, arrays, text,
-integers, booleans, null) several times faster; the standard library's encoder takes
-what orjson refuses (integers beyond 64 bits). Floats never occur in a digested payload:
-the two encoders write some of them differently (``1e+16`` against ``1e16``).
+Canonical JSON is RFC 8785, the JSON Canonicalization Scheme (JCS), as UTF-8: members sorted
+by the UTF-16 code units of their names, no white space, strings escaped as ECMAScript's
+JSON.stringify does (the quote, the backslash and the control characters only; the short
+forms for backspace, form feed, line feed, carriage return and tab), integers in decimal.
+A digested payload holds objects, arrays, text, booleans, null and integers of magnitude
+below 2^53 (amounts are capped there at the API); never floats.
+
+It is made with orjson, which writes exactly these bytes several times faster for such values
+whose text has no character beyond U+FFFF (below U+10000 the order of code points is the
+order of UTF-16 code units); anything else (a character beyond U+FFFF anywhere, a value orjson
+refuses) is written by the ``rfc8785`` package. Tests prove both against that package.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import re
 from typing import Any, TypeVar
 
 import orjson
+import rfc8785
 
 T = TypeVar("T")
 
@@ -72,20 +79,28 @@ _OPTIONS = (
 )
 
 
+_BEYOND_BMP = re.compile(rb"[\xf0-\xf4]")  # the lead byte of every UTF-8 sequence beyond U+FFFF
+
+
 def canonical_bytes(value: Any) -> bytes:
-    """Sorted keys, no spaces, UTF-8 text as is: the one JSON form that digests are taken of."""
+    """RFC 8785 (JCS) as UTF-8: the one JSON form that digests are taken of."""
     try:
-        return orjson.dumps(value, option=_OPTIONS)
-    except TypeError:  # an integer beyond 64 bits, a non-text key, a subclass: the standard library's form
+        out = orjson.dumps(value, option=_OPTIONS)
+    except TypeError:  # an integer beyond 64 bits, a non-text key, a subclass
+        return _jcs(value)
+    return out if _BEYOND_BMP.search(out) is None else _jcs(value)
+
+
+def _jcs(value: Any) -> bytes:
+    try:
+        return rfc8785.dumps(value)
+    except rfc8785.IntegerDomainError:  # beyond 2^53: outside the digested domain; sorted compact JSON
         return _CANONICAL.encode(value).encode()
 
 
 def canonical_json(value: Any) -> str:
     """``canonical_bytes`` as text."""
-    try:
-        return orjson.dumps(value, option=_OPTIONS).decode()
-    except TypeError:
-        return _CANONICAL.encode(value)
+    return canonical_bytes(value).decode()
 
 
 def genesis_digest(stream: str) -> str:

@@ -6,16 +6,13 @@ tuple: a validated pydantic view, or even a frozen dataclass, costs several time
 build. ``Fact`` is its old name. ``Recorded`` is the protocol the audit checks take (which
 ``RecordedEvent`` satisfies).
 
-Decoding stored rows without the library's mapper is a fast path, fenced in ``fastpaths``;
-``facts_of_rows`` and ``fact_of_row`` here call it.
+Stored rows are decoded into this type by ``fastpaths.facts_of_rows`` (a fenced fast path
+beside the library's mapper).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any, NamedTuple, Protocol
-
-from eventsourcing.persistence import Mapper
 
 # The library's envelope of a stored event, not part of its payload.
 ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
@@ -75,23 +72,3 @@ def fact_of(item: Any) -> RecordedEvent:
 def payload_of(item: Any) -> dict[str, Any]:
     """A stored event's own attributes, without the library's envelope."""
     return {k: v for k, v in item.__dict__.items() if k not in ENVELOPE}
-
-
-def facts_of_rows(mapper: Mapper[Any], rows: Iterable[Any]) -> list[RecordedEvent]:
-    """Stored rows (``recorder.select_events``) as ``RecordedEvent`` records: ``fastpaths.facts_of_rows``
-    (plain JSON rows decoded with orjson, any other row by the library's mapper)."""
-    from pokdeng_service.store import fastpaths  # (fastpaths imports this module's record type)
-
-    return fastpaths.facts_of_rows(mapper, rows)
-
-
-def _plain_fact(row: Any) -> RecordedEvent | None:
-    """``fastpaths.plain_fact``: a row's ``RecordedEvent`` from its JSON, or None if it is not plain JSON."""
-    from pokdeng_service.store import fastpaths
-
-    return fastpaths.plain_fact(row)
-
-
-def fact_of_row(mapper: Mapper[Any], row: Any) -> RecordedEvent:
-    """One stored row as a ``RecordedEvent`` (``facts_of_rows`` for a single row)."""
-    return facts_of_rows(mapper, (row,))[0]

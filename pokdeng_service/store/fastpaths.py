@@ -218,3 +218,8 @@ def _plain_topic(topic: str) -> bool:
     plain = getattr(cls, "class_version", 1) == 1
     _PLAIN_TOPICS[topic] = plain
     return plain
+
+
+def fact_of_row(mapper: Mapper[Any], row: Any) -> RecordedEvent:
+    """One stored row as a ``RecordedEvent`` (``facts_of_rows`` for a single row)."""
+    return facts_of_rows(mapper, (row,))[0]

@@ -238,7 +238,8 @@ def _bad_values(method: str, name: str, value: Any) -> list[tuple[str, Any, froz
         return out
     if name in ("amount", "stake", "min_stake"):
         out += [("0", 0, INVALID), ("-1", -1, INVALID), ("int64 min", INT64_MIN, INVALID)]
-        out.append(("int64 max", INT64_MAX, INVALID if name != "amount" or method == "Deposit" else UNFIT))
+        # Amounts are capped at 2**53 - 1 (exact in JSON): anything above is malformed, int64 max too.
+        out += [("int64 max", INT64_MAX, INVALID), ("2**53", 2**53, INVALID)]
         return out
     if name == "expected_version":  # (1 is long past for the round: a stale timeout is refused)
         return [("0", 0, INVALID), ("-1", -1, INVALID), ("int64 min", INT64_MIN, INVALID), ("stale", 1, UNFIT)]

@@ -478,7 +478,7 @@ def test_verification_reads_compressed_or_encrypted_rows_through_the_library(tmp
     decoded by its mapper instead, with the same result."""
     from eventsourcing.cryptography import AESCipher  # (on the cryptography package, a dependency)
 
-    from pokdeng_service.store import facts
+    from pokdeng_service.store import fastpaths as facts
 
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "packed.sqlite")}
     if stored_as == "zlib":
@@ -493,7 +493,7 @@ def test_verification_reads_compressed_or_encrypted_rows_through_the_library(tmp
         rounds = _play_rounds(d, "kingmaker", 4, table="packed")
         for round_id in rounds:
             rows = app.recorder.select_events(round_uuid(round_id))
-            assert facts._plain_fact(rows[1]) is None  # not plain JSON: the library decodes it
+            assert facts.plain_fact(rows[1]) is None  # not plain JSON: the library decodes it
             assert app.verify_round(round_id).ok
         assert all(v.ok for v in audit.verify_rounds(app, rounds))
         assert [tuple(f) for f in audit.round_facts(app, rounds[0])] == [

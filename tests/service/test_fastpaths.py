@@ -331,7 +331,7 @@ def test_plain_fact_matches_the_mapper(played: Played) -> None:
     # Stream by stream, as audits read them.
     for uuids in _streams(played).values():
         for uuid in uuids:
-            ours_all = facts.facts_of_rows(app.mapper, app.recorder.select_events(uuid))
+            ours_all = fastpaths.facts_of_rows(app.mapper, app.recorder.select_events(uuid))
             library_all = [fact_of(e) for e in app.events.get(uuid)]
             assert len(ours_all) == len(library_all)
             for ours, library in zip(ours_all, library_all, strict=True):
@@ -349,7 +349,7 @@ def test_rows_the_fast_path_cannot_read_go_to_the_mapper(played: Played, monkeyp
         ag.Wallet.Deposited, "upcast_v1_v2", staticmethod(lambda state: state.update(note="upcast")), raising=False
     )
     assert fastpaths.plain_fact(row) is None
-    (upcast,) = facts.facts_of_rows(app.mapper, [row])
+    (upcast,) = fastpaths.facts_of_rows(app.mapper, [row])
     assert upcast.data["note"] == "upcast" and upcast == _library_fact(app, row)
     monkeypatch.undo()
     state = orjson.loads(row.state)
@@ -358,7 +358,7 @@ def test_rows_the_fast_path_cannot_read_go_to_the_mapper(played: Played, monkeyp
         row, state=orjson.dumps({**state, "extra": {"_type_": "uuid_hex", "_data_": ag.NAMESPACE.hex}})
     )
     assert fastpaths.plain_fact(tagged) is None
-    (fact,) = facts.facts_of_rows(app.mapper, [tagged])
+    (fact,) = fastpaths.facts_of_rows(app.mapper, [tagged])
     assert fact.data["extra"] == ag.NAMESPACE and fact == _library_fact(app, tagged)
     # A class version written with the row, an unknown topic, not JSON at all.
     assert fastpaths.plain_fact(dataclasses.replace(row, state=orjson.dumps({**state, "class_version": 2}))) is None
@@ -388,7 +388,7 @@ def test_packed_rows_fall_back_to_the_mapper(tmp_path: Any, stored_as: str) -> N
         rows = app.recorder.select_notifications(start=1, limit=1_000_000)
         assert rows and all(fastpaths.plain_fact(row) is None for row in rows)  # packed: not JSON
         for uuid in (ag.round_uuid(round_id), ag.table_uuid("packed"), ag.wallet_uuid("a")):
-            ours_all = facts.facts_of_rows(app.mapper, app.recorder.select_events(uuid))
+            ours_all = fastpaths.facts_of_rows(app.mapper, app.recorder.select_events(uuid))
             library_all = [fact_of(e) for e in app.events.get(uuid)]
             assert len(ours_all) == len(library_all)
             for ours, library in zip(ours_all, library_all, strict=True):

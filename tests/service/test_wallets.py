@@ -20,6 +20,7 @@ from . import play
 from .play import Driver, Ledger
 
 MAX_INT64 = 2**63 - 1
+MAX_AMOUNT = 2**53 - 1
 BAD_IDS = ["", "   ", "x" * 129, "a\nb", "tab\t", 42, None]
 BAD_AMOUNTS = [0, -1, -(2**63), True, False, 1.5, 100.0, MAX_INT64 + 1, 10**30, "100", None]
 
@@ -117,10 +118,10 @@ def test_bad_amounts_are_refused_and_write_nothing(driver: Driver, app: PokdengA
 
 
 def test_balance_overflow_is_refused(driver: Driver, app: PokdengApp) -> None:
-    play.open_wallets(driver, ["rich"], MAX_INT64)
+    play.open_wallets(driver, ["rich"], MAX_AMOUNT)  # the cap (2**53 - 1: exact in JSON)
     error = refused(app, InvalidCommand, app.deposit, "one-more", "rich", 1)
     assert error.field == "amount"
-    assert app.get_wallet("rich").balance == MAX_INT64
+    assert app.get_wallet("rich").balance == MAX_AMOUNT
 
 
 def test_unknown_ids_are_not_found_and_write_nothing(driver: Driver, app: PokdengApp) -> None:
