@@ -19,6 +19,13 @@ each pass goes over every round once:
 * single calls: ``verify_round(app, round_id)`` once per round, which reads the table's
   pin with a query of its own each time (what the VerifyRound RPC does).
 
+The whole store (``pokdeng verify --all``): ``verify_store(app)``, every stream of the store read
+once from its notification log and verified (rounds as above, and the tables' chains, pins and
+house ledger, the wallets' chains, rounds and balances, the snapshots, the sealed seeds and the
+command records), against reading every stream's events raw (``events.get`` per stream; target:
+at most 2x) and against one pass over the notification log with every row decoded by the
+library's mapper (the same rows verify_store reads).
+
 For scale, the time to fetch the rows alone (``recorder.select_events``, no decoding) is
 printed too; the part-by-part breakdown shows what the checks cost beyond reading.
 
@@ -38,16 +45,18 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from bench_service import Player, machine_line, make_app
 
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.audit import verify_round, verify_rounds
+from pokdeng_service.audit import verify_round, verify_rounds, verify_store
 from pokdeng_service.store import aggregates as ag
 
 TARGET = 3.0  # verification time over raw read time, at most
+STORE_TARGET = 2.0  # the whole store's verification over the raw read of every stream, at most
 PROFILES = ("kingmaker", "classic")
 
 
@@ -82,6 +91,54 @@ def single_pass(app: PokdengApp, round_ids: Sequence[str]) -> tuple[float, int]:
         if not verdict.ok:
             raise AssertionError(verdict.render())
     return time.perf_counter() - start, len(round_ids)
+
+
+def store_streams(app: PokdengApp) -> list[Any]:
+    """Every stream of the store (from its notification log; not timed)."""
+    seen: dict[Any, None] = {}
+    start = 1
+    while True:
+        notes = app.recorder.select_notifications(start=start, limit=1000)
+        for note in notes:
+            seen.setdefault(note.originator_id)
+        if len(notes) < 1000:
+            return list(seen)
+        start = notes[-1].id + 1
+
+
+def raw_store_pass(app: PokdengApp, streams: Sequence[Any]) -> tuple[float, int]:
+    """Every stream's events decoded by the library (``events.get``), nothing else."""
+    events = 0
+    start = time.perf_counter()
+    for uuid in streams:
+        events += len(list(app.events.get(uuid)))
+    return time.perf_counter() - start, events
+
+
+def raw_log_pass(app: PokdengApp, _streams: Sequence[Any]) -> tuple[float, int]:
+    """The notification log read once, a page at a time, every row decoded by the library's mapper."""
+    events = 0
+    start = time.perf_counter()
+    position = 1
+    while True:
+        notes = app.recorder.select_notifications(start=position, limit=1000)
+        events += len([app.mapper.to_domain_event(note) for note in notes])
+        if len(notes) < 1000:
+            break
+        position = notes[-1].id + 1
+    return time.perf_counter() - start, events
+
+
+def store_pass(app: PokdengApp, _streams: Sequence[Any]) -> tuple[float, int]:
+    """``verify_store``: what ``pokdeng verify --all`` runs (every stream, rounds, tables, wallets, seeds,
+    requests, snapshots); every verdict must pass."""
+    start = time.perf_counter()
+    verdicts = verify_store(app)
+    seconds = time.perf_counter() - start
+    failed = [v.render() for v in verdicts if not v.ok]
+    if failed:
+        raise AssertionError("\n".join(failed))
+    return seconds, len(verdicts)
 
 
 def stages_pass(app: PokdengApp, round_ids: Sequence[str]) -> dict[str, float]:
@@ -186,6 +243,41 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{'meets' if ratio <= TARGET else 'MISSES'} the target of <= {TARGET:.0f}x; "
             f"one verify_round call per round: {single / raw:.2f}x"
         )
+        probe = make_app(env)
+        try:
+            streams = store_streams(probe)
+        finally:
+            probe.close()
+        store_runners = {"raw store": raw_store_pass, "raw log": raw_log_pass, "store": store_pass}
+        store_passes: dict[str, list[float]] = {kind: [] for kind in store_runners}
+        store_events = 0
+        for _ in range(args.repeat):
+            for kind, run in store_runners.items():
+                fresh = make_app(env)
+                try:
+                    seconds, count = run(fresh, streams)
+                finally:
+                    fresh.close()
+                store_passes[kind].append(seconds)
+                if kind == "raw store":
+                    store_events = count
+        raw_all = statistics.median(store_passes["raw store"])
+        raw_log = statistics.median(store_passes["raw log"])
+        whole = statistics.median(store_passes["store"])
+        print(
+            f"the whole store ({len(streams)} streams, {store_events} events: rounds, tables, wallets, sealed seeds, "
+            "command records), passes alternating as above:"
+        )
+        print(f"{'':<22} {'ms':>9} {'events/s':>9}")
+        print(f"{'raw read (events.get)':<22} {raw_all * 1e3:>9.1f} {store_events / raw_all:>9.0f}")
+        print(f"{'raw read (the log)':<22} {raw_log * 1e3:>9.1f} {store_events / raw_log:>9.0f}")
+        print(f"{'verify_store (--all)':<22} {whole * 1e3:>9.1f} {store_events / whole:>9.0f}")
+        print(
+            f"verify_store costs {whole / raw_all:.2f}x the raw read of every stream (events.get per stream): "
+            f"{'meets' if whole / raw_all <= STORE_TARGET else 'MISSES'} the target of <= {STORE_TARGET:.0f}x; "
+            f"{whole / raw_log:.2f}x one library-decoded pass over the log; "
+            f"{whole / raw:.2f}x the raw read of the rounds alone"
+        )
         fresh = make_app(env)
         try:
             spent = stages_pass(fresh, round_ids)
@@ -203,6 +295,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             profiler.disable()
             fresh.close()
             print("\n== cProfile of one verification pass")
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+            fresh = make_app(env)
+            profiler = cProfile.Profile()
+            profiler.enable()
+            store_pass(fresh, [])
+            profiler.disable()
+            fresh.close()
+            print("\n== cProfile of one whole-store verification (verify_store)")
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

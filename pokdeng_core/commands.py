@@ -35,6 +35,10 @@ class OpenRound(RoundCommand):
     client_seed: str
     nonce: int
     algorithm: str
+    client_seed_rule: str = ""
+    """``""``: ``client_seed`` is the shuffle's client seed, recorded with the commitment (the rounds of
+    engines before 1.1.0). ``shuffle.CLIENT_SEED_RULE``: the client seed is derived at the deal from the
+    contributions made during betting, and ``client_seed`` (if not empty) is the platform's first one."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +49,17 @@ class PlaceBet(RoundCommand):
     stake: int
     available: int  # the player's wallet: balance less what is reserved
     banker_available: int | None = None  # a player-banker's wallet, the same way
+    client_seed: str | None = None  # the bettor's contribution to the client seed, with the stake
+
+
+@dataclass(frozen=True, slots=True)
+class ContributeSeed(RoundCommand):
+    """Contribute to the round's client seed during betting: a bettor or the player-banker (``player``),
+    or the platform (``player`` None). A contributor's last contribution before the deal counts."""
+
+    name: ClassVar[str] = "contribute_seed"
+    player: str | None
+    client_seed: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,22 @@ class RoundOpened(RoundEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class ContributionsOpened(RoundEvent):
+    """The round's client seed is not given at the opening: it is derived at the deal, by ``rule``, from
+    the client seeds its bettors (and the platform) contribute during betting. Recorded just before
+    ``ShuffleCommitted``; rounds of engines before 1.1.0 have no such event (their client seed is the
+    one in ``ShuffleCommitted``)."""
+
+    kind: ClassVar[str] = "contributions_opened"
+    rule: str  # "pokdeng-client-seed-v1" (docs/shuffle.md section 13)
+
+
+@dataclass(frozen=True, slots=True)
 class ShuffleCommitted(RoundEvent):
-    """The server seed's SHA-256, recorded before any card: the shoe is fixed from here on."""
+    """The server seed's SHA-256, recorded before any card and before any client seed is contributed:
+    the server seed is fixed from here on. ``client_seed`` is the shuffle's client seed in a round
+    without contributions (older engines); in a round with ``contributions_opened`` it is empty and the
+    client seed is fixed at the deal (``ClientSeedFixed``)."""
 
     kind: ClassVar[str] = "shuffle_committed"
     commitment: str
@@ -44,6 +58,27 @@ class ShuffleCommitted(RoundEvent):
     nonce: int
     algorithm: str
     shoe_size: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSeedContributed(RoundEvent):
+    """A contribution to the round's client seed: a bettor's (or the player-banker's), or the platform's
+    (``contributor`` empty). A later contribution of the same contributor replaces it."""
+
+    kind: ClassVar[str] = "client_seed_contributed"
+    contributor: str  # the player id; "" for the platform (no player id is empty)
+    client_seed: str
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSeedFixed(RoundEvent):
+    """At the deal, before the first card: the client seed derived from the contributions by ``rule``.
+    The shoe is the shuffle of (server seed, this client seed, nonce)."""
+
+    kind: ClassVar[str] = "client_seed_fixed"
+    client_seed: str  # 64 lowercase hex digits
+    rule: str
+    contributions: tuple[tuple[str, str], ...]  # (contributor, client seed), sorted by contributor
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,7 +230,10 @@ class RoundClosed(RoundEvent):
 
 EVENT_TYPES: tuple[type[RoundEvent], ...] = (
     RoundOpened,
+    ContributionsOpened,
     ShuffleCommitted,
+    ClientSeedContributed,
+    ClientSeedFixed,
     BetPlaced,
     CardsDealt,
     PokDeclared,

@@ -125,3 +125,20 @@ def text_problem(value: object, field: str, *, most: int, required: bool) -> str
     if len(value) > most:
         return f"{field} has at most {most} characters"
     return None
+
+
+def client_seed_problem(value: object, field: str = "client_seed", *, required: bool) -> str | None:
+    """What is wrong with a client seed (0 to ``MAX_CLIENT_SEED`` characters of any text that UTF-8
+    can encode; ``required``: at least one character), or None. No character is refused: a seed
+    is hashed as its UTF-8 bytes, exactly as given."""
+    if not isinstance(value, str):
+        return f"{field} must be text"
+    if required and not value:
+        return f"{field} is required (1 to {MAX_CLIENT_SEED} characters)"
+    if len(value) > MAX_CLIENT_SEED:
+        return f"{field} has at most {MAX_CLIENT_SEED} characters"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return f"{field} must be valid Unicode text (no lone surrogates)"
+    return None

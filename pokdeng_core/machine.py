@@ -12,6 +12,9 @@ Nothing here keeps anything between calls: every function is a function of its a
 Cards come from the round's shoe, which is not part of the public record until
 the round closes: the shell attaches it with ``attach_shoe`` (from the server seed,
 checked against the commitment) before it asks ``decide`` for anything that deals.
+In a round with contributions (``contributions_opened``) the client seed is only known
+at the deal: until then the shoe holds the server seed alone, and the deal derives the
+client seed (``ClientSeedFixed``) and shuffles the shoe from it before the first card.
 """
 
 from __future__ import annotations
@@ -31,10 +34,10 @@ from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn,
 from .evaluation import evaluate
 from .hands import taem
 from .limits import MAX_CLIENT_SEED as MAX_CLIENT_SEED  # (re-exported: its old home)
-from .limits import check_id, id_problem
+from .limits import check_id, client_seed_problem, id_problem
 from .profiles import ENGINE_VERSION, BankerKind, Profile, get_profile
 from .settlement import StakeError, banker_commission, check_stake, settle_side_bet, settle_values
-from .shuffle import SHUFFLE_ALGORITHM, shuffled_deck
+from .shuffle import CLIENT_SEED_RULE, PLATFORM, SHUFFLE_ALGORITHM, derive_client_seed, shuffled_deck
 
 _HEX = frozenset("0123456789abcdef")
 BANKER = 0
@@ -61,10 +64,14 @@ class Bet:
 
 @dataclass(frozen=True, slots=True)
 class Shoe:
-    """The round's private shoe: the server seed and the shuffled cards it gives."""
+    """The round's private shoe: the server seed and the shuffled cards it gives.
+
+    ``client_seed`` is the client seed the cards were shuffled with. None: no cards yet (a round with
+    contributions before its deal: the client seed is not fixed), or a stacked shoe (tests)."""
 
     server_seed: bytes
     cards: tuple[Card, ...]
+    client_seed: str | None = None
 
 
 @dataclass(frozen=True)
@@ -85,9 +92,12 @@ class RoundState:
     min_stake: int = 0
     max_stake: int = 0
     commitment: str = ""
-    client_seed: str = ""
+    client_seed: str = ""  # the shuffle's client seed once fixed ("" before, in a round with contributions)
     nonce: int = 0
     algorithm: str = ""
+    client_seed_rule: str = ""  # "": the client seed was given at the opening (engines before 1.1.0)
+    contributions: tuple[tuple[str, str], ...] = ()  # (contributor, client seed), sorted; "" the platform
+    seed_fixed: bool = False  # the client seed is known (at the opening without contributions, else the deal)
     bets: tuple[Bet, ...] = ()
     side_bets: tuple[Bet, ...] = ()
     banker_reserved: int = 0
@@ -149,15 +159,26 @@ class RoundState:
 
 
 def attach_shoe(state: RoundState, server_seed: bytes) -> RoundState:
-    """Give the round its shoe from the server seed, after checking the seed against the commitment."""
+    """Give the round its shoe from the server seed, after checking the seed against the commitment.
+
+    Once the client seed is fixed the shoe holds the shuffled cards; before (a round with
+    contributions, before its deal) it holds the server seed alone and the deal shuffles it."""
     if not state.commitment:
         raise WrongPhase("the round has no committed shuffle yet")
     if hashlib.sha256(server_seed).hexdigest() != state.commitment:
         raise DomainError("the server seed does not match the round's commitment")
     if state.algorithm != SHUFFLE_ALGORITHM:
         raise DomainError(f"shuffle algorithm {state.algorithm!r} is not supported by this engine")
+    if not state.seed_fixed:
+        return _with(state, {"shoe": Shoe(server_seed, ())})
     cards = shuffled_deck(server_seed, state.client_seed, state.nonce, state.rules.decks)
-    return _with(state, {"shoe": Shoe(server_seed, cards)})
+    return _with(state, {"shoe": Shoe(server_seed, cards, state.client_seed)})
+
+
+def shoe_client_seed(state: RoundState) -> str | None:
+    """The client seed the round's shoe must be shuffled with now (``Shoe.client_seed``): None while it
+    is not fixed. A cached shoe whose ``client_seed`` differs is stale and must be attached afresh."""
+    return state.client_seed if state.seed_fixed else None
 
 
 def attach_stacked_shoe(state: RoundState, cards: Iterable[Card | str]) -> RoundState:
@@ -257,6 +278,10 @@ def _on_round_opened(state: RoundState, event: e.RoundOpened) -> RoundState:
     )
 
 
+def _on_contributions_opened(state: RoundState, event: e.ContributionsOpened) -> RoundState:
+    return _with(state, {"client_seed_rule": event.rule})
+
+
 def _on_shuffle_committed(state: RoundState, event: e.ShuffleCommitted) -> RoundState:
     return _with(
         state,
@@ -266,8 +291,32 @@ def _on_shuffle_committed(state: RoundState, event: e.ShuffleCommitted) -> Round
             "client_seed": event.client_seed,
             "nonce": event.nonce,
             "algorithm": event.algorithm,
+            "seed_fixed": not state.client_seed_rule,
         },
     )
+
+
+def _on_client_seed_contributed(state: RoundState, event: e.ClientSeedContributed) -> RoundState:
+    kept = tuple(pair for pair in state.contributions if pair[0] != event.contributor)
+    contributions = tuple(sorted((*kept, (event.contributor, event.client_seed)), key=_contributor_order))
+    return _with(state, {"contributions": contributions})
+
+
+def _contributor_order(pair: tuple[str, str]) -> bytes:
+    return pair[0].encode("utf-8", "surrogatepass")
+
+
+def _on_client_seed_fixed(state: RoundState, event: e.ClientSeedFixed) -> RoundState:
+    changes: dict[str, Any] = {
+        "client_seed": event.client_seed,
+        "contributions": event.contributions,
+        "seed_fixed": True,
+    }
+    shoe = state.shoe  # a seeded shoe (not a stacked one) is shuffled now, from the fixed client seed
+    if shoe is not None and shoe.server_seed and shoe.client_seed != event.client_seed:
+        cards = shuffled_deck(shoe.server_seed, event.client_seed, state.nonce, state.rules.decks)
+        changes["shoe"] = Shoe(shoe.server_seed, cards, event.client_seed)
+    return _with(state, changes)
 
 
 def _on_bet_placed(state: RoundState, event: e.BetPlaced) -> RoundState:
@@ -389,7 +438,10 @@ def _on_round_closed(state: RoundState, event: e.RoundClosed) -> RoundState:
 _EVOLVERS: Mapping[type[e.RoundEvent], Callable[[RoundState, Any], RoundState]] = MappingProxyType(
     {
         e.RoundOpened: _on_round_opened,
+        e.ContributionsOpened: _on_contributions_opened,
         e.ShuffleCommitted: _on_shuffle_committed,
+        e.ClientSeedContributed: _on_client_seed_contributed,
+        e.ClientSeedFixed: _on_client_seed_fixed,
         e.BetPlaced: _on_bet_placed,
         e.CardsDealt: _on_cards_dealt,
         e.PokDeclared: _on_pok_declared,
@@ -542,6 +594,12 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
         raise InvalidCommand("the commitment must be a SHA-256 in lowercase hex", field="commitment")
     if len(cmd.client_seed) > MAX_CLIENT_SEED:
         raise InvalidCommand(f"a client seed has at most {MAX_CLIENT_SEED} characters", field="client_seed")
+    if cmd.client_seed_rule not in ("", CLIENT_SEED_RULE):
+        raise InvalidCommand(f"unsupported client seed rule {cmd.client_seed_rule!r}", field="client_seed_rule")
+    if cmd.client_seed_rule:
+        problem = client_seed_problem(cmd.client_seed, required=False)
+        if problem is not None:
+            raise InvalidCommand(problem, field="client_seed")
     if not 0 <= cmd.nonce < 2**64:
         raise InvalidCommand("the nonce must be a 64-bit unsigned integer", field="nonce")
     if cmd.algorithm != SHUFFLE_ALGORITHM:
@@ -561,7 +619,13 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
             cmd.max_stake,
         )
     )
-    run.emit(e.ShuffleCommitted(cmd.commitment, cmd.client_seed, cmd.nonce, cmd.algorithm, profile.shoe_size))
+    if not cmd.client_seed_rule:  # the client seed is given now (engines before 1.1.0)
+        run.emit(e.ShuffleCommitted(cmd.commitment, cmd.client_seed, cmd.nonce, cmd.algorithm, profile.shoe_size))
+        return
+    run.emit(e.ContributionsOpened(cmd.client_seed_rule))
+    run.emit(e.ShuffleCommitted(cmd.commitment, "", cmd.nonce, cmd.algorithm, profile.shoe_size))
+    if cmd.client_seed:  # the platform's contribution, after the commitment
+        run.emit(e.ClientSeedContributed(PLATFORM, cmd.client_seed))
 
 
 def _stake(state: RoundState, stake: int, what: str = "stake") -> int:
@@ -608,7 +672,42 @@ def _place_bet(run: _Run, cmd: c.PlaceBet) -> None:
     if state.banker_player is not None:
         banker_reserve = stake * profile.reserve_multiple
         _check_funds(banker_reserve, cmd.banker_available, state.banker_player, "the banker's")
+    if cmd.client_seed is not None:
+        _check_contribution(state, cmd.client_seed)
     run.emit(e.BetPlaced(cmd.seat, cmd.player, stake, reserve, banker_reserve))
+    if cmd.client_seed is not None:
+        run.emit(e.ClientSeedContributed(cmd.player, cmd.client_seed))
+
+
+def _check_contribution(state: RoundState, client_seed: str) -> None:
+    """A contribution fits the round: it takes contributions, and the seed is 1 to 256 characters."""
+    if not state.client_seed_rule:
+        raise DomainError("this round's client seed was given at its opening: it takes no contributions")
+    problem = client_seed_problem(client_seed, required=True)
+    if problem is not None:
+        raise InvalidCommand(problem, field="client_seed")
+
+
+def _contribute(run: _Run, cmd: c.ContributeSeed) -> None:
+    state = run.state
+    _require_phase(state, Phase.BETTING, doing="contribute a client seed")
+    _check_contribution(state, cmd.client_seed)
+    player = cmd.player
+    if player is not None:
+        check_id(player, "player")
+        if player != state.banker_player and not any(b.player == player for b in state.bets):
+            raise NotYourTurn(f"{player!r} has no stake in this round: its bettors contribute (and the platform)")
+    run.emit(e.ClientSeedContributed(PLATFORM if player is None else player, cmd.client_seed))
+
+
+def _fix_client_seed(run: _Run) -> None:
+    """The deal of a round with contributions: derive and record the client seed (folding it shuffles the
+    shoe from the server seed, that client seed and the nonce; a stacked shoe keeps its order)."""
+    state = run.state
+    if state.client_seed_rule != CLIENT_SEED_RULE:
+        raise DomainError(f"client seed rule {state.client_seed_rule!r} is not supported by this engine")
+    derived = derive_client_seed(state.contributions)
+    run.emit(e.ClientSeedFixed(derived, state.client_seed_rule, state.contributions))  # (its fold shuffles the shoe)
 
 
 def _deal(run: _Run, _cmd: c.Deal) -> None:
@@ -621,9 +720,12 @@ def _deal(run: _Run, _cmd: c.Deal) -> None:
         in_play = tuple(range(1, profile.fixed_positions + 1))
     else:
         in_play = tuple(sorted({b.seat for b in state.bets}))
-    shoe = state.shoe
-    if shoe is None:
+    if state.shoe is None:
         raise SealedShoe("the round's shoe is sealed: attach the server seed before dealing")
+    if not state.seed_fixed:
+        _fix_client_seed(run)
+    shoe = run.state.shoe
+    assert shoe is not None
     order = (*in_play, BANKER) * 2
     if len(order) > len(shoe.cards):
         raise DomainError("the shoe is too short for this deal")
@@ -893,6 +995,7 @@ _HANDLERS: Mapping[type[c.RoundCommand], Callable[[_Run, Any], None]] = MappingP
     {
         c.OpenRound: _open,
         c.PlaceBet: _place_bet,
+        c.ContributeSeed: _contribute,
         c.Deal: _deal,
         c.PlaceSideBet: _place_side_bet,
         c.CloseSideBets: _close_side_bets,
@@ -917,6 +1020,8 @@ def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...
         ops: list[str] = []
         if phase is Phase.BETTING and state.bets:
             ops.append(c.Deal.name)
+        if phase is Phase.BETTING and state.client_seed_rule:
+            ops.append(c.ContributeSeed.name)  # as the platform
         if phase is Phase.SIDE_BETS:
             ops.append(c.CloseSideBets.name)
         if phase in (Phase.SIDE_BETS, Phase.PLAYER_TURNS) or (phase is Phase.BANKER_TURN and not state.banker_done):
@@ -926,6 +1031,8 @@ def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...
         ops.append(c.VoidRound.name)
         return tuple(ops)
     if seat == BANKER:
+        if phase is Phase.BETTING and state.client_seed_rule and state.banker_player is not None:
+            return (c.ContributeSeed.name,)
         if phase is not Phase.BANKER_TURN or state.banker_done:
             return ()
         assert profile.banker_draw is not None
@@ -941,7 +1048,8 @@ def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...
         return ()
     if phase is Phase.BETTING:
         if holder is not None and any(b.seat == seat and b.player == holder for b in state.bets):
-            return ()  # the holder's stake is in; a second one would be a duplicate
+            # the holder's stake is in (a second one would be a duplicate); it may still contribute
+            return (c.ContributeSeed.name,) if state.client_seed_rule else ()
         return (c.PlaceBet.name,)
     if phase is Phase.SIDE_BETS:
         has_main = any(b.seat == seat and b.player == holder for b in state.bets)

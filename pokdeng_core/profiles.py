@@ -196,7 +196,9 @@ class Profile(BaseModel):
         return f"{self.name}@{self.version}{extra}"
 
 
-ENGINE_VERSION = "1.0.0"
+ENGINE_VERSION = "1.1.0"
+"""The engine that decides rounds. 1.1.0: client seeds contributed during betting and fixed at the deal
+(docs/shuffle.md section 13); rounds of 1.0.0 took the client seed at the opening and replay as they were."""
 
 _CHOICE_ALWAYS = DrawRule(auto_max=-1, choice_max=9, timeout_draw_max=3)
 _AUTO_LOW_CHOICE_MID = DrawRule(auto_max=3, choice_max=7, timeout_draw_max=3)

@@ -29,15 +29,19 @@ from pokdeng_core.limits import MAX_CLIENT_SEED
 
 __all__ = (
     "CLIENT_SEED_MAX_CHARS",
+    "CLIENT_SEED_RULE",
     "MAX_DECKS",
     "MIN_SERVER_SEED_BYTES",
     "NONCE_MAX",
+    "PLATFORM",
     "SHUFFLE_ALGORITHM",
     "ShuffleError",
     "ShuffleResult",
     "ShuffleStream",
+    "client_seed_message",
     "commitment",
     "deck_order_indices",
+    "derive_client_seed",
     "hmac_message",
     "order_digest",
     "order_text",
@@ -325,3 +329,58 @@ def seeded_shuffle(server_seed: bytes, client_seed: str, nonce: int, decks: int 
         indices=indices,
         cards=tuple(shoe[i] for i in indices),
     )
+
+
+# --------------------------------------------------------------------------- the client seed from contributions
+
+CLIENT_SEED_RULE = "pokdeng-client-seed-v1"
+"""The rule that derives a round's client seed from its contributions (docs/shuffle.md section 13);
+also the ASCII domain tag at the start of the hashed message."""
+
+PLATFORM = ""
+"""The contributor id of the platform (the operator): the empty string, which no player id can be."""
+
+_RULE_TAG = CLIENT_SEED_RULE.encode("ascii") + b"\x00"
+_COUNT_LIMIT = 2**32  # the contribution count is 4 bytes
+_FIELD_LIMIT = 2**16  # each length prefix is 2 bytes
+
+
+def _length_prefixed(text: str, field: str) -> bytes:
+    if not isinstance(text, str):
+        raise ShuffleError(f"{field} must be a str, not {type(text).__name__}")
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ShuffleError(f"{field} cannot be encoded as UTF-8: {exc.reason} at position {exc.start}") from None
+    if len(data) >= _FIELD_LIMIT:
+        raise ShuffleError(f"{field} is too long: {len(data)} UTF-8 bytes, fewer than {_FIELD_LIMIT} allowed")
+    return len(data).to_bytes(2, "big") + data
+
+
+def client_seed_message(contributions: Iterable[tuple[str, str]]) -> bytes:
+    """The bytes hashed into a round's client seed (docs/shuffle.md section 13).
+
+    ``"pokdeng-client-seed-v1" || 0x00 || count as u32 BE`` and then, for each (contributor,
+    client seed) in ascending order of the contributor's UTF-8 bytes, ``len as u16 BE ||
+    contributor UTF-8 || len as u16 BE || seed UTF-8``. Each contributor appears once (its last
+    contribution); the platform's id is the empty string.
+    """
+    pairs = sorted(contributions, key=lambda pair: pair[0].encode("utf-8", "surrogatepass"))
+    contributors = [contributor for contributor, _seed in pairs]
+    if len(set(contributors)) != len(contributors):
+        raise ShuffleError("each contributor may appear once (its last contribution counts)")
+    if len(pairs) >= _COUNT_LIMIT:
+        raise ShuffleError(f"at most {_COUNT_LIMIT - 1} contributions")
+    parts = [_RULE_TAG, len(pairs).to_bytes(4, "big")]
+    for contributor, seed in pairs:
+        parts.append(_length_prefixed(contributor, "contributor"))
+        parts.append(_length_prefixed(seed, "client_seed"))
+    return b"".join(parts)
+
+
+def derive_client_seed(contributions: Iterable[tuple[str, str]]) -> str:
+    """A round's client seed: the lowercase hex SHA-256 of ``client_seed_message(contributions)``.
+
+    64 hexadecimal characters. With no contribution at all it is the documented default,
+    ``derive_client_seed(())`` (docs/shuffle.md section 13)."""
+    return hashlib.sha256(client_seed_message(contributions)).hexdigest()

@@ -22,6 +22,7 @@ from .table_commands import (
     BidForBanker,
     CloseBankerBid,
     DisconnectBanker,
+    ReconnectBanker,
     FinishRound,
     LeaveSeat,
     OpenTable,
@@ -37,6 +38,7 @@ from .table_events import (
     BankerBidLapsed,
     BankerBidPlaced,
     BankerDisconnected,
+    BankerReconnected,
     BankerRoleEnded,
     CheckpointRecorded,
     PlayerLeft,
@@ -57,11 +59,13 @@ __all__ = (
     "BankerBidLapsed",
     "BankerBidPlaced",
     "BankerDisconnected",
+    "BankerReconnected",
     "BankerRoleEnded",
     "BidForBanker",
     "CheckpointRecorded",
     "CloseBankerBid",
     "DisconnectBanker",
+    "ReconnectBanker",
     "FinishRound",
     "LeaveSeat",
     "OpenTable",
@@ -183,6 +187,8 @@ def evolve_table(state: TableState, event: TableEvent) -> TableState:
         return replace(state, bids=())
     if isinstance(event, BankerDisconnected):
         return replace(state, banker_leaving=True)
+    if isinstance(event, BankerReconnected):
+        return replace(state, banker_leaving=False)
     if isinstance(event, RoundStarted):
         return replace(state, round_id=event.round_id, round_no=event.round_no)
     if isinstance(event, RoundFinished):
@@ -450,6 +456,20 @@ def _disconnect(run: _Run, cmd: DisconnectBanker) -> None:
         run.emit(BankerDisconnected(cmd.player))
 
 
+def _reconnect(run: _Run, cmd: ReconnectBanker) -> None:
+    state = run.state
+    if state.banker != cmd.player:
+        raise NotYourTurn(f"{cmd.player!r} is not the banker")
+    if not state.banker_leaving:
+        raise WrongPhase(f"banker {cmd.player!r} is not disconnected")
+    if not cmd.within_window:
+        raise WrongPhase(
+            f"banker {cmd.player!r} came back after its reconnection window: its turn is played for it "
+            "and the role ends when the round ends"
+        )
+    run.emit(BankerReconnected(cmd.player))
+
+
 def _checkpoint(run: _Run, cmd: RecordCheckpoint) -> None:
     state = run.state
     if not state.is_open:
@@ -478,6 +498,7 @@ _HANDLERS: Mapping[type[Any], Callable[[_Run, Any], None]] = MappingProxyType(
         StartRound: _start_round,
         FinishRound: _finish_round,
         DisconnectBanker: _disconnect,
+        ReconnectBanker: _reconnect,
         RecordCheckpoint: _checkpoint,
     }
 )

@@ -71,6 +71,15 @@ class DisconnectBanker:
 
 
 @dataclass(frozen=True, slots=True)
+class ReconnectBanker:
+    """A disconnected banker is back. ``within_window``: whether it came back within its profile's
+    reconnection window of the disconnection (the shell measures the time: the core has no clock)."""
+
+    player: str
+    within_window: bool
+
+
+@dataclass(frozen=True, slots=True)
 class RecordCheckpoint:
     period: str
     first_round_no: int
@@ -88,5 +97,6 @@ TableCommand = (
     | StartRound
     | FinishRound
     | DisconnectBanker
+    | ReconnectBanker
     | RecordCheckpoint
 )

@@ -82,6 +82,14 @@ class BankerDisconnected(TableEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class BankerReconnected(TableEvent):
+    """A disconnected banker came back within its reconnection window: it plays on and keeps the role."""
+
+    kind: ClassVar[str] = "banker_reconnected"
+    player: str
+
+
+@dataclass(frozen=True, slots=True)
 class RoundStarted(TableEvent):
     kind: ClassVar[str] = "round_started"
     round_id: str
@@ -122,6 +130,7 @@ TABLE_EVENT_TYPES: tuple[type[TableEvent], ...] = (
     BankerRoleEnded,
     BankerBidLapsed,
     BankerDisconnected,
+    BankerReconnected,
     RoundStarted,
     RoundFinished,
     CheckpointRecorded,

@@ -1,22 +1,96 @@
 """The composition root: store settings in; applications, turn clocks, read models and a server out.
 
-``Deployment.open(config)`` opens every partition's application (``PartitionedPokdeng``), a
+``Deployment.open(config)`` locks a SQLite store for this server (``store.lock``: a second
+server on the same file is refused), opens every partition's application (``PartitionedPokdeng``), a
 turn clock per partition and the read models of every partition; ``start()`` runs the clocks
 and the read models in the background; ``server(address, ...)`` builds the gRPC server over
 them; ``close()`` stops everything in the reverse order. The CLI's ``serve`` and ``demo`` and
 embedding code use it; nothing else wires the layers together.
+
+While a deployment runs, the metrics endpoint also shows each partition's open rounds and its turn
+clock's lag (``pokdeng_open_rounds``, ``pokdeng_turn_clock_lag_seconds``: seconds since the clock's
+last tick ended beyond its interval, which grows while a tick runs late or the clock is stuck).
 """
 
 from __future__ import annotations
 
 import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from prometheus_client import REGISTRY
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from pokdeng_service.api.server import PokdengServer, create_server
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels
 from pokdeng_service.application.turn_clock import TurnClock
+from pokdeng_service.store.bounded import StoreProbe, renew_pool
+from pokdeng_service.store.lock import StoreLock, acquire_all, release_all
+
+
+class MeasuredClock(TurnClock):
+    """A turn clock whose ticks are timed, for the metrics."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.last_tick = time.monotonic()
+        self.tick_seconds = 0.0
+
+    def tick(self) -> list[str]:
+        started = time.monotonic()
+        try:
+            return super().tick()
+        finally:
+            self.last_tick = time.monotonic()
+            self.tick_seconds = self.last_tick - started
+
+    @property
+    def lag(self) -> float:
+        return max(0.0, time.monotonic() - self.last_tick - self.interval)
+
+
+class _Running(Collector):
+    """The gauges of the deployments running in this process, by partition (summed, or the worst lag)."""
+
+    def __init__(self) -> None:
+        self.deployments: list[Deployment] = []
+        self.lock = threading.Lock()
+
+    def collect(self) -> Iterator[Metric]:
+        opened = GaugeMetricFamily(
+            "pokdeng_open_rounds",
+            "Rounds opened and not yet closed, as each turn clock read the log",
+            labels=["partition"],
+        )
+        lag = GaugeMetricFamily(
+            "pokdeng_turn_clock_lag_seconds",
+            "Seconds since the turn clock's last tick ended, beyond its interval",
+            labels=["partition"],
+        )
+        rounds: dict[int, int] = {}
+        lags: dict[int, float] = {}
+        with self.lock:
+            running = list(self.deployments)
+        for deployment in running:
+            for k, clock in enumerate(deployment.clocks):
+                rounds[k] = rounds.get(k, 0) + len(clock.open_rounds)
+                if isinstance(clock, MeasuredClock):
+                    lags[k] = max(lags.get(k, 0.0), clock.lag)
+        for k in sorted(rounds):
+            opened.add_metric([str(k)], rounds[k])
+        for k in sorted(lags):
+            lag.add_metric([str(k)], lags[k])
+        yield opened
+        yield lag
+
+
+RUNNING = _Running()
+REGISTRY.register(RUNNING)
 
 
 @dataclass
@@ -27,22 +101,37 @@ class Deployment:
     service: PartitionedPokdeng
     clocks: list[TurnClock] = field(default_factory=list)
     read_models: PartitionedReadModels | None = None
+    locks: list[StoreLock] = field(default_factory=list)
 
     @classmethod
-    def open(cls, config: StoreConfig, *, clocks: bool = True, read_models: bool = True) -> Deployment:
-        service = PartitionedPokdeng.open(config)
-        deployment = cls(config, service)
+    def open(
+        cls, config: StoreConfig, *, clocks: bool = True, read_models: bool = True, lock: bool = True
+    ) -> Deployment:
+        """Open a server's worth of pokdeng; with ``lock`` (SQLite) each partition's file is locked first
+        (``StoreLocked`` if another server holds it) and stays locked until ``close``."""
+        locks = []
+        if lock and config.kind == "sqlite":
+            locks = acquire_all(config.sqlite_file(k) for k in range(config.partitions))
+        try:
+            service = PartitionedPokdeng.open(config)
+        except BaseException:
+            release_all(locks)
+            raise
+        deployment = cls(config, service, locks=locks)
         try:
             if clocks:
-                deployment.clocks = [TurnClock(app) for app in service.apps]
+                deployment.clocks = [MeasuredClock(app) for app in service.apps]
             if read_models:
                 deployment.read_models = PartitionedReadModels(service, config)
         except Exception:
             service.close()
+            release_all(locks)
             raise
         return deployment
 
     def start(self) -> None:
+        with RUNNING.lock:
+            RUNNING.deployments.append(self)
         for clock in self.clocks:
             clock.start()
         if self.read_models is not None:
@@ -50,7 +139,23 @@ class Deployment:
 
     def server(self, address: str, **options: Any) -> tuple[PokdengServer, int]:
         """A bound, not yet started gRPC server over this deployment (``api.server.create_server``'s options)."""
+        probes, recover = self.probes()
+        options = {"probes": probes, "recover": recover, **options}
         return create_server(address, self.target, read_models=self.read_models, **options)
+
+    def probes(self) -> tuple[list[Callable[[], None]], Callable[[], None]]:
+        """A store probe per partition (``store.bounded.StoreProbe``), and what renews every connection
+        pool once the stores answer again: the applications' and the read models'."""
+        probes = [StoreProbe(app) for app in self.service.apps]
+
+        def recover() -> None:
+            for probe in probes:
+                probe.recover()
+            if self.read_models is not None:
+                for models in self.read_models.models:
+                    renew_pool(getattr(models.recorder, "datastore", None))
+
+        return list(probes), recover
 
     @property
     def target(self) -> Any:
@@ -58,10 +163,15 @@ class Deployment:
         return self.service.apps[0] if len(self.service.apps) == 1 else self.service
 
     def close(self) -> None:
+        with RUNNING.lock:
+            RUNNING.deployments = [d for d in RUNNING.deployments if d is not self]
         if self.read_models is not None:
             with contextlib.suppress(Exception):
                 self.read_models.stop()
         for clock in self.clocks:
             with contextlib.suppress(Exception):
                 clock.stop()
-        self.service.close()
+        try:
+            self.service.close()
+        finally:
+            release_all(self.locks)

@@ -323,6 +323,18 @@ class TemporaryPostgres:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
 
+    def halt(self) -> None:
+        """Stop the server (a fast shutdown: its clients are disconnected), keeping its data and its port."""
+        self._stop_postmaster()
+
+    def resume(self, timeout: float = 30.0) -> None:
+        """Start a halted server again, on the same port and data."""
+        if self.proc is not None:
+            return
+        assert self.port is not None and self.tmpdir is not None, "never started"
+        self._start_postmaster(self.port)
+        wait_until_ready(self.info, timeout=timeout, proc=self.proc)
+
     def log_tail(self, lines: int = 40) -> str:
         try:
             return "\n".join(self.log_file.read_text(errors="replace").splitlines()[-lines:])

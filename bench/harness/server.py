@@ -235,7 +235,11 @@ class ServerProcess:
             text = self.log_path.read_text(errors="replace")
         except OSError:
             return []
-        return [line for line in text.splitlines() if " ERROR " in line or line.startswith("Traceback")]
+        return [
+            line
+            for line in text.splitlines()
+            if " ERROR " in line or line.startswith("Traceback") or '"level":"ERROR"' in line
+        ]
 
 
 @contextlib.contextmanager

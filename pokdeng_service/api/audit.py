@@ -7,6 +7,7 @@ from typing import Any
 from pokdeng_core.errors import WrongPhase
 from pokdeng_service import audit
 from pokdeng_service.api import convert
+from pokdeng_service.api.observe import verification_failed
 from pokdeng_service.api.queries import readable_round
 from pokdeng_service.api.requests import Fields
 from pokdeng_service.api.rpcs import READERS, Call, Env, Rpc, query
@@ -34,7 +35,10 @@ def replay_round(env: Env, call: Call, request: pb.ReplayRoundRequest) -> pb.Rep
 
 def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.Verdict:
     round_id = _auditable(env, call, request)
-    return convert.verdict(round_id, env.service.app_for(round_id, "round").verify_round(round_id))
+    verdict = env.service.app_for(round_id, "round").verify_round(round_id)
+    if not verdict.ok:
+        verification_failed("round")
+    return convert.verdict(round_id, verdict)
 
 
 def export_round(env: Env, call: Call, request: pb.ExportRoundRequest) -> pb.RoundBundle:

@@ -20,9 +20,20 @@ any other ``DomainError`` (a rule)                          ``UNKNOWN_SEAT``, ``
 ``AlreadyExists``                      ALREADY_EXISTS       ErrorInfo ``ALREADY_EXISTS``; ResourceInfo
 ``Conflict``                           ABORTED              ErrorInfo ``CONFLICT``; RetryInfo (retry the same
                                                             request id: it is safe)
+``StreamForged``                       DATA_LOSS            ErrorInfo ``STREAM_FORGED`` with ``stream``, ``id``,
+                                                            ``uuid`` metadata; ResourceInfo. A stored stream is
+                                                            not what it claims (docs/audit.md): the record is
+                                                            corrupt, a retry cannot help; an operator must look
 ``Unauthenticated`` (auth)             UNAUTHENTICATED      ErrorInfo ``UNAUTHENTICATED``
 ``PermissionDenied`` (auth)            PERMISSION_DENIED    ErrorInfo ``PERMISSION_DENIED``
 ``Unavailable`` (shutting down)        UNAVAILABLE          ErrorInfo ``SHUTTING_DOWN``
+``StoreDown`` (the store probe), the   UNAVAILABLE          ErrorInfo ``STORE_UNAVAILABLE``; RetryInfo (retry the
+store driver's connection errors                            same request id once the store answers: health says
+(``OperationalError``, ``InterfaceError``                   when). Nothing was written: a command is one
+of the library, psycopg's, sqlite3's)                       transaction
+``StreamIdle`` (a stream's client      UNAVAILABLE          ErrorInfo ``STREAM_IDLE`` (resume: a feed from its
+took no reply, or sent no request,                          last position)
+for ``Limits.stream_idle`` seconds)
 ``DeadlineExpired``                    DEADLINE_EXCEEDED    (the call's deadline passed before the app ran)
 ``ResourceExhausted``                  RESOURCE_EXHAUSTED   ErrorInfo ``TOO_MANY_SUBSCRIPTIONS`` ...
 anything else                          INTERNAL             "internal error (reference <id>)"; the traceback is
@@ -55,6 +66,7 @@ from pokdeng_service.application.errors import (
     NotFound,
     PermissionDenied,
     RequestInvalid,
+    StreamForged,
 )
 
 DOMAIN = "pokdeng"
@@ -96,6 +108,37 @@ class ResourceExhausted(ApiError):
     reason = "RESOURCE_EXHAUSTED"
 
 
+class StoreDown(ApiError):
+    """The event store does not answer (the store probe says so, or the driver could not reach it)."""
+
+    code = grpc.StatusCode.UNAVAILABLE
+    reason = "STORE_UNAVAILABLE"
+
+
+class StreamIdle(ApiError):
+    code = grpc.StatusCode.UNAVAILABLE
+    reason = "STREAM_IDLE"
+
+
+def _store_errors() -> tuple[type[BaseException], ...]:
+    """The exceptions by which the store's drivers say the store cannot be reached (or timed out)."""
+    import sqlite3
+
+    from eventsourcing.persistence import InterfaceError, OperationalError
+
+    found: list[type[BaseException]] = [OperationalError, InterfaceError, sqlite3.OperationalError]
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - psycopg is a dependency
+        pass
+    else:
+        found += [psycopg.OperationalError, psycopg.InterfaceError]
+    return tuple(found)
+
+
+STORE_ERRORS = _store_errors()
+
+
 # --- the map -----------------------------------------------------------------------------------
 
 
@@ -126,10 +169,34 @@ def _resource(exc: DomainError) -> error_details_pb2.ResourceInfo:
     return error_details_pb2.ResourceInfo(resource_type=str(kind), resource_name=str(name), description=exc.message)
 
 
+def _retry(seconds: float = 0.5) -> error_details_pb2.RetryInfo:
+    return error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=int(seconds * 1e9)))
+
+
+def _one_line(exc: BaseException) -> str:
+    return "; ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+
+
+def reason_of(status: status_pb2.Status) -> str:
+    """The ErrorInfo reason of a status made by ``status_for`` ("" if none)."""
+    for packed in status.details:
+        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            packed.Unpack(info)
+            return str(info.reason)
+    return ""
+
+
 def status_for(exc: BaseException) -> status_pb2.Status:
     """The ``google.rpc.Status`` (code, message, details) that reports ``exc`` to a client."""
+    if isinstance(exc, StoreDown):
+        return _status(exc.code, exc.message, _info(exc.reason, exc.metadata), _retry())
     if isinstance(exc, ApiError):
         return _status(exc.code, exc.message, _info(exc.reason, exc.metadata))
+    if isinstance(exc, STORE_ERRORS):  # the driver's message names the host, never a password
+        log.warning("the event store failed a call: %s: %s", type(exc).__name__, _one_line(exc))
+        message = "the event store is unreachable or did not answer in time: try again"
+        return _status(grpc.StatusCode.UNAVAILABLE, message, _info("STORE_UNAVAILABLE"), _retry())
     if isinstance(exc, PermissionDenied):
         return _status(grpc.StatusCode.PERMISSION_DENIED, exc.message, _info(exc.reason, exc.metadata))
     if isinstance(exc, DuplicateRequest):
@@ -159,6 +226,13 @@ def status_for(exc: BaseException) -> status_pb2.Status:
         return _status(
             grpc.StatusCode.ALREADY_EXISTS, exc.message, _info("ALREADY_EXISTS", _metadata(exc.details)), _resource(exc)
         )
+    if isinstance(exc, StreamForged):
+        forged = error_details_pb2.ResourceInfo(
+            resource_type=str(exc.details.get("stream", "")),
+            resource_name=str(exc.details.get("id", "")),
+            description=exc.message,
+        )
+        return _status(grpc.StatusCode.DATA_LOSS, exc.message, _info("STREAM_FORGED", _metadata(exc.details)), forged)
     if isinstance(exc, Conflict):
         retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
         return _status(grpc.StatusCode.ABORTED, exc.message, _info("CONFLICT", _metadata(exc.details)), retry)

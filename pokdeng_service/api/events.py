@@ -1,9 +1,10 @@
-"""The Events service: a resumable server stream of every event of a partition's log."""
+"""The Events service: a resumable server stream of every event of a partition's log (capped with the
+other event streams: ``Limits.streams("events")``, and ``EventHub.max_subscribers``)."""
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 
 from pokdeng_core.limits import MAX_EVENT_BATCH, MAX_POSITION
 from pokdeng_service.api import convert
@@ -14,7 +15,7 @@ from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.views import Notification
 
 
-def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -> Iterator[pb.EventBatch]:
+async def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -> AsyncIterator[pb.EventBatch]:
     f = Fields()
     if not 0 <= request.after_position < MAX_POSITION:
         f.bad("after_position", f"after_position is 0 to {MAX_POSITION - 1}")
@@ -23,7 +24,8 @@ def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -
     f.done()
     env.hub.enter()
     try:
-        yield from _follow(env, call, request.after_position, batch, request.stop_at_head, request.partition)
+        async for reply in _follow(env, call, request.after_position, batch, request.stop_at_head, request.partition):
+            yield reply
     finally:
         env.hub.leave()
 
@@ -32,9 +34,11 @@ def _read(env: Env, after: int, batch: int, partition: int) -> Sequence[Notifica
     return env.service.apps[partition].read_notifications(after, batch)
 
 
-def _follow(
+async def _follow(
     env: Env, call: Call, after: int, batch: int, stop_at_head: bool, partition: int
-) -> Iterator[pb.EventBatch]:
+) -> AsyncIterator[pb.EventBatch]:
+    """The log from ``after`` on; it waits on the loop (no worker held) and reads on a worker. A client
+    that goes away ends it (the wrapper's task is cancelled)."""
     hub, context = env.hub, call.context
     told_caught_up = False
     last_sent = time.monotonic()
@@ -42,7 +46,7 @@ def _follow(
         if hub.closing.is_set():
             raise Unavailable(f"the server is shutting down: resume after position {after}", position=str(after))
         generation = hub.generation
-        items = _read(env, after, batch, partition)
+        items = await context.run(_read, env, after, batch, partition)
         if items:
             after = items[-1].position
             caught_up = len(items) < batch
@@ -60,7 +64,7 @@ def _follow(
             told_caught_up, last_sent = True, time.monotonic()
         if stop_at_head:
             return
-        hub.wait(generation, env.poll)
+        await hub.wait_async(generation, env.poll)
 
 
-RPCS: tuple[Rpc, ...] = (stream("Events", "SubscribeEvents", AUDITORS, subscribe_events),)
+RPCS: tuple[Rpc, ...] = (stream("Events", "SubscribeEvents", AUDITORS, subscribe_events, kind="events"),)

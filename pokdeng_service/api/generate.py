@@ -11,6 +11,11 @@ It runs the protoc bundled with the installed grpcio-tools (in-process) and the
 installed mypy-protobuf (for the ``.pyi`` stubs), and writes ``GENERATED``, a
 stamp naming those versions: ``tests/api/test_generated_code.py`` regenerates
 into a temporary folder and requires identical files and versions.
+
+It also copies the .proto file into the package, as ``pokdeng_service/api/pokdeng.proto``,
+so that the installed package (the wheel) carries its API:
+``importlib.resources.files("pokdeng_service.api").joinpath("pokdeng.proto")``. The file under
+``proto/`` is the one to edit; ``tests/test_wheel.py`` requires the copy to be identical.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ IMPORT_PATH = "pokdeng_service/api/v1/pokdeng.proto"  # the import path protoc s
 PACKAGE_DIR = Path("pokdeng_service/api/v1")  # relative to ROOT and to an output root
 GENERATED_FILES = ("pokdeng_pb2.py", "pokdeng_pb2.pyi", "pokdeng_pb2_grpc.py", "pokdeng_pb2_grpc.pyi")
 STAMP_FILE = "GENERATED"
+PACKAGED_PROTO = Path("pokdeng_service/api/pokdeng.proto")  # relative to ROOT: the copy the package carries
 TOOLS = ("grpcio-tools", "mypy-protobuf", "protobuf")
 
 
@@ -114,7 +120,8 @@ def generate_into(out_root: Path) -> list[Path]:
 
 
 def generate(root: Path = ROOT) -> list[Path]:
-    """Regenerate the checked-in files under ``root / PACKAGE_DIR`` (via a temporary folder: all or nothing)."""
+    """Regenerate the checked-in files under ``root / PACKAGE_DIR`` (via a temporary folder: all or nothing),
+    and copy the .proto file to ``root / PACKAGED_PROTO``."""
     target = root / PACKAGE_DIR
     with tempfile.TemporaryDirectory(prefix="pokdeng-gen-") as tmp:
         produced = generate_into(Path(tmp))
@@ -124,6 +131,8 @@ def generate(root: Path = ROOT) -> list[Path]:
             destination = target / path.name
             shutil.copyfile(path, destination)
             written.append(destination)
+    shutil.copyfile(PROTO_ROOT / PROTO_FILE, root / PACKAGED_PROTO)
+    written.append(root / PACKAGED_PROTO)
     return written
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from pokdeng_service.api import audit, events, queries, tables, wallets
+from pokdeng_service.api import audit, checkpoints, events, queries, tables, wallets
 from pokdeng_service.api.rpcs import Rpc
 from pokdeng_service.application.principal import Role
 
-RPCS: tuple[Rpc, ...] = (*wallets.RPCS, *tables.RPCS, *queries.RPCS, *audit.RPCS, *events.RPCS)
+RPCS: tuple[Rpc, ...] = (
+    *wallets.RPCS,
+    *tables.RPCS,
+    *queries.RPCS,
+    *audit.RPCS,
+    *checkpoints.RPCS,
+    *events.RPCS,
+)
 """Every method of the API; a method missing here is not served."""
 
 METHOD_ROLES: dict[str, frozenset[Role]] = {rpc.path: rpc.roles for rpc in RPCS}

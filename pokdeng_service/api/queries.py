@@ -21,11 +21,12 @@ def readable_round(env: Env, call: Call, round_id: str) -> RoundView:
     return view
 
 
-def get_table(env: Env, _call: Call, request: pb.GetTableRequest) -> pb.Table:
+def get_table(env: Env, call: Call, request: pb.GetTableRequest) -> pb.Table:
     f = Fields()
     f.ident("table_id", request.table_id)
     f.done()
-    return convert.table(env.service.app_for(request.table_id).get_table(request.table_id))
+    view = env.service.app_for(request.table_id).get_table(request.table_id)
+    return convert.table(access.table_for(call.principal, view))
 
 
 def get_round(env: Env, call: Call, request: pb.GetRoundRequest) -> pb.Round:

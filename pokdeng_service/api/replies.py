@@ -5,6 +5,7 @@ from __future__ import annotations
 from pokdeng_service.api import convert
 from pokdeng_service.api.rpcs import Call, Env
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.application import access
 from pokdeng_service.application.principal import Role
 from pokdeng_service.application.views import CommandResult, RoundView, TableView, WalletView
 
@@ -23,10 +24,11 @@ def wallet_reply(env: Env, _call: Call, result: CommandResult) -> pb.WalletComma
     )
 
 
-def table_reply(env: Env, _call: Call, result: CommandResult) -> pb.TableCommandResponse:
+def table_reply(env: Env, call: Call, result: CommandResult) -> pb.TableCommandResponse:
     view = result.view
     if not isinstance(view, TableView):
         view = env.service.app_for(result.id).get_table(result.id)
+    view = access.table_for(call.principal, view)
     return pb.TableCommandResponse(
         request_id=result.request_id, events=convert.recorded_events(result.events), table=convert.table(view)
     )

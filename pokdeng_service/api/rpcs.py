@@ -4,31 +4,59 @@ Each service module (``wallets``, ``tables``, ``queries``, ``audit``, ``events``
 methods as ``Rpc`` values: the method's name, the roles that may call it, and its body. A
 command's body is made by ``command``: the request mapped to an application command, the
 application's ``handle``, the reply built from the result. ``METHOD_ROLES`` and the server's
-method handlers are derived from these declarations; nothing else lists methods.
+method handlers are derived from these declarations; nothing else lists methods. Health and
+reflection (``api/health.py``, ``api/server.py``) are declared the same way and pass through
+the same wrapper.
 
-``wrap`` is the cross-cutting work, done once for every call, in this order:
+The server is grpc's asyncio server: every call is a coroutine on the server's event loop, and
+a blocking body (every ``pokdeng.v1`` unary method) runs on one of the server's worker threads.
+A stream holds no thread while it waits. ``wrap`` is the cross-cutting work, done once for every
+call, in this order:
 
 1. bytes that are not the method's request message are kept aside (refused in step 4);
 2. authentication, once: the bearer token's ``Principal`` is handed to the body, which never
-   reads the metadata again (UNAUTHENTICATED);
+   reads the metadata again (UNAUTHENTICATED); methods declared ``open`` (health, and
+   reflection in development mode) take no token;
 3. the role check against the method's declared roles (PERMISSION_DENIED);
 4. malformed bytes: INVALID_ARGUMENT;
-5. the deadline: a call whose deadline has passed is not started (DEADLINE_EXCEEDED);
-6. the body; any error it raises ends the call through the one error map
-   (``pokdeng_service.api.errors``).
+5. the deadline: a call whose deadline has passed is not started (DEADLINE_EXCEEDED), also
+   when it passed while the call waited for a worker;
+6. admission (``Runtime``): at most ``Limits.max_concurrent_rpcs`` unary calls in flight, of
+   which ``max_calls_per_caller`` for one principal, and per kind of stream at most
+   ``Limits.streams(kind)`` open streams (RESOURCE_EXHAUSTED beyond); a method that needs the
+   store is refused at once while the store probe finds the store unreachable (UNAVAILABLE);
+7. the body; any error it raises ends the call through the one error map
+   (``pokdeng_service.api.errors``). A stream's reply the client does not take within
+   ``Limits.stream_idle`` seconds, or a bidirectional stream's request that does not come
+   within it, ends the stream (UNAVAILABLE, reason ``STREAM_IDLE``);
+8. the call's outcome (method, code, latency, who, the ids it names) goes to the observer
+   (``api/observe.py``: the metrics and the one log line per call).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+import asyncio
+import logging
+import time
+from collections import Counter
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from concurrent import futures
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import grpc
+from grpc_status import rpc_status
 
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.api.auth import Authenticator
-from pokdeng_service.api.errors import DeadlineExpired, abort
+from pokdeng_service.api.errors import (
+    DeadlineExpired,
+    ResourceExhausted,
+    StoreDown,
+    StreamIdle,
+    reason_of,
+    status_for,
+)
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.app import PokdengApp
@@ -39,6 +67,7 @@ from pokdeng_service.application.views import CommandResult
 
 PACKAGE = "pokdeng.v1"
 REPLAYED = "pokdeng-replayed"
+log = logging.getLogger("pokdeng.api")
 
 OPERATOR = frozenset({Role.OPERATOR})
 PLAYERS = frozenset({Role.OPERATOR, Role.PLAYER})
@@ -76,30 +105,97 @@ class Env:
     heartbeat: float = 15.0
 
 
+class CallContext:
+    """What a body may use of its call, from the loop or a worker thread: the metadata, the deadline,
+    the trailing metadata of the reply, whether the call is still on, and the workers (``run``)."""
+
+    __slots__ = ("_context", "_deadline", "_loop", "_metadata", "_runtime", "trailing")
+
+    def __init__(self, context: grpc.aio.ServicerContext[Any, Any], runtime: Runtime) -> None:
+        self._context = context
+        self._runtime = runtime
+        self._loop = asyncio.get_running_loop()
+        self._metadata = tuple(context.invocation_metadata() or ())
+        remaining = context.time_remaining()
+        self._deadline = None if remaining is None else time.monotonic() + remaining
+        self.trailing: tuple[tuple[str, str], ...] = ()
+
+    def invocation_metadata(self) -> tuple[Any, ...]:
+        return self._metadata
+
+    def time_remaining(self) -> float | None:
+        return None if self._deadline is None else self._deadline - time.monotonic()
+
+    def set_trailing_metadata(self, metadata: Iterable[tuple[str, str]]) -> None:
+        self.trailing = tuple(metadata)
+
+    def is_active(self) -> bool:
+        return not self._context.done()
+
+    def peer(self) -> str:
+        return str(self._context.peer() or "")
+
+    async def run(self, function: Callable[..., Any], *args: Any) -> Any:
+        """``function(*args)`` on a worker thread (a body that blocks: the store, the application)."""
+        return await self._loop.run_in_executor(self._runtime.executor, function, *args)
+
+
 @dataclass(frozen=True)
 class Call:
-    """One call: who makes it, and grpc's context of it."""
+    """One call: who makes it, and what it may use of its context."""
 
     principal: Principal
-    context: grpc.ServicerContext
+    context: CallContext
 
 
-Body = Callable[[Env, Call, Any], Any]
+Body = Callable[[Env, Any, Any], Any]  # (Env, Call, request); an open method's: (Env, CallContext, request)
+"""A unary body (``Env, Call, request -> reply``), run on a worker; a streaming body returns an async
+iterator of replies (it runs on the loop and awaits ``call.context.run`` for what blocks). An ``open``
+method's body gets the ``CallContext`` in place of the ``Call`` (no principal)."""
 
 
 @dataclass(frozen=True)
 class Rpc:
-    """One method of the API: where it lives, who may call it, what it does."""
+    """One method of the API: where it lives, who may call it, what it does.
+
+    ``pokdeng.v1`` methods take their messages from the package's descriptor; others (health,
+    reflection) name their package and messages. ``open``: no token is asked for (the roles are
+    not checked). ``on_loop``: the unary body is cheap and never blocks, it runs on the event loop.
+    ``store``: the method needs the store (refused while the store is unreachable). ``kind``: the
+    group of streams that share a cap (``Limits.streams``). ``log_level``: of its line in the call log.
+    """
 
     service: str
     method: str
     roles: frozenset[Role]
     body: Body
-    streaming: bool = False
+    streaming: bool = False  # a server stream
+    client_streaming: bool = False  # and a client stream (a bidirectional one: reflection)
+    package: str = PACKAGE
+    request_type: Any = None
+    response_type: Any = None
+    open: bool = False
+    on_loop: bool = False
+    store: bool = True
+    kind: str = ""
+    log_level: int = logging.INFO
+
+    @property
+    def full_service(self) -> str:
+        return f"{self.package}.{self.service}" if self.package else self.service
 
     @property
     def path(self) -> str:
-        return f"/{PACKAGE}.{self.service}/{self.method}"
+        return f"/{self.full_service}/{self.method}"
+
+    @property
+    def name(self) -> str:
+        """The method as metrics and logs name it: ``pokdeng.v1.Tables/PlaceBet``."""
+        return f"{self.full_service}/{self.method}"
+
+    @property
+    def stream_kind(self) -> str:
+        return self.kind or self.name
 
 
 def command(
@@ -125,8 +221,150 @@ def query(service: str, method: str, roles: frozenset[Role], body: Body) -> Rpc:
     return Rpc(service, method, roles, body)
 
 
-def stream(service: str, method: str, roles: frozenset[Role], body: Body) -> Rpc:
-    return Rpc(service, method, roles, body, streaming=True)
+def stream(service: str, method: str, roles: frozenset[Role], body: Body, kind: str = "") -> Rpc:
+    """A server stream: ``body`` returns an async iterator of replies (capped with the other streams of ``kind``)."""
+    return Rpc(service, method, roles, body, streaming=True, kind=kind)
+
+
+# --- limits and admission ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What no caller, authenticated or not, may exceed (docs/operations.md, sizing)."""
+
+    max_concurrent_rpcs: int = 256  # unary calls running or waiting for a worker
+    max_calls_per_caller: int = 128  # of those, one principal's (every unauthenticated caller counts as one)
+    max_streams: Mapping[str, int] = field(default_factory=dict)  # open streams by kind
+    default_max_streams: int = 8  # for a kind not named
+    stream_idle: float = 60.0  # seconds a stream may wait on its client (a reply not taken, a request not sent)
+
+    def __post_init__(self) -> None:
+        if self.max_concurrent_rpcs < 1 or self.max_calls_per_caller < 1 or self.default_max_streams < 0:
+            raise ValueError("the limits must be positive")
+        if self.stream_idle <= 0:
+            raise ValueError("stream_idle must be positive")
+
+    def streams(self, kind: str) -> int:
+        return self.max_streams.get(kind, self.default_max_streams)
+
+
+class Observer(Protocol):
+    """Hears how every call ended (``api/observe.py``: metrics and the call log)."""
+
+    def finished(
+        self,
+        rpc: Rpc,
+        principal: Principal | None,
+        request: Any,
+        response: Any,
+        code: str,
+        reason: str,
+        seconds: float,
+        context: CallContext | None,
+    ) -> None: ...
+
+
+_CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
+
+
+class Runtime:
+    """The server's side of every call: the workers, the limits, the store's state and the observer.
+
+    Admission counters are touched on the event loop only (no lock). ``store_up`` is set by the
+    store probe (``api/health.py``); while it is False, methods that need the store are refused."""
+
+    def __init__(
+        self,
+        executor: futures.ThreadPoolExecutor,
+        limits: Limits | None = None,
+        observer: Observer | None = None,
+    ) -> None:
+        self.executor = executor
+        self.limits = limits or Limits()
+        self.observer = observer
+        self.in_flight = 0
+        self.callers: Counter[str] = Counter()
+        self.streams: Counter[str] = Counter()
+        self.store_up = True
+        self.store_problem = ""
+
+    def admit(self, principal: Principal | None) -> str:
+        limits = self.limits
+        if self.in_flight >= limits.max_concurrent_rpcs:
+            raise ResourceExhausted(
+                f"the server has {limits.max_concurrent_rpcs} calls in flight: try again shortly",
+                limit=str(limits.max_concurrent_rpcs),
+            )
+        key = principal.scope if principal is not None else "anonymous"
+        if self.callers[key] >= limits.max_calls_per_caller:
+            who = principal.describe() if principal is not None else "an unauthenticated caller"
+            raise ResourceExhausted(
+                f"{who} has {limits.max_calls_per_caller} calls in flight: try again shortly",
+                limit=str(limits.max_calls_per_caller),
+            )
+        self.in_flight += 1
+        self.callers[key] += 1
+        return key
+
+    def release(self, key: str) -> None:
+        self.in_flight -= 1
+        left = self.callers[key] - 1
+        if left > 0:
+            self.callers[key] = left
+        else:
+            del self.callers[key]
+
+    def open_stream(self, kind: str) -> None:
+        cap = self.limits.streams(kind)
+        if self.streams[kind] >= cap:
+            raise ResourceExhausted(f"this server serves at most {cap} {kind} streams at once", limit=str(cap))
+        self.streams[kind] += 1
+
+    def close_stream(self, kind: str) -> None:
+        left = self.streams[kind] - 1
+        if left > 0:
+            self.streams[kind] = left
+        else:
+            del self.streams[kind]
+
+    def require_store(self) -> None:
+        if not self.store_up:
+            raise StoreDown(f"the event store is unreachable ({self.store_problem or 'no answer'}): try again")
+
+    def done(
+        self,
+        rpc: Rpc,
+        principal: Principal | None,
+        request: Any,
+        response: Any,
+        code: str,
+        reason: str,
+        started: float,
+        context: CallContext | None,
+    ) -> None:
+        if self.observer is not None:
+            seconds = time.perf_counter() - started
+            self.observer.finished(rpc, principal, request, response, code, reason, seconds, context)
+
+    async def fail(
+        self,
+        rpc: Rpc,
+        principal: Principal | None,
+        request: Any,
+        error: BaseException,
+        started: float,
+        context: CallContext | None,
+        servicer: grpc.aio.ServicerContext[Any, Any],
+    ) -> None:
+        """End the call with the status that reports ``error`` (raises, as ``abort`` does)."""
+        status = status_for(error)
+        code = _CODE_NAMES.get(status.code, "UNKNOWN")
+        if code != "INTERNAL":  # an INTERNAL error is logged with its traceback by status_for
+            log.debug("refused (%s): %s", code, status.message)
+        self.done(rpc, principal, request, None, code, reason_of(status), started, context)
+        reply = rpc_status.to_status(status)
+        await servicer.abort(reply.code, reply.details, reply.trailing_metadata)
 
 
 # --- the wrapper --------------------------------------------------------------------------------
@@ -146,56 +384,190 @@ def _tolerant(parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     return deserialize
 
 
-def _begin(rpc: Rpc, authenticator: Authenticator, request: Any, context: grpc.ServicerContext) -> Call:
-    principal = authenticator.principal(context.invocation_metadata())
-    if principal.role not in rpc.roles:
-        raise PermissionDenied(
-            f"{principal.describe()} may not call {rpc.method}", method=rpc.path, role=principal.role.value
-        )
+def _authenticate(rpc: Rpc, authenticator: Authenticator, request: Any, context: CallContext) -> Principal | None:
+    """Steps 2 to 5: the caller (None for an open method), its role, the request's bytes, the deadline."""
+    principal = None
+    if not rpc.open:
+        principal = authenticator.principal(context.invocation_metadata())
+        if principal.role not in rpc.roles:
+            raise PermissionDenied(
+                f"{principal.describe()} may not call {rpc.method}", method=rpc.path, role=principal.role.value
+            )
     if isinstance(request, _Malformed):
         raise InvalidCommand("the request is not a valid protobuf message of this method", field="request")
     remaining = context.time_remaining()
     if remaining is not None and remaining <= 0:
         raise DeadlineExpired("the call's deadline passed before it could run")
-    return Call(principal, context)
+    return principal
 
 
-def wrap(rpc: Rpc, env: Env, authenticator: Authenticator) -> grpc.RpcMethodHandler[Any, Any]:
-    """The method handler of ``rpc``: every call through authentication, roles, deadline and the error map."""
+def _call(rpc: Rpc, principal: Principal | None, context: CallContext) -> Any:
+    return context if principal is None else Call(principal, context)
+
+
+def _in_worker(rpc: Rpc, env: Env, call: Any, request: Any) -> Any:
+    """A blocking body on a worker thread, unless its deadline passed while it waited for one."""
+    context: CallContext = call if isinstance(call, CallContext) else call.context
+    remaining = context.time_remaining()
+    if remaining is not None and remaining <= 0:
+        raise DeadlineExpired("the call's deadline passed while it waited for a worker")
+    return rpc.body(env, call, request)
+
+
+def _ended(context: CallContext) -> str:
+    """The code of a call that ended under the wrapper's feet (the client went away, or its deadline passed)."""
+    remaining = context.time_remaining()
+    return "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"
+
+
+async def _write(servicer: grpc.aio.ServicerContext[Any, Any], reply: Any, idle: float) -> None:
+    try:
+        await asyncio.wait_for(servicer.write(reply), idle)
+    except TimeoutError:
+        raise StreamIdle(f"the client took no reply for {idle:g} s: the stream is closed") from None
+
+
+async def _requests(source: AsyncIterable[Any], idle: float) -> AsyncIterator[Any]:
+    """A client stream's requests, each within ``idle`` seconds of the last; malformed bytes refused."""
+    iterator = source.__aiter__()
+    while True:
+        try:
+            request = await asyncio.wait_for(iterator.__anext__(), idle)
+        except StopAsyncIteration:
+            return
+        except TimeoutError:
+            raise StreamIdle(f"no request came for {idle:g} s: the stream is closed") from None
+        if isinstance(request, _Malformed):
+            raise InvalidCommand("the request is not a valid protobuf message of this method", field="request")
+        yield request
+
+
+async def _close(replies: Any) -> None:
+    aclose = getattr(replies, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+def _messages(rpc: Rpc) -> tuple[Any, Any]:
+    if rpc.request_type is not None and rpc.response_type is not None:
+        return rpc.request_type, rpc.response_type
     descriptor = pb.DESCRIPTOR.services_by_name[rpc.service].methods_by_name[rpc.method]
-    request_class = getattr(pb, descriptor.input_type.name)
-    response_class = getattr(pb, descriptor.output_type.name)
+    return getattr(pb, descriptor.input_type.name), getattr(pb, descriptor.output_type.name)
+
+
+def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> grpc.RpcMethodHandler[Any, Any]:
+    """The method handler of ``rpc``: every call through authentication, roles, deadline, admission,
+    the error map and the observer."""
+    request_class, response_class = _messages(rpc)
     deserialize = _tolerant(request_class.FromString)
     serialize = response_class.SerializeToString
+    idle = runtime.limits.stream_idle
+    kind = rpc.stream_kind
+
+    if rpc.client_streaming:
+
+        async def run_bidi(request_iterator: AsyncIterable[Any], servicer: grpc.aio.ServicerContext[Any, Any]) -> None:
+            started = time.perf_counter()
+            context = CallContext(servicer, runtime)
+            principal, opened, error = None, False, None
+            try:
+                principal = _authenticate(rpc, authenticator, None, context)
+                if rpc.store:
+                    runtime.require_store()
+                runtime.open_stream(kind)
+                opened = True
+                replies = rpc.body(env, _call(rpc, principal, context), _requests(request_iterator, idle))
+                try:
+                    async for reply in replies:
+                        await _write(servicer, reply, idle)
+                finally:
+                    await _close(replies)
+            except asyncio.CancelledError:
+                runtime.done(rpc, principal, None, None, _ended(context), "", started, context)
+                raise
+            except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
+                error = exc
+            finally:
+                if opened:
+                    runtime.close_stream(kind)
+            if error is None:
+                runtime.done(rpc, principal, None, None, "OK", "", started, context)
+                return
+            await runtime.fail(rpc, principal, None, error, started, context, servicer)
+
+        return grpc.stream_stream_rpc_method_handler(run_bidi, deserialize, serialize)
 
     if rpc.streaming:
 
-        def run_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        async def run_stream(request: Any, servicer: grpc.aio.ServicerContext[Any, Any]) -> None:
+            started = time.perf_counter()
+            context = CallContext(servicer, runtime)
+            principal, opened, error = None, False, None
             try:
-                call = _begin(rpc, authenticator, request, context)
-                yield from rpc.body(env, call, request)
-                return
+                principal = _authenticate(rpc, authenticator, request, context)
+                if rpc.store:
+                    runtime.require_store()
+                runtime.open_stream(kind)
+                opened = True
+                replies = rpc.body(env, _call(rpc, principal, context), request)
+                try:
+                    async for reply in replies:
+                        await _write(servicer, reply, idle)
+                finally:
+                    await _close(replies)
+            except asyncio.CancelledError:
+                runtime.done(rpc, principal, request, None, _ended(context), "", started, context)
+                raise
             except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
                 error = exc
-            abort(context, error)
+            finally:
+                if opened:
+                    runtime.close_stream(kind)
+            if error is None:
+                runtime.done(rpc, principal, request, None, "OK", "", started, context)
+                return
+            await runtime.fail(rpc, principal, request, error, started, context, servicer)
 
         return grpc.unary_stream_rpc_method_handler(run_stream, deserialize, serialize)
 
-    def run(request: Any, context: grpc.ServicerContext) -> Any:
+    async def run(request: Any, servicer: grpc.aio.ServicerContext[Any, Any]) -> Any:
+        started = time.perf_counter()
+        context = CallContext(servicer, runtime)
+        principal, key, error, response = None, None, None, None
         try:
-            return rpc.body(env, _begin(rpc, authenticator, request, context), request)
+            principal = _authenticate(rpc, authenticator, request, context)
+            if rpc.on_loop:
+                response = rpc.body(env, _call(rpc, principal, context), request)
+            else:
+                key = runtime.admit(principal)
+                if rpc.store:
+                    runtime.require_store()
+                response = await context.run(_in_worker, rpc, env, _call(rpc, principal, context), request)
+        except asyncio.CancelledError:
+            runtime.done(rpc, principal, request, None, _ended(context), "", started, context)
+            raise
         except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
             error = exc
-        abort(context, error)
+        finally:
+            if key is not None:
+                runtime.release(key)
+        if error is None:
+            if context.trailing:
+                servicer.set_trailing_metadata(context.trailing)
+            runtime.done(rpc, principal, request, response, "OK", "", started, context)
+            return response
+        await runtime.fail(rpc, principal, request, error, started, context, servicer)
 
     return grpc.unary_unary_rpc_method_handler(run, deserialize, serialize)
 
 
-def generic_handlers(rpcs: Iterable[Rpc], env: Env, authenticator: Authenticator) -> list[grpc.GenericRpcHandler]:
+def generic_handlers(
+    rpcs: Iterable[Rpc], env: Env, authenticator: Authenticator, runtime: Runtime
+) -> list[grpc.GenericRpcHandler]:
     """One generic handler per service, with every declared method wrapped."""
     by_service: dict[str, dict[str, grpc.RpcMethodHandler[Any, Any]]] = {}
     for rpc in rpcs:
-        by_service.setdefault(f"{PACKAGE}.{rpc.service}", {})[rpc.method] = wrap(rpc, env, authenticator)
+        by_service.setdefault(rpc.full_service, {})[rpc.method] = wrap(rpc, env, authenticator, runtime)
     return [grpc.method_handlers_generic_handler(name, handlers) for name, handlers in by_service.items()]
 
 
@@ -205,9 +577,13 @@ __all__ = [
     "PLAYERS",
     "READERS",
     "Call",
+    "CallContext",
     "Env",
+    "Limits",
+    "Observer",
     "RecentRounds",
     "Rpc",
+    "Runtime",
     "Service",
     "command",
     "generic_handlers",

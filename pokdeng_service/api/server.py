@@ -1,45 +1,55 @@
-"""The gRPC server: pokdeng.v1 services, health, reflection, bearer-token auth, graceful shutdown.
+"""The gRPC server: pokdeng.v1 services, health, reflection, bearer-token auth, limits, TLS, graceful shutdown.
 
-``create_server(address, app) -> (server, port)`` builds and binds a server (port 0
-picks a free port) without starting it; ``serve(...)`` runs one until SIGTERM or
-SIGINT. The returned server's ``stop(grace)`` shuts down gracefully: health turns
-NOT_SERVING for every service, event subscriptions end with UNAVAILABLE (clients
-resume from their last position), new calls are refused, and calls in flight get
-``grace`` seconds to finish. A command is one transaction in the store, so a
-stopped server leaves nothing half written.
+``create_server(address, app) -> (server, port)`` builds and binds a server (port 0 picks a free
+port) without starting it; ``serve(...)`` runs one until SIGTERM or SIGINT. The server is grpc's
+asyncio server on an event loop of its own (``PokdengServer``); every method, health and
+reflection included, passes through the one wrapper (``api/rpcs.py``). The returned server's
+``stop(grace)`` shuts down gracefully: health turns NOT_SERVING for every service, event
+subscriptions end with UNAVAILABLE (clients resume from their last position), new calls are
+refused, and calls in flight get ``grace`` seconds to finish. A command is one transaction in the
+store, so a stopped server leaves nothing half written.
 
-Concurrency is bounded: ``max_workers`` threads run calls, at most
-``max_concurrent_rpcs`` calls are accepted at once (more get RESOURCE_EXHAUSTED),
-and event subscriptions, which each hold a thread while they last, are limited to
-half the workers. A call whose deadline has passed is not started.
+Nobody can exhaust it (``rpcs.Limits``): blocking bodies run on ``max_workers`` threads, unary
+calls in flight are bounded (RESOURCE_EXHAUSTED beyond), overall and per caller; every kind of
+stream has its cap and idle limit, and a waiting stream holds no thread; idle connections are
+closed; reflection needs a token outside development mode. The store probe
+(``api.health.StoreMonitor``) turns health NOT_SERVING within seconds of the store becoming
+unreachable, and the calls that need it then fail at once with UNAVAILABLE.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent import futures
+from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 
 from pokdeng_service.api.auth import Authenticator, TokenStore
+from pokdeng_service.api.health import NOT_SERVING, SERVING, Health, StoreMonitor
+from pokdeng_service.api.health import SERVICE_NAME as HEALTH_SERVICE
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.methods import RPCS
-from pokdeng_service.api.rpcs import Env, RecentRounds, Service, generic_handlers
+from pokdeng_service.api.observe import CallObserver, MetricsEndpoint
+from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service, generic_handlers
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.application.telemetry import STORE_SECONDS
 
 log = logging.getLogger("pokdeng.server")
 
 DEFAULT_HOST = "127.0.0.1"
 SERVICE_NAMES: tuple[str, ...] = tuple(s.full_name for s in pb.DESCRIPTOR.services_by_name.values())
+REFLECTION_SERVICE = "grpc.reflection.v1alpha.ServerReflection"
+T = TypeVar("T")
 
 
 def bind_address(address: str) -> str:
@@ -62,58 +72,223 @@ def _token_store(tokens: TokenStore | str | os.PathLike[str] | None) -> TokenSto
     return TokenStore.from_file(Path(tokens))
 
 
+@dataclass(frozen=True)
+class TlsFiles:
+    """TLS on the gRPC port: the server's certificate chain and key (PEM); with ``client_ca``, mutual TLS:
+    a client must present a certificate that CA signed, else its handshake is refused."""
+
+    cert: Path
+    key: Path
+    client_ca: Path | None = None
+
+    @classmethod
+    def of(cls, cert: str | None, key: str | None, client_ca: str | None = None) -> TlsFiles | None:
+        """From the ``--tls-*`` settings: None without a certificate; a certificate needs its key."""
+        if not cert and not key:
+            if client_ca:
+                raise ValueError("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS first)")
+            return None
+        if not (cert and key):
+            raise ValueError("TLS needs both --tls-cert and --tls-key")
+        return cls(Path(cert), Path(key), Path(client_ca) if client_ca else None)
+
+    def credentials(self) -> grpc.ServerCredentials:
+        def read(path: Path, what: str) -> bytes:
+            try:
+                return path.read_bytes()
+            except OSError as error:
+                raise OSError(f"cannot read the TLS {what} {path}: {error.strerror or error}") from None
+
+        chain = [(read(self.key, "key"), read(self.cert, "certificate"))]
+        if self.client_ca is None:
+            return grpc.ssl_server_credentials(chain)
+        return grpc.ssl_server_credentials(
+            chain, root_certificates=read(self.client_ca, "client CA"), require_client_auth=True
+        )
+
+
 class PokdengServer(grpc.Server):
-    """A ``grpc.Server`` whose ``stop`` shuts down gracefully (health, subscriptions, then the server)."""
+    """A running-on-its-own-loop ``grpc.aio`` server with the synchronous face of a ``grpc.Server``.
+
+    Its event loop runs on a thread of its own (``pokdeng-grpc-loop``), its blocking bodies on the
+    worker threads; ``stop`` shuts down gracefully (health, subscriptions, then the server) and
+    releases everything: the loop, the workers, the store probe, the metrics endpoint."""
 
     def __init__(
         self,
-        server: grpc.Server,
-        health_servicer: health.HealthServicer,
+        health: Health,
         hub: EventHub,
         tokens: TokenStore,
-        executors: Sequence[futures.ThreadPoolExecutor],
+        runtime: Runtime,
+        monitor: StoreMonitor | None = None,
+        metrics: MetricsEndpoint | None = None,
     ) -> None:
-        self._server = server
-        self.health = health_servicer
+        self.health = health
         self.hub = hub
         self.tokens = tokens
-        self._executors = executors
+        self.runtime = runtime
+        self.monitor = monitor
+        self.metrics = metrics
         self.port = 0
+        self._server: grpc.aio.Server | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="pokdeng-grpc-loop", daemon=True)
+        self._thread.start()
+        self._watching: asyncio.Task[None] | None = None
+        self._stopping = False
+        self._done = threading.Event()
+
+    def on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the server's loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    @property
+    def server(self) -> grpc.aio.Server:
+        assert self._server is not None
+        return self._server
+
+    def build(self, handlers: Sequence[grpc.GenericRpcHandler], options: Sequence[tuple[str, Any]], cap: int) -> None:
+        async def make() -> grpc.aio.Server:
+            return grpc.aio.server(handlers=handlers, options=options, maximum_concurrent_rpcs=cap)
+
+        self._server = self.on_loop(make())
 
     def add_generic_rpc_handlers(self, generic_rpc_handlers: Any) -> None:
-        self._server.add_generic_rpc_handlers(generic_rpc_handlers)
+        self.server.add_generic_rpc_handlers(generic_rpc_handlers)
 
     def add_registered_method_handlers(self, service_name: str, method_handlers: Any) -> None:
-        self._server.add_registered_method_handlers(service_name, method_handlers)
+        self.server.add_registered_method_handlers(service_name, method_handlers)
 
     def add_insecure_port(self, address: str) -> int:
-        port: int = self._server.add_insecure_port(address)
-        return port
+        async def add() -> int:
+            return int(self.server.add_insecure_port(address))
+
+        return self.on_loop(add())
 
     def add_secure_port(self, address: str, server_credentials: grpc.ServerCredentials) -> int:
-        port: int = self._server.add_secure_port(address, server_credentials)
-        return port
+        async def add() -> int:
+            return int(self.server.add_secure_port(address, server_credentials))
+
+        return self.on_loop(add())
 
     def start(self) -> None:
-        self._server.start()
+        async def start() -> None:
+            await self.server.start()
+            if self.monitor is not None:
+                self._watching = asyncio.get_running_loop().create_task(self._watch_store(self.monitor))
+
+        self.on_loop(start())
+        if self.monitor is not None:
+            self.monitor.start()
+
+    async def _watch_store(self, monitor: StoreMonitor) -> None:
+        """What the store probe found, a few times a second: health, and the wrapper's refusals."""
+        while True:
+            ok, problem = monitor.healthy()
+            if ok != self.runtime.store_up:
+                log.warning(
+                    "the event store is %s%s", "back" if ok else "unreachable", f": {problem}" if problem else ""
+                )
+            self.runtime.store_up, self.runtime.store_problem = ok, problem
+            self.health.set_all(SERVING if ok else NOT_SERVING)
+            await asyncio.sleep(0.2)
 
     def stop(self, grace: float | None) -> threading.Event:
-        """Refuse new work and let calls in flight finish within ``grace`` seconds; the event is set when done."""
-        self.health.enter_graceful_shutdown()
-        self.hub.close()
-        done: threading.Event = self._server.stop(grace)
+        """Refuse new work and let calls in flight finish within ``grace`` seconds; the event is set when done.
 
-        def release() -> None:
-            done.wait()
-            for executor in self._executors:
-                executor.shutdown(wait=False)
+        Health turns NOT_SERVING and event subscriptions end (UNAVAILABLE, with the position to resume
+        after) before the server stops taking calls."""
+        done = self._done
+        if self._stopping:
+            return done
+        self._stopping = True
+        if self._loop.is_closed():
+            done.set()
+            return done
+        begun = threading.Event()
 
-        threading.Thread(target=release, name="pokdeng-grpc-release", daemon=True).start()
+        async def stop() -> None:
+            if self._watching is not None:
+                self._watching.cancel()
+            self.health.enter_graceful_shutdown()
+            self.hub.close()
+            stopping = asyncio.ensure_future(self.server.stop(grace)) if self._server is not None else None
+            await asyncio.sleep(0)  # the server's shutdown has begun: no new call is taken
+            begun.set()
+            if stopping is not None:
+                await stopping
+            # what is left (calls cut off after the grace) ends here, not when the loop is torn down
+            this = asyncio.current_task()
+            left = [task for task in asyncio.all_tasks() if task is not this]
+            for task in left:
+                task.cancel()
+            if left:
+                await asyncio.wait(left, timeout=5)
+
+        def release(_future: Any) -> None:
+            begun.set()
+            threading.Thread(target=self._release, args=(done,), name="pokdeng-grpc-release", daemon=True).start()
+
+        asyncio.run_coroutine_threadsafe(stop(), self._loop).add_done_callback(release)
+        begun.wait(10)
         return done
 
+    def _release(self, done: threading.Event) -> None:
+        try:
+            if self.monitor is not None:
+                self.monitor.stop()
+            if self.metrics is not None:
+                with contextlib.suppress(Exception):
+                    self.metrics.close()
+            self.runtime.executor.shutdown(wait=False)
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+            if not self._thread.is_alive():
+                self._loop.close()
+        finally:
+            done.set()
+
     def wait_for_termination(self, timeout: float | None = None) -> bool:
-        result: bool = self._server.wait_for_termination(timeout)
-        return result
+        """Until the server stopped (``stop``) and released everything; False if ``timeout`` passed first."""
+        return self._done.wait(timeout)
+
+
+def _reflection(names: Sequence[str], development: bool) -> Rpc:
+    """Server reflection through the one wrapper: it needs a token outside development mode."""
+    from grpc_reflection.v1alpha import reflection, reflection_pb2
+
+    servicer: Any = reflection.aio.ReflectionServicer(names)
+
+    def body(_env: Env, _call: Any, requests: Any) -> Any:
+        return servicer.ServerReflectionInfo(requests, None)
+
+    return Rpc(
+        "ServerReflection",
+        "ServerReflectionInfo",
+        READERS,
+        body,
+        streaming=True,
+        client_streaming=True,
+        package="grpc.reflection.v1alpha",
+        request_type=reflection_pb2.ServerReflectionRequest,
+        response_type=reflection_pb2.ServerReflectionResponse,
+        open=development,
+        store=False,
+        kind="reflection",
+    )
+
+
+def default_probes(app: Service) -> tuple[list[Callable[[], None]], Callable[[], None]]:
+    """One ``StoreProbe`` per partition, and what recovers them all (the pools' connections renewed)."""
+    from pokdeng_service.store.bounded import StoreProbe
+
+    probes = [StoreProbe(partition) for partition in app.apps]
+
+    def recover() -> None:
+        for probe in probes:
+            probe.recover()
+
+    return list(probes), recover
 
 
 def create_server(
@@ -123,49 +298,107 @@ def create_server(
     tokens: TokenStore | str | os.PathLike[str] | None = None,
     max_workers: int = 8,
     max_concurrent_rpcs: int | None = None,
+    max_calls_per_caller: int | None = None,
     max_subscriptions: int | None = None,
+    max_streams: Mapping[str, int] | None = None,
+    stream_idle: float = 60.0,
+    connection_idle: float = 300.0,
     poll_interval: float = 0.2,
     heartbeat: float = 15.0,
     read_models: RecentRounds | None = None,
+    tls: TlsFiles | None = None,
+    metrics_port: int | None = None,
+    metrics_host: str = DEFAULT_HOST,
+    access_log: bool = True,
+    probe: bool = True,
+    probe_interval: float = 1.0,
+    probes: Sequence[Callable[[], None]] | None = None,
+    recover: Callable[[], None] | None = None,
 ) -> tuple[PokdengServer, int]:
     """A bound, not yet started server for ``app`` and the port it is bound to.
 
-    ``address`` is ``host:port``; port 0 picks a free port; a bare port binds
-    127.0.0.1. ``tokens`` is a ``TokenStore``, the path of a token file, or None for
-    development mode (a random operator token, printed once and kept as
-    ``server.tokens.development_token``). ``read_models`` (``readmodels.ReadModels``, kept
-    up to date by its owner) answers ListRecentRounds for any table or player; without it
-    ListRecentRounds needs a table id and walks that table's rounds.
+    ``address`` is ``host:port``; port 0 picks a free port; a bare port binds 127.0.0.1. ``tokens``
+    is a ``TokenStore``, the path of a token file, or None for development mode (a random operator
+    token, printed once and kept as ``server.tokens.development_token``; reflection then needs no
+    token). ``read_models`` (``readmodels.ReadModels``, kept up to date by its owner) answers
+    ListRecentRounds for any table or player; without it ListRecentRounds needs a table id and walks
+    that table's rounds.
+
+    Limits (docs/operations.md, sizing): ``max_workers`` threads run the blocking bodies; at most
+    ``max_concurrent_rpcs`` unary calls in flight (default 16 a worker), ``max_calls_per_caller`` of
+    them for one principal (default half); streams by kind (``max_streams``: ``events`` default
+    ``max_subscriptions`` or half the workers, ``health`` 32, ``reflection`` 8), each ended when its
+    client keeps it waiting ``stream_idle`` seconds; a connection with no call for ``connection_idle``
+    seconds is closed. ``tls``: TLS (mutual with a client CA) instead of plaintext. ``metrics_port``:
+    the Prometheus endpoint (0: a free port; None: none) on ``metrics_host``. ``probe``: the store
+    probe (``probes``, default one ``StoreProbe`` per partition) every ``probe_interval`` seconds.
     """
     if max_workers < 2:
         raise ValueError("max_workers must be at least 2")
     store = _token_store(tokens)
     authenticator = Authenticator(store)
-    workers = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="pokdeng-grpc")
-    health_pool = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="pokdeng-health")
-    server = grpc.server(
-        workers,
-        maximum_concurrent_rpcs=max_concurrent_rpcs or max_workers * 16,
-        options=[("grpc.so_reuseport", 0)],
+    concurrent = max_concurrent_rpcs or max_workers * 16
+    streams = {
+        "events": max_subscriptions or max(1, max_workers // 2),
+        "health": 32,
+        "reflection": 8,
+        **(max_streams or {}),
+    }
+    limits = Limits(
+        max_concurrent_rpcs=concurrent,
+        max_calls_per_caller=max_calls_per_caller or max(1, concurrent // 2),
+        max_streams=streams,
+        stream_idle=stream_idle,
     )
-    hub = EventHub(max_subscriptions or max(1, max_workers // 2))
+    observer = CallObserver(access_log=access_log)
+    workers = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="pokdeng-grpc")
+    runtime = Runtime(workers, limits, observer)
+    observer.bind(runtime)
+    hub = EventHub(streams["events"])
     env = Env(app, hub, read_models, poll_interval, heartbeat)
-    server.add_generic_rpc_handlers(generic_handlers(RPCS, env, authenticator))
-    health_servicer = health.HealthServicer(experimental_non_blocking=True, experimental_thread_pool=health_pool)
-    for name in ("", *SERVICE_NAMES):
-        health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
-    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
-    reflection.enable_server_reflection((*SERVICE_NAMES, health.SERVICE_NAME, reflection.SERVICE_NAME), server)
-    target = bind_address(address)
+    health = Health(SERVICE_NAMES, idle=stream_idle)
+    development = store.development_token is not None
+    names = (*SERVICE_NAMES, HEALTH_SERVICE, REFLECTION_SERVICE)
+    rpcs = (*RPCS, *health.rpcs(), _reflection(names, development))
+    monitor = None
+    if probe:
+        found, recovers = (list(probes), recover) if probes is not None else default_probes(app)
+        monitor = StoreMonitor(
+            found,
+            interval=probe_interval,
+            stale_after=max(3.0, 3 * probe_interval),
+            recover=recovers,
+            observe=_observe_probe,
+        )
+    metrics = MetricsEndpoint(metrics_port, metrics_host) if metrics_port is not None else None
+    wrapped = PokdengServer(health, hub, store, runtime, monitor, metrics)
     try:
-        port = server.add_insecure_port(target)
-    except RuntimeError as error:
-        raise OSError(f"cannot listen on {target}: {error}") from None
-    if not port:
-        raise OSError(f"cannot listen on {target}")
-    wrapped = PokdengServer(server, health_servicer, hub, store, (workers, health_pool))
+        options = [
+            ("grpc.so_reuseport", 0),
+            ("grpc.max_concurrent_streams", 100),  # per connection
+            ("grpc.max_connection_idle_ms", int(connection_idle * 1000)),
+        ]
+        backstop = concurrent + sum(streams.values()) + 512  # grpc's own bound on every call at once
+        wrapped.build(generic_handlers(rpcs, env, authenticator, runtime), options, backstop)
+        target = bind_address(address)
+        try:
+            if tls is None:
+                port = wrapped.add_insecure_port(target)
+            else:
+                port = wrapped.add_secure_port(target, tls.credentials())
+        except RuntimeError as error:
+            raise OSError(f"cannot listen on {target}: {error}") from None
+        if not port:
+            raise OSError(f"cannot listen on {target}")
+    except BaseException:
+        wrapped.stop(0).wait(5)
+        raise
     wrapped.port = port
     return wrapped, port
+
+
+def _observe_probe(seconds: float, _ok: bool) -> None:
+    STORE_SECONDS.labels("probe").observe(seconds)
 
 
 def serve(
@@ -178,13 +411,17 @@ def serve(
     ready: Callable[[PokdengServer, int], None] | None = None,
     stop: threading.Event | None = None,
     read_models: RecentRounds | None = None,
+    **options: Any,
 ) -> int:
-    """Serve until SIGTERM or SIGINT (or ``stop`` is set), then shut down gracefully. Returns an exit code.
+    """Serve until SIGTERM or SIGINT (or ``stop`` is set), then shut down gracefully within ``grace``
+    seconds. Returns an exit code. ``options``: ``create_server``'s.
 
     ``ready(server, port)`` is called once the server listens. Signal handlers are
     installed only when called from the main thread.
     """
-    server, port = create_server(address, app, tokens=tokens, max_workers=max_workers, read_models=read_models)
+    server, port = create_server(
+        address, app, tokens=tokens, max_workers=max_workers, read_models=read_models, **options
+    )
     stopping = stop or threading.Event()
     previous: dict[signal.Signals, Any] = {}
 
@@ -197,7 +434,10 @@ def serve(
             previous[signum] = signal.signal(signum, on_signal)
     try:
         server.start()
-        log.info("pokdeng gRPC listening on %s (port %d)", bind_address(address), port)
+        scheme = "TLS" if options.get("tls") is not None else "plaintext"
+        log.info("pokdeng gRPC listening on %s (port %d, %s)", bind_address(address), port, scheme)
+        if server.metrics is not None:
+            log.info("metrics on %s", server.metrics.url)
         if ready is not None:
             ready(server, port)
         while not stopping.wait(0.5):

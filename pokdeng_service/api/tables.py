@@ -25,6 +25,15 @@ def open_table(request: pb.OpenTableRequest) -> c.OpenTable:
     )
 
 
+def place_bet(request: pb.PlaceBetRequest) -> c.PlaceBet:
+    seed = request.client_seed if request.HasField("client_seed") else None
+    return c.PlaceBet(request.round_id, request.seat, request.player, request.stake, seed)
+
+
+def contribute_seed(request: pb.ContributeSeedRequest) -> c.ContributeSeed:
+    return c.ContributeSeed(request.round_id, request.player, request.client_seed)  # player "": the platform
+
+
 RPCS: tuple[Rpc, ...] = (
     command("Tables", "OpenTable", OPERATOR, open_table, table_reply),
     command("Tables", "TakeSeat", PLAYERS, lambda r: c.TakeSeat(r.table_id, r.player, r.seat), table_reply),
@@ -38,9 +47,11 @@ RPCS: tuple[Rpc, ...] = (
     command("Tables", "BidForBanker", PLAYERS, lambda r: c.BidForBanker(r.table_id, r.player, r.rounds), table_reply),
     command("Tables", "CloseBankerBid", OPERATOR, lambda r: c.CloseBankerBid(r.table_id), table_reply),
     command("Tables", "DisconnectBanker", OPERATOR, lambda r: c.DisconnectBanker(r.table_id, r.player), table_reply),
+    command("Tables", "ReconnectBanker", PLAYERS, lambda r: c.ReconnectBanker(r.table_id, r.player), table_reply),
     command("Tables", "CheckpointTable", OPERATOR, lambda r: c.CheckpointTable(r.table_id, r.period), table_reply),
     command("Tables", "StartRound", OPERATOR, lambda r: c.StartRound(r.table_id, r.client_seed), round_reply),
-    command("Tables", "PlaceBet", PLAYERS, lambda r: c.PlaceBet(r.round_id, r.seat, r.player, r.stake), round_reply),
+    command("Tables", "PlaceBet", PLAYERS, place_bet, round_reply),
+    command("Tables", "ContributeSeed", PLAYERS, contribute_seed, round_reply),
     command("Tables", "Deal", OPERATOR, lambda r: c.Deal(r.round_id), round_reply),
     command("Tables", "PlaceSideBet", PLAYERS, lambda r: c.PlaceSideBet(r.round_id, r.seat, r.player), round_reply),
     command("Tables", "CloseSideBets", OPERATOR, lambda r: c.CloseSideBets(r.round_id), round_reply),

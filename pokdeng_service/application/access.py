@@ -5,7 +5,7 @@ from __future__ import annotations
 from pokdeng_core import events as re
 from pokdeng_service.application.errors import PermissionDenied
 from pokdeng_service.application.principal import Principal, Role
-from pokdeng_service.application.views import RoundView
+from pokdeng_service.application.views import RoundView, TableView
 
 
 def require_reader(principal: Principal, player: str | None, what: str) -> None:
@@ -33,3 +33,11 @@ def require_round_reader(principal: Principal, view: RoundView) -> None:
     """A player reads only a round it takes part in."""
     if principal.role is Role.PLAYER and principal.player not in participants(view):
         raise PermissionDenied(f"{principal.describe()} takes no part in round {view.round_id!r}", round=view.round_id)
+
+
+def table_for(principal: Principal, view: TableView) -> TableView:
+    """The table as ``principal`` may see it: a player sees its own bid's capital, not other bidders'."""
+    if principal.role is not Role.PLAYER or not view.bids:
+        return view
+    bids = tuple((p, rounds, capital if p == principal.player else 0) for p, rounds, capital in view.bids)
+    return view.model_copy(update={"bids": bids})

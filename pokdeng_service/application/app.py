@@ -17,25 +17,31 @@ import contextlib
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import JSONTranscoder, Recording
+from eventsourcing.persistence import EventStore, JSONTranscoder, Recording
 from eventsourcing.utils import strtobool
 
 from pokdeng_core.limits import MAX_AMOUNT
 from pokdeng_core.machine import Shoe, attach_shoe
 from pokdeng_service.application import handlers  # noqa: F401 - registers every command's handler
+from pokdeng_service.application.checkpoints import LogQueries
 from pokdeng_service.application.commands import COMMANDS, Command
+from pokdeng_service.application.errors import stream_forged
 from pokdeng_service.application.pipeline import execute
 from pokdeng_service.application.principal import SYSTEM, Principal
 from pokdeng_service.application.queries import Queries, round_view, table_view, wallet_view
 from pokdeng_service.application.views import CommandResult, RecordedEvent, RoundView, TableView, WalletView
 from pokdeng_service.store import aggregates as ag
-from pokdeng_service.store import fastpaths
+from pokdeng_service.store import fastpaths, integrity
 from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
+from pokdeng_service.store.roundlog import RoundLog, round_log_uuid
+from pokdeng_service.store.signing import KeyRing
+from pokdeng_service.store.snapshots import CheckedSnapshots
 from pokdeng_service.store.vault import SeedVault
 
 __all__ = ["MAX_AMOUNT", "PokdengApp"]
@@ -44,19 +50,23 @@ _STREAM_UUID: dict[str, Callable[[str], UUID]] = {
     "round": ag.round_uuid,
     "table": ag.table_uuid,
     "wallet": ag.wallet_uuid,
+    "log": round_log_uuid,
 }
 _CACHE_SIZE = 1024
 
 
-class PokdengApp(Queries, Application[UUID]):
+class PokdengApp(Queries, LogQueries, Application[UUID]):
     """The round engine's application: tables, rounds, wallets and the audit record."""
 
     name = "pokdeng"
-    snapshotting_intervals = {Wallet: 100, TableRecord: 100}  # noqa: RUF012 - eventsourcing's class setting
+    # eventsourcing's class settings:
+    snapshotting_intervals = {Wallet: 100, TableRecord: 100, RoundLog: 100}  # noqa: RUF012
     snapshotting_projectors = {Wallet: fastpaths.project, TableRecord: fastpaths.project}  # noqa: RUF012
     env = {"AGGREGATE_CACHE_MAXSIZE": "2000", "COMPRESSOR_TOPIC": ""}  # noqa: RUF012
 
-    def __init__(self, env: dict[str, str] | None = None, vault: SeedVault | None = None) -> None:
+    def __init__(
+        self, env: dict[str, str] | None = None, vault: SeedVault | None = None, signing_keys: KeyRing | None = None
+    ) -> None:
         super().__init__(env)
         # One writer per store (the embedded SQLite default: one server process per file):
         # the aggregate cache is then authoritative and commands read nothing back. A stale
@@ -66,6 +76,8 @@ class PokdengApp(Queries, Application[UUID]):
         if self.single_writer:
             self.repository.fastforward = False
         self.vault = vault or SeedVault.ephemeral()
+        self.clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC)  # the shell's clock (tests set it)
+        self.signing_keys = signing_keys or KeyRing()  # signed tree heads (no key: SignTreeHead is refused)
         self._shoes: OrderedDict[str, Shoe] = OrderedDict()
         self._shoes_lock = threading.Lock()
         self._names: dict[UUID, str] = {}
@@ -109,12 +121,25 @@ class PokdengApp(Queries, Application[UUID]):
         super().register_transcodings(transcoder)
         ag.register_transcodings(transcoder)
 
+    def construct_snapshot_store(self) -> EventStore[UUID]:
+        """The library's snapshot store, handing out only snapshots that agree with their events
+        (``store.snapshots.CheckedSnapshots``: a wallet's or table's that does not is withheld, and
+        the stream folded from its start, with an alert)."""
+        recorder = self.factory.aggregate_recorder(purpose="snapshots")
+        return CheckedSnapshots(self.mapper, recorder, self.events)
+
     def command_record(self, record_id: UUID) -> CommandRecord | None:
+        """The stored first outcome of a request (its uuid checked against the request id it names)."""
         try:
             record: Any = self.repository.get(record_id)
         except AggregateNotFoundError:
             return None
-        assert isinstance(record, CommandRecord)
+        problem = integrity.identity_problem(record)
+        if problem is not None or not isinstance(record, CommandRecord):
+            self._evict_stream(record_id)
+            claimed = integrity.identity(record)
+            name = claimed[1] if claimed else ""
+            raise stream_forged("request", name, record_id, problem or "it is not a request record")
         return record
 
     def recorded_result(self, record: CommandRecord) -> CommandResult:
@@ -136,20 +161,28 @@ class PokdengApp(Queries, Application[UUID]):
     def after_save(self, aggregates: Iterable[Aggregate], stream: str, events: tuple[RecordedEvent, ...]) -> None:
         """Keep what was just saved: the aggregates in the cache (the next command finds them at their new
         version instead of replaying the events just written), a new round's shoe from the seed just
-        sealed, and the round's events for its view. (The cache still fast-forwards from the store on every
-        load, so other writers are seen.)"""
+        sealed (the server seed alone until the deal fixes the client seed), the shoe a deal shuffled,
+        and the round's events for its view. (The cache still fast-forwards from the store on every
+        load, so other writers are seen; a remembered shoe is checked against the round's client seed.)"""
         saved = list(aggregates)
         for sealed in saved:
             if isinstance(sealed, SealedSeed):
                 record = next((a for a in saved if isinstance(a, RoundRecord)), None)
                 if record is not None and record.round_id == sealed.round_id:
                     try:
-                        seed = self.vault.open(sealed.nonce, sealed.sealed, sealed.round_id)
+                        seed = self.vault.open(
+                            sealed.nonce, sealed.sealed, sealed.round_id, record.id, sealed.aad_version
+                        )
                         shoe = attach_shoe(record.state, seed).shoe
                     except Exception:  # the first command will unseal it (and say what is wrong)
                         shoe = None
                     if shoe is not None:
                         self._remember_shoe(sealed.round_id, shoe)
+        for aggregate in saved:  # a deal that fixed the client seed shuffled the shoe: remember that one
+            if isinstance(aggregate, RoundRecord) and not aggregate.state.is_closed:
+                dealt = aggregate.state.shoe
+                if dealt is not None and dealt.client_seed is not None:
+                    self._remember_shoe(aggregate.round_id, dealt)
         if stream == "round" and events:
             target = next(a for a in saved if isinstance(a, RoundRecord))
             self._extend_view_events(target.id, events)
@@ -160,7 +193,7 @@ class PokdengApp(Queries, Application[UUID]):
             if isinstance(aggregate, RoundRecord):
                 if aggregate.state.shoe is not None:  # the shoe is private: never kept in the cache
                     aggregate.state = fastpaths.with_shoe(aggregate.state, None)
-            elif not isinstance(aggregate, TableRecord | Wallet):
+            elif not isinstance(aggregate, TableRecord | Wallet | RoundLog):
                 continue
             cache.put(aggregate.id, aggregate)
 

@@ -24,7 +24,7 @@ from pokdeng_core import limits
 from pokdeng_core.profiles import PROFILE_NAMES
 from pokdeng_service.application.errors import FieldViolation
 
-Stream = Literal["wallet", "table", "round"]
+Stream = Literal["wallet", "table", "round", "log"]
 
 
 def _snake(name: str) -> str:
@@ -245,6 +245,22 @@ class DisconnectBanker(Command):
 
 
 @dataclass(frozen=True, slots=True)
+class ReconnectBanker(Command):
+    """A disconnected player-banker is back (its own call, or the platform reporting it)."""
+
+    stream: ClassVar[Stream] = "table"
+    table_id: str
+    player: str
+
+    @property
+    def actor(self) -> str | None:
+        return self.player
+
+    def _check(self, problems: _Problems) -> None:
+        _player(problems, self.player)
+
+
+@dataclass(frozen=True, slots=True)
 class CheckpointTable(Command):
     stream: ClassVar[Stream] = "table"
     table_id: str
@@ -265,6 +281,32 @@ class StartRound(Command):
             "client_seed",
             limits.text_problem(self.client_seed, "client_seed", most=limits.MAX_CLIENT_SEED, required=False),
         )
+
+
+# --- the store's log of closed rounds ---------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SignTreeHead(Command):
+    """Sign a tree head over the store's log of closed rounds (docs/checkpoints.md); operator only.
+
+    ``shard`` names the store: the shard of its tables' and wallets' ids (the text before the
+    ``/``); empty, the store of the ids without a shard (the one store when unpartitioned).
+    """
+
+    stream: ClassVar[Stream] = "log"
+    shard: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.shard}/" if self.shard else ""
+
+    def violations(self) -> tuple[FieldViolation, ...]:
+        problems = _Problems()
+        problems.add("shard", limits.id_problem(self.shard, "shard", required=False))
+        if isinstance(self.shard, str) and "/" in self.shard:
+            problems.add("shard", "a shard is the text before the first '/' of an id")
+        return tuple(problems.found)
 
 
 # --- rounds -------------------------------------------------------------------------------------
@@ -294,7 +336,10 @@ class _SeatCommand(RoundCommand):
 
 @dataclass(frozen=True, slots=True)
 class PlaceBet(_SeatCommand):
+    """A stake on a seat; with ``client_seed``, the bettor's contribution to the round's client seed too."""
+
     stake: int
+    client_seed: str | None = None
 
     @property
     def wallets(self) -> tuple[str, ...]:
@@ -303,6 +348,36 @@ class PlaceBet(_SeatCommand):
     def _check(self, problems: _Problems) -> None:
         super(PlaceBet, self)._check(problems)
         problems.add("stake", limits.amount_problem(self.stake, "stake"))
+        if self.client_seed is not None:
+            problems.add("client_seed", limits.client_seed_problem(self.client_seed, required=True))
+
+    def fields(self) -> dict[str, Any]:
+        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        if values["client_seed"] is None:  # (the fingerprint of a bet without one is what it always was)
+            del values["client_seed"]
+        return values
+
+
+@dataclass(frozen=True, slots=True)
+class ContributeSeed(RoundCommand):
+    """A contribution to the round's client seed during betting: a bettor's (or the player-banker's) own,
+    or the platform's (``player`` None or empty: the operator). The last contribution of each
+    contributor before the deal counts (docs/shuffle.md section 13)."""
+
+    player: str | None
+    client_seed: str
+
+    @property
+    def contributor(self) -> str | None:
+        return self.player or None
+
+    @property
+    def actor(self) -> str | None:
+        return self.contributor
+
+    def _check(self, problems: _Problems) -> None:
+        _player(problems, self.player, required=False)
+        problems.add("client_seed", limits.client_seed_problem(self.client_seed, required=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -419,9 +494,12 @@ COMMANDS: tuple[type[Command], ...] = (
     BidForBanker,
     CloseBankerBid,
     DisconnectBanker,
+    ReconnectBanker,
     CheckpointTable,
+    SignTreeHead,
     StartRound,
     PlaceBet,
+    ContributeSeed,
     Deal,
     PlaceSideBet,
     CloseSideBets,

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass
+from uuid import UUID
 
 from pokdeng_core.errors import DomainError, InvalidCommand
+
+integrity_log = logging.getLogger("pokdeng.integrity")
 
 
 class NotFound(DomainError):
@@ -24,6 +28,34 @@ class DuplicateRequest(InvalidCommand):
     """A request id already used for a different command."""
 
     code = "duplicate_request"
+
+
+class StreamForged(DomainError):
+    """A stored stream that is not what it claims (docs/audit.md, "Streams are who they say they are"):
+    its uuid is not the uuid of the id it names, its hash chain does not recompute, its table never
+    opened it, or its sealed seed is not its own. It is refused, never acted on; ``stream_forged``
+    logs the alert. The API reports it as DATA_LOSS, reason ``STREAM_FORGED``."""
+
+    code = "stream_forged"
+
+
+def stream_forged(stream: str, ident: str, uuid: UUID | str, problem: str) -> StreamForged:
+    """The error refusing stream ``uuid``, read as ``stream`` ``ident``, with its alert logged (logger
+    ``pokdeng.integrity``, CRITICAL, naming the stream)."""
+    integrity_log.critical(
+        "STREAM FORGED: %s stream %s, read as %r, refused: %s",
+        stream,
+        uuid,
+        ident,
+        problem,
+        extra={"forged_stream": str(uuid)},
+    )
+    return StreamForged(
+        f"{stream} {ident!r} is refused: its stored stream {uuid} is not what it claims ({problem})",
+        stream=stream,
+        id=ident,
+        uuid=str(uuid),
+    )
 
 
 class AlreadyExists(DomainError):
@@ -58,3 +90,9 @@ class PermissionDenied(Exception):
         super().__init__(message)
         self.message = message
         self.metadata = metadata
+
+
+class FundsWithheld(DomainError):
+    """Another wallet (a player-banker's) cannot cover a stake; shown to a player without its funds."""
+
+    code = "insufficient_funds"

@@ -1,12 +1,13 @@
 """Tables spread over several event stores (partitions) when one store's write rate is not enough.
 
-One PostgreSQL events table serialises its writers (about 1 ms a commit, see
-BASELINES.md), so a deployment scales writes by giving groups of tables their own
-store. A partition is chosen by the *shard* of an id: the text before the first
-``/`` (``asia/t1`` and ``asia/alice`` share the shard ``asia``). Ids with no shard
-live in partition 0. A round, its table and every wallet that bets on it must share
-a partition, because a settlement is one atomic transaction in one store; the
-operator names tables and wallets of one lobby with the same shard.
+One PostgreSQL events table serialises its writers (about 1 ms per PostgreSQL commit,
+measured on the project's machine; ``bench/bench_service.py`` re-measures it), so a
+deployment scales writes by giving groups of tables their own store. A partition is
+chosen by the *shard* of an id: the text before the first ``/`` (``asia/t1`` and
+``asia/alice`` share the shard ``asia``). Ids with no shard live in partition 0. A
+round, its table and every wallet that bets on it must share a partition, because a
+settlement is one atomic transaction in one store; the operator names tables and
+wallets of one lobby with the same shard.
 
 The mapping is stable: ``crc32(shard) % partitions``; changing the number of
 partitions of a running deployment needs a migration (docs/operations.md).
@@ -58,12 +59,29 @@ class PartitionedPokdeng:
     @classmethod
     def open(cls, config: StoreConfig) -> PartitionedPokdeng:
         vault = config.vault()
+        signing_keys = config.signing_keys()
         apps = []
         for k in range(config.partitions):
             env = config.env(k)
             if config.kind == "postgres" and k:
                 _ensure_schema(env)
-            apps.append(PokdengApp(env, vault=vault))
+            apps.append(PokdengApp(env, vault=vault, signing_keys=signing_keys))
+        return cls(apps)
+
+    @classmethod
+    def open_read_only(cls, config: StoreConfig) -> PartitionedPokdeng:
+        """Every partition's existing store, for reading only (``StoreConfig.read_only_env``): nothing
+        is created or changed, and the vault key is looked for only when an open round's seed is needed."""
+        vault = config.audit_vault()
+        apps: list[PokdengApp] = []
+        try:
+            for k in range(config.partitions):
+                apps.append(PokdengApp(config.read_only_env(k), vault=vault))
+        except BaseException:
+            for app in apps:
+                with contextlib.suppress(Exception):
+                    app.close()
+            raise
         return cls(apps)
 
     def partition(self, identifier: str, kind: str = "table") -> int:

@@ -6,8 +6,9 @@ command:
 1. the request id and every field of the command are checked at once (``RequestInvalid``
    lists all violations); a player may act only for itself (``Command.actor``);
 2. the command's handler (registered with ``@handler(CommandType)``) loads what it needs
-   through the ``Attempt`` (each aggregate at most once an attempt), asks the pure core to
-   decide, and records the events on the aggregates;
+   through the ``Attempt`` (each aggregate at most once an attempt; each checked against the
+   id it claims, and a round against its table's opening of it: ``StreamForged`` otherwise),
+   asks the pure core to decide, and records the events on the aggregates;
 3. the aggregates are saved with a ``CommandRecord`` of the request, in one transaction.
 
 The request's record is not read first: the save itself finds a repeated request id,
@@ -20,6 +21,7 @@ evicts the cached aggregates and tries again, at most ``MAX_ATTEMPTS`` times.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
@@ -29,19 +31,26 @@ from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
 
 from pokdeng_core import limits
+from pokdeng_core.errors import InsufficientFunds
+from pokdeng_service.application import telemetry
 from pokdeng_service.application.commands import BankerCommand, Command
 from pokdeng_service.application.errors import (
     Conflict,
     DuplicateRequest,
     FieldViolation,
+    FundsWithheld,
     NotFound,
     PermissionDenied,
     RequestInvalid,
+    stream_forged,
 )
 from pokdeng_service.application.principal import Principal
 from pokdeng_service.application.views import CommandResult, RecordedEvent, RoundView, TableView, WalletView
 from pokdeng_service.store import aggregates as ag
+from pokdeng_service.store import integrity
 from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, TableRecord, Wallet
+from pokdeng_service.store.roundlog import RoundLog
+from pokdeng_service.store.signing import KeyRing
 from pokdeng_service.store.vault import SeedVault
 
 
@@ -49,10 +58,12 @@ class Record(Protocol):
     """What the pipeline and the handlers need of the application (``Record``)."""
 
     vault: SeedVault
+    signing_keys: KeyRing  # the signed tree heads' keys (application/checkpoints.py)
 
     def load_wallet(self, wallet_id: str) -> Wallet: ...
     def load_table(self, table_id: str) -> TableRecord: ...
     def load_round(self, round_id: str, with_shoe: bool = True) -> RoundRecord: ...
+    def with_round_shoe(self, record: RoundRecord) -> RoundRecord: ...
     def finished_rounds(
         self, table_id: str, after_round_no: int = 0, upto: int | None = None
     ) -> list[tuple[int, str, str]]: ...
@@ -63,6 +74,9 @@ class Record(Protocol):
     def after_save(self, aggregates: Iterable[Aggregate], stream: str, events: tuple[RecordedEvent, ...]) -> None: ...
     def view_of(self, aggregate: Aggregate) -> WalletView | TableView | RoundView | None: ...
     def to_recorded(self, item: Any) -> RecordedEvent: ...
+    def holds_shoe(self, round_id: str) -> bool: ...
+    def returned_in_time(self, table: TableRecord) -> bool: ...
+    def load_round_log(self) -> RoundLog | None: ...
 
 
 MAX_ATTEMPTS = 8
@@ -93,9 +107,22 @@ class Attempt:
         return found
 
     def round(self, round_id: str) -> RoundRecord:
+        """The round with its shoe, if its table opened it (``integrity.opening_problem``, checked
+        before its seed is unsealed; a round whose shoe this process holds, because it started the
+        round or checked it before, needs no second look at its table); else ``StreamForged``."""
         found = self.loaded.get(("round", round_id))
-        if found is None:
+        if found is None and self.app.holds_shoe(round_id):
             found = self.loaded[("round", round_id)] = self.app.load_round(round_id)
+        if found is None:
+            record = self.app.load_round(round_id, with_shoe=False)
+            try:
+                table: TableRecord | None = self.table(record.table_id)
+            except NotFound:
+                table = None
+            problem = integrity.opening_problem(record, table)
+            if problem is not None:
+                raise stream_forged("round", round_id, record.id, problem)
+            found = self.loaded[("round", round_id)] = self.app.with_round_shoe(record)
         assert isinstance(found, RoundRecord)
         return found
 
@@ -108,6 +135,9 @@ class Attempt:
 
     def wallets(self) -> list[Wallet]:
         return [a for a in self.loaded.values() if isinstance(a, Wallet)]
+
+    def tables(self) -> list[TableRecord]:
+        return [a for a in self.loaded.values() if isinstance(a, TableRecord)]
 
     def require_self(self, player: str | None, what: str) -> None:
         """A player token may only act for its own player."""
@@ -176,15 +206,18 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
     if run is None:
         raise TypeError(f"no handler for {type(command).__name__}")
     fingerprint = command.fingerprint()
-    record_id = ag.command_uuid(request_id)
+    record_id = ag.command_uuid(request_id, principal.scope)
     for _attempt in range(MAX_ATTEMPTS):
         attempt = Attempt(app, principal, request_id)
         done = None
         try:
             outcome = run(attempt, command)
-        except Exception:
+        except Exception as error:
             done = app.command_record(record_id)
             if done is None:
+                disclosed = _disclosed(principal, error)
+                if disclosed is not error:
+                    raise disclosed from None
                 raise
         if done is not None:  # (outside the except clause: a DuplicateRequest has no context)
             return _replayed(app, done, fingerprint)
@@ -192,7 +225,8 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
         pending = list(target.pending_events)
         before = target.version - len(pending)
         result = {"stream": outcome.stream, "id": outcome.stream_id, "from": before + 1, "to": target.version}
-        record = CommandRecord(request_id, fingerprint, result)
+        record = CommandRecord(request_id, fingerprint, result, principal.scope)
+        started = time.perf_counter()
         try:
             app.save(*outcome.saved, record)
         except IntegrityError:
@@ -200,9 +234,11 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
             if done is not None:
                 return _replayed(app, done, fingerprint)
             app.evict(outcome.saved)
+            telemetry.retried(command.name)
             continue
         events = tuple(app.to_recorded(item) for item in pending)
         app.after_save(outcome.saved, outcome.stream, events)
+        telemetry.saved(target, events, time.perf_counter() - started)
         return CommandResult(
             request_id=request_id,
             stream=outcome.stream,
@@ -212,6 +248,17 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
             view=app.view_of(target),
         )
     raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
+
+
+def _disclosed(principal: Principal, error: Exception) -> Exception:
+    """What a refusal may tell its caller: a player learns no other wallet's funds."""
+    if principal.is_player and isinstance(error, InsufficientFunds) and error.wallet != principal.player:
+        return FundsWithheld(
+            f"wallet {error.wallet!r} cannot cover {error.required} (its funds are not shown to other players)",
+            required=error.required,
+            wallet=error.wallet,
+        )
+    return error
 
 
 def _replayed(app: Record, record: CommandRecord, fingerprint: str) -> CommandResult:

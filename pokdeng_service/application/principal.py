@@ -28,6 +28,7 @@ class Principal:
     role: Role
     player: str | None = None
     name: str = ""
+    internal: bool = False  # the service itself (its request ids live where no client can write)
 
     def __post_init__(self) -> None:
         if (self.role is Role.PLAYER) != bool(self.player):
@@ -49,10 +50,21 @@ class Principal:
             return bool(player) and player == self.player
         return False
 
+    @property
+    def scope(self) -> str:
+        """Where this caller's request ids live: its own namespace, so no caller can take another's ids.
+        Clients get ``<role>:<player or token name>``; the service's own principals share ``internal``
+        (a turn clock on any replica, scripts and the CLI: one namespace that no token reaches)."""
+        if self.internal:
+            return "internal"
+        return f"{self.role.value}:{self.player or self.name}"
+
     def describe(self) -> str:
         who = f"player {self.player!r}" if self.role is Role.PLAYER else f"an {self.role.value}"
         return who + (f" ({self.name})" if self.name else "")
 
 
-SYSTEM = Principal(Role.OPERATOR, name="system")
-"""The service acting for itself (the turn clock, the CLI, embedding code)."""
+SYSTEM = Principal(Role.OPERATOR, name="system", internal=True)
+"""The service acting for itself (the CLI, embedding code, scripts)."""
+TURN_CLOCK = Principal(Role.OPERATOR, name="turn-clock", internal=True)
+"""The turn clock: its request ids (``timeout:<round>:<version>``) are its own, out of every client's reach."""

@@ -6,9 +6,11 @@ application's loaders and caches) and writes nothing.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -18,9 +20,9 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from pokdeng_core import events as re
 from pokdeng_core import table as tc
 from pokdeng_core.errors import InvalidCommand
-from pokdeng_core.limits import check_id
-from pokdeng_core.machine import RoundState, Shoe, attach_shoe, legal_commands
-from pokdeng_service.application.errors import NotFound
+from pokdeng_core.limits import MAX_STATEMENT_PAGE, check_id
+from pokdeng_core.machine import RoundState, Shoe, attach_shoe, legal_commands, shoe_client_seed
+from pokdeng_service.application.errors import NotFound, stream_forged
 from pokdeng_service.application.views import (
     BetView,
     HandView,
@@ -34,7 +36,7 @@ from pokdeng_service.application.views import (
     WalletView,
 )
 from pokdeng_service.store import aggregates as ag
-from pokdeng_service.store import fastpaths, merkle
+from pokdeng_service.store import fastpaths, integrity, merkle
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed, TableRecord, Wallet
 from pokdeng_service.store.facts import fact_of, payload_of
 from pokdeng_service.store.vault import SeedVault
@@ -118,6 +120,7 @@ class Queries(Application[UUID]):
     """The application's reads: loaders, the record, views (``PokdengApp`` sets up the caches)."""
 
     vault: SeedVault
+    clock: Callable[[], datetime]
     audit_hints: dict[str, int]
     _shoes: OrderedDict[str, Shoe]
     _shoes_lock: threading.Lock
@@ -171,13 +174,34 @@ class Queries(Application[UUID]):
     # -- loading ---------------------------------------------------------------------------
 
     def _get(self, uuid: UUID, cls: type[Any], what: str, ident: str) -> Any:
+        """The aggregate of stream ``uuid``, if it is a ``cls`` and the stream is what it claims.
+
+        Its uuid must be the uuid of the id it names, and the chain of a round or table folded
+        from the store must recompute (``integrity.verified_project``; a cached aggregate was
+        checked when it was first loaded). A stream that fails is refused: ``StreamForged``,
+        with an alert, and evicted from the cache."""
         try:
-            aggregate = self.repository.get(uuid, projector_func=fastpaths.project)
+            aggregate = self.repository.get(uuid, projector_func=integrity.verified_project)
         except AggregateNotFoundError:
             raise NotFound(f"{what} {ident!r} not found", **{what: ident}) from None
+        except integrity.StreamIntegrityError as error:
+            self._evict_stream(uuid)
+            raise stream_forged(error.stream, ident, uuid, error.problem) from None
+        problem = integrity.identity_problem(aggregate)
+        if problem is not None:
+            self._evict_stream(uuid)
+            claimed = integrity.identity(aggregate)
+            raise stream_forged(claimed[0] if claimed else what, ident, uuid, problem)
         if not isinstance(aggregate, cls):
             raise NotFound(f"{what} {ident!r} not found", **{what: ident})
         return aggregate
+
+    def _evict_stream(self, uuid: UUID) -> None:
+        """Forget a refused stream's cached aggregate: it is read (and refused) afresh next time."""
+        cache = self.repository.cache
+        if cache is not None:
+            with contextlib.suppress(KeyError):
+                cache.get(uuid, evict=True)
 
     def load_wallet(self, wallet_id: str) -> Wallet:
         wallet: Wallet = self._get(ag.wallet_uuid(wallet_id), Wallet, "wallet", wallet_id)
@@ -189,7 +213,11 @@ class Queries(Application[UUID]):
 
     def load_round(self, round_id: str, with_shoe: bool = True) -> RoundRecord:
         record: RoundRecord = self._get(ag.round_uuid(round_id), RoundRecord, "round", round_id)
-        if with_shoe and not record.state.is_closed:
+        return self.with_round_shoe(record) if with_shoe else record
+
+    def with_round_shoe(self, record: RoundRecord) -> RoundRecord:
+        """The round (loaded without its shoe) with its private shoe attached, if it is open."""
+        if not record.state.is_closed:
             record.state = fastpaths.with_shoe(record.state, self._shoe(record))
         return record
 
@@ -198,17 +226,43 @@ class Queries(Application[UUID]):
         return self._shoe(self.load_round(round_id, with_shoe=False)).server_seed
 
     def _shoe(self, record: RoundRecord) -> Shoe:
+        """The round's shoe for its state now. A remembered shoe serves only while it was shuffled with
+        the client seed the round has now (``shoe_client_seed``): before the deal of a round with
+        contributions it holds the server seed alone, and once the deal fixed the client seed the cards
+        are shuffled afresh from the remembered seed (never dealt from a stale shoe)."""
         with self._shoes_lock:
             shoe = self._shoes.get(record.round_id)
             if shoe is not None:
                 self._shoes.move_to_end(record.round_id)
-                return shoe
-        sealed: SealedSeed = self._get(ag.seed_uuid(record.round_id), SealedSeed, "round", record.round_id)
-        seed = self.vault.open(sealed.nonce, sealed.sealed, record.round_id)
+        if shoe is not None and shoe.server_seed and shoe.client_seed == shoe_client_seed(record.state):
+            return shoe
+        if shoe is not None and shoe.server_seed:
+            seed = shoe.server_seed  # checked against the commitment again by attach_shoe
+        else:
+            sealed: SealedSeed = self._get(ag.seed_uuid(record.round_id), SealedSeed, "round", record.round_id)
+            seed = self.vault.open(sealed.nonce, sealed.sealed, record.round_id, record.id, sealed.aad_version)
         attached = attach_shoe(record.state, seed).shoe
         assert attached is not None
         self._remember_shoe(record.round_id, attached)
         return attached
+
+    def returned_in_time(self, table: TableRecord) -> bool:
+        """Whether the table's disconnected banker is back within its profile's reconnection window,
+        measured from the disconnection as recorded (``clock`` is now)."""
+        bid = table.state.rules.banker_bid
+        if bid is None or not table.state.banker_leaving:
+            return False
+        item: Any
+        for item in self.events.get(table.id, desc=True, limit=64):
+            if getattr(item, "kind", None) == tc.BankerDisconnected.kind:
+                away: datetime = item.timestamp
+                return (self.clock() - away).total_seconds() <= bid.reconnect_seconds
+        return False
+
+    def holds_shoe(self, round_id: str) -> bool:
+        """Whether this process holds the round's shoe (it started the round, or checked and unsealed it)."""
+        with self._shoes_lock:
+            return round_id in self._shoes
 
     def _remember_shoe(self, round_id: str, shoe: Shoe) -> None:
         with self._shoes_lock:
@@ -223,8 +277,8 @@ class Queries(Application[UUID]):
     def wallet_statement(self, wallet_id: str, after: int = 0, limit: int = 100) -> tuple[StatementLine, ...]:
         """The wallet's movements after position ``after`` (at most ``limit``), with the running balance."""
         check_id(wallet_id, "wallet_id")
-        if limit < 1 or limit > 1000:
-            raise InvalidCommand("limit is 1 to 1000", field="limit")
+        if limit < 1 or limit > MAX_STATEMENT_PAGE:
+            raise InvalidCommand(f"limit is 1 to {MAX_STATEMENT_PAGE}", field="limit")
         if after < 0:
             raise InvalidCommand("after must not be negative", field="after")
         uuid = ag.wallet_uuid(wallet_id)
@@ -306,10 +360,17 @@ class Queries(Application[UUID]):
         return round_view(record, self.view_events(record.id, record.version) if with_events else ())
 
     def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:
+        """The round's stored events, read afresh; its stream must open with the round's own ``Started``."""
         check_id(round_id, "round_id")
-        recorded = self.stream_events(ag.round_uuid(round_id))
+        uuid = ag.round_uuid(round_id)
+        recorded = self.stream_events(uuid)
         if not recorded:
             raise NotFound(f"round {round_id!r} not found", round=round_id)
+        first = recorded[0]
+        claimed = first.data.get("round_id") if first.kind == "Started" else None
+        if first.position != 1 or claimed != round_id:
+            problem = f"its first event is {first.kind} at {first.position}, naming round {claimed!r}"
+            raise stream_forged("round", round_id, uuid, problem)
         return recorded
 
     def round_moved_at(self, round_id: str, version: int) -> datetime | None:
@@ -379,6 +440,7 @@ _STREAM_OF = {
     "Wallet": "wallet",
     "SealedSeed": "seed",
     "CommandRecord": "request",
+    "RoundLog": "log",  # the store's log of closed rounds (application/checkpoints.py)
 }
 
 
@@ -388,7 +450,7 @@ def _notification(position: int, item: Any) -> Notification:
     stream_id = getattr(item, "stream_id", "")
     data = getattr(item, "data", None)
     if data is None:
-        data = {k: v for k, v in payload_of(item).items() if k not in ("sealed", "nonce")}
+        data = {k: v for k, v in payload_of(item).items() if k not in ("sealed", "nonce", "digest")}
         key = {"round": "round_id", "table": "table_id", "wallet": "wallet_id", "seed": "round_id"}.get(stream, "")
         stream_id = str(data.get(key, "")) if key else ""
     if stream == "request":

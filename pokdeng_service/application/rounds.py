@@ -16,13 +16,15 @@ from pokdeng_core import events as re
 from pokdeng_core import limits
 from pokdeng_core import table as tc
 from pokdeng_core.errors import InvalidCommand, WrongPhase
-from pokdeng_core.machine import RoundState, decide
-from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
+from pokdeng_core.machine import RoundState, decide_and_fold
+from pokdeng_core.shuffle import CLIENT_SEED_RULE, SHUFFLE_ALGORITHM, commitment
+from pokdeng_service.application.checkpoints import log_closed_round
 from pokdeng_service.application.commands import (
     BankerDraw,
     BankerReveal,
     BankerStay,
     CloseSideBets,
+    ContributeSeed,
     Deal,
     Draw,
     PlaceBet,
@@ -36,19 +38,20 @@ from pokdeng_service.application.commands import (
 from pokdeng_service.application.errors import PermissionDenied
 from pokdeng_service.application.pipeline import Attempt, Outcome, handler
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed
-from pokdeng_service.store.vault import fresh_seed
+from pokdeng_service.store.vault import SEAL_AAD_VERSION, fresh_seed
 
 
 @handler(StartRound)
 def start_round(attempt: Attempt, command: StartRound) -> Outcome:
-    """The table's next round: a fresh server seed is sealed and its commitment recorded."""
+    """The table's next round: a fresh server seed is sealed and its commitment recorded; the client seed
+    is contributed during betting and fixed at the deal (``client_seed``, if any, is the platform's)."""
     table = attempt.table(command.table_id)
     state = table.state
     round_id = f"{command.table_id}#{state.round_no + 1}"
     funds: list[tuple[str, int]] = []
     if state.rules.banker_bid is not None:
         funds = [(player, attempt.available(player)) for player in state.players]
-    table.record(tc.decide_table(state, tc.StartRound(round_id, tuple(funds))), attempt.request_id)
+    table.record(tc.decide_and_fold_table(state, tc.StartRound(round_id, tuple(funds))), attempt.request_id)
     state = table.state
     seed = fresh_seed()
     opening = rc.OpenRound(
@@ -64,12 +67,13 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
         command.client_seed,
         state.round_no,
         SHUFFLE_ALGORITHM,
+        CLIENT_SEED_RULE,
     )
     record = RoundRecord(round_id, command.table_id)
-    record.record(decide(record.state, opening), attempt.request_id)
+    record.record(decide_and_fold(record.state, opening), attempt.request_id)
     vault = attempt.app.vault
-    nonce, sealed = vault.seal(seed, round_id)
-    sealed_seed = SealedSeed(round_id, nonce, sealed, vault.key_id)
+    nonce, sealed = vault.seal(seed, round_id, record.id)  # bound to this round's stream
+    sealed_seed = SealedSeed(round_id, nonce, sealed, vault.key_id, SEAL_AAD_VERSION)
     return Outcome((table, record, sealed_seed), record, "round", round_id)
 
 
@@ -84,9 +88,10 @@ def _play(attempt: Attempt, command: RoundCommand, make: CoreCommand, expected_v
             f"round {command.round_id} has moved on (version {record.version}, not {expected_version})",
             version=record.version,
         )
-    events = decide(record.state, make(attempt, record.state))
-    record.record(events, attempt.request_id)
-    touched = _book_money(attempt, record, events)
+    decision = decide_and_fold(record.state, make(attempt, record.state))
+    record.record(decision, attempt.request_id)
+    touched = _book_money(attempt, record, decision.events)
+    touched += [t for t in attempt.tables() if t.pending_events and t not in touched]  # a banker's return
     return Outcome((record, *touched), record, "round", command.round_id)
 
 
@@ -132,8 +137,9 @@ def _book_money(attempt: Attempt, record: RoundRecord, events: Iterable[re.Round
         banker = record.state.banker_player
         banker_funds = attempt.wallet(banker).available if banker else None
         finish = tc.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds, record.last_digest)
-        table.record(tc.decide_table(table.state, finish), attempt.request_id)
+        table.record(tc.decide_and_fold_table(table.state, finish), attempt.request_id)
         touched.append(table)
+        touched.append(log_closed_round(attempt, record))  # the store's log of closed rounds
     return touched
 
 
@@ -143,9 +149,17 @@ def place_bet(attempt: Attempt, command: PlaceBet) -> Outcome:
         available = attempt.wallet(command.player).available
         banker = state.banker_player
         banker_available = attempt.wallet(banker).available if banker is not None else None
-        return rc.PlaceBet(command.seat, command.player, command.stake, available, banker_available)
+        return rc.PlaceBet(
+            command.seat, command.player, command.stake, available, banker_available, command.client_seed
+        )
 
     return _play(attempt, command, make)
+
+
+@handler(ContributeSeed)
+def contribute_seed(attempt: Attempt, command: ContributeSeed) -> Outcome:
+    """A bettor's (or the platform's) contribution to the round's client seed, until the deal."""
+    return _play(attempt, command, lambda _a, _s: rc.ContributeSeed(command.contributor, command.client_seed))
 
 
 @handler(PlaceSideBet)
@@ -184,7 +198,16 @@ def _as_banker(attempt: Attempt, command: BankerReveal | BankerDraw | BankerStay
         raise PermissionDenied(
             f"{principal.describe()} is not the banker of round {command.round_id!r}", round=command.round_id
         )
+    if command.banker is not None and command.banker == state.banker_player:
+        _returns(attempt, state.table_id, command.banker)
     return command.banker
+
+
+def _returns(attempt: Attempt, table_id: str, banker: str) -> None:
+    """A player-banker's own call is its reconnect signal: within its window it keeps the role."""
+    table = attempt.table(table_id)
+    if table.state.banker == banker and table.state.banker_leaving and attempt.app.returned_in_time(table):
+        table.record(tc.decide_and_fold_table(table.state, tc.ReconnectBanker(banker, True)), attempt.request_id)
 
 
 @handler(BankerReveal)

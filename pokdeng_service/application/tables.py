@@ -12,6 +12,7 @@ from pokdeng_service.application.commands import (
     DisconnectBanker,
     LeaveSeat,
     OpenTable,
+    ReconnectBanker,
     TakeSeat,
 )
 from pokdeng_service.application.errors import AlreadyExists, NotFound
@@ -85,6 +86,14 @@ def close_banker_bid(attempt: Attempt, command: CloseBankerBid) -> Outcome:
 @handler(DisconnectBanker)
 def disconnect_banker(attempt: Attempt, command: DisconnectBanker) -> Outcome:
     return _decide(attempt, command.table_id, tc.DisconnectBanker(command.player))
+
+
+@handler(ReconnectBanker)
+def reconnect_banker(attempt: Attempt, command: ReconnectBanker) -> Outcome:
+    """A disconnected player-banker reports its return: within its reconnection window it keeps the role."""
+    table = attempt.table(command.table_id)
+    within = attempt.app.returned_in_time(table)
+    return _decide(attempt, command.table_id, tc.ReconnectBanker(command.player, within))
 
 
 @handler(CheckpointTable)

@@ -11,6 +11,11 @@ A player-banker that disconnected during the round (``banker_disconnected`` on t
 table's stream) is waited for only its profile's reconnection window (room: 5 seconds,
 RULES.md), counted from the later of the disconnection and the start of its turn; after
 that its turn is played by the timeout rule like anyone's.
+
+The log names streams, and anyone who can write to the store can add one: the clock acts
+only through the application, which refuses a round whose stream is not what it claims
+(its uuid, its chain, its table's opening of it: docs/audit.md). Such a round is skipped,
+logged and never looked at again (``refused``).
 """
 
 from __future__ import annotations
@@ -21,15 +26,23 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from pokdeng_core import events as re
+from pokdeng_core import table as tc
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import Phase
 from pokdeng_core.profiles import get_profile
 from pokdeng_service.application.commands import TimeOutTurn
-from pokdeng_service.application.principal import SYSTEM
+from pokdeng_service.application.errors import StreamForged
+from pokdeng_service.application.principal import TURN_CLOCK
 
 log = logging.getLogger(__name__)
 
 WAITING_PHASES = {p.value for p in (Phase.SIDE_BETS, Phase.PLAYER_TURNS, Phase.BANKER_TURN)}
+
+
+_BANKER_BACK_OR_GONE = frozenset(
+    {tc.BankerReconnected.kind, tc.BankerRoleEnded.kind, tc.BankerAssigned.kind, tc.RoundFinished.kind}
+)
 
 
 class TurnClock:
@@ -39,6 +52,7 @@ class TurnClock:
         self.now = now or (lambda: datetime.now(tz=UTC))
         self.position = 0
         self.open_rounds: set[str] = set()  # rounds opened and not closed, as the log says
+        self.refused: set[str] = set()  # rounds whose stream the application refused (StreamForged)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # table id -> (turn timeout, a disconnected banker's reconnection window or None), seconds
@@ -53,14 +67,14 @@ class TurnClock:
                 return
             for item in batch:
                 if item.stream == "round":
-                    if item.kind == "round_closed":
+                    if item.kind == re.RoundClosed.kind:
                         self.open_rounds.discard(item.stream_id)
-                    else:
+                    elif item.stream_id not in self.refused:
                         self.open_rounds.add(item.stream_id)
                 elif item.stream == "table":
-                    if item.kind == "banker_disconnected":
+                    if item.kind == tc.BankerDisconnected.kind:
                         self.disconnected[item.stream_id] = datetime.fromisoformat(item.timestamp)
-                    elif item.kind in ("banker_role_ended", "banker_assigned", "round_finished"):
+                    elif item.kind in _BANKER_BACK_OR_GONE:
                         self.disconnected.pop(item.stream_id, None)
             self.position = batch[-1].position
 
@@ -75,18 +89,33 @@ class TurnClock:
         now = self.now()
         fired = []
         for round_id in sorted(self.open_rounds):
-            view = self.app.get_round(round_id, with_events=False)
-            if view.phase not in WAITING_PHASES:
-                continue
-            moved = self.app.round_moved_at(round_id, view.version)
-            if moved is None or not self._due(view.table_id, view.phase, moved, now):
-                continue
             try:
-                self.app.handle(SYSTEM, f"timeout:{round_id}:{view.version}", TimeOutTurn(round_id, view.version))
-                fired.append(round_id)
-            except DomainError as error:  # another replica acted first, or the round moved on
-                log.debug("timeout of %s skipped: %s", round_id, error)
+                if self._time_out(round_id, now):
+                    fired.append(round_id)
+            except StreamForged as error:  # never acted on (the alert is logged by the loader)
+                self.open_rounds.discard(round_id)
+                self.refused.add(round_id)
+                log.error("turn clock: round %r skipped, its stream is refused: %s", round_id, error)
+            except Exception:  # one round that cannot be read holds up no other round's timeout
+                log.exception("turn clock: round %r could not be timed out (tried again next tick)", round_id)
         return fired
+
+    def _time_out(self, round_id: str, now: datetime) -> bool:
+        """Time out the round if it has waited too long; whether it was timed out."""
+        view = self.app.get_round(round_id, with_events=False)
+        if view.phase not in WAITING_PHASES:
+            return False
+        moved = self.app.round_moved_at(round_id, view.version)
+        if moved is None or not self._due(view.table_id, view.phase, moved, now):
+            return False
+        try:
+            self.app.handle(TURN_CLOCK, f"timeout:{round_id}:{view.version}", TimeOutTurn(round_id, view.version))
+        except StreamForged:
+            raise
+        except DomainError as error:  # another replica acted first, or the round moved on
+            log.debug("timeout of %s skipped: %s", round_id, error)
+            return False
+        return True
 
     def _due(self, table_id: str, phase: str, moved: datetime, now: datetime) -> bool:
         """Whether the hand to act has waited long enough: the table's turn timeout, or a

@@ -7,13 +7,18 @@
   ``verify_bundle``;
 * ``live``: ``verify_round``, ``verify_rounds`` and ``round_facts``, which read a store, and
   ``AuditedRecord``, everything they (and ``export_bundle``) read of an application;
-* ``table_pins``: where a verification finds a table's pin of a round's last digest.
+* ``table_pins``: where a verification finds a table's pin of a round's last digest;
+* ``store``: ``verify_store``, every stream of a store read once and checked, alone and against
+  the others (what ``pokdeng verify --all`` runs);
+* ``anchors``: signed tree heads over the store's log of closed rounds: a bundle's anchor
+  (``check_anchor``), ``verify_head``, ``verify_consistency`` and the whole log (``audit_log``).
 
 May import: ``pokdeng_core``, ``pokdeng_service.store`` and the application's views and errors.
 Live verification reads a store through the application's public reading methods only
 (``AuditedRecord``); the application reaches the audit through this package, lazily.
 """
 
+from pokdeng_service.audit.anchors import audit_log, check_anchor, verify_consistency, verify_head
 from pokdeng_service.audit.bundle import BUNDLE_FORMAT, BUNDLE_VERSION, bundle_bytes, export_bundle, verify_bundle
 from pokdeng_service.audit.live import AuditedRecord, round_facts, verify_round, verify_rounds
 from pokdeng_service.audit.replay import (
@@ -26,6 +31,7 @@ from pokdeng_service.audit.replay import (
     replay_events,
     revealed_seed,
 )
+from pokdeng_service.audit.store import verify_store
 from pokdeng_service.audit.table_pins import TablePins, table_finish
 from pokdeng_service.audit.verdicts import Check, Verdict
 
@@ -36,7 +42,9 @@ __all__ = [
     "Check",
     "TablePins",
     "Verdict",
+    "audit_log",
     "bundle_bytes",
+    "check_anchor",
     "check_chain",
     "check_money",
     "check_replay",
@@ -49,6 +57,9 @@ __all__ = [
     "round_facts",
     "table_finish",
     "verify_bundle",
+    "verify_consistency",
+    "verify_head",
     "verify_round",
     "verify_rounds",
+    "verify_store",
 ]

@@ -2,7 +2,9 @@
 
 A *round bundle* (docs/audit.md) is a canonical JSON document: the round's seeds and deck
 order, decisions, payouts, settlement, wallet balances, stored events, chain ends and
-checkpoint inclusion proof, with a digest of it all. ``export_bundle`` reads it from an
+checkpoint inclusion proof, the store log's signed tree head that covers the round with the
+round's inclusion proof under it (``log``, docs/checkpoints.md), with a digest of it all.
+``export_bundle`` reads it from an
 application; ``verify_bundle`` checks one with no server and no database.
 """
 
@@ -10,22 +12,40 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from typing import Any, cast
 
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 from pokdeng_service.application.views import RecordedEvent
+from pokdeng_service.audit.anchors import check_anchor
 from pokdeng_service.audit.live import AuditedRecord, wallet_settlement
-from pokdeng_service.audit.replay import _facts, _json, check_chain, check_money, check_replay, decisions, revealed_seed
+from pokdeng_service.audit.replay import (
+    _facts,
+    _json,
+    check_chain,
+    check_money,
+    check_replay,
+    decisions,
+    recorded_client_seed,
+    revealed_seed,
+)
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
 from pokdeng_service.store.codec import CHAIN_VERSION, canonical_json, genesis_digest
 from pokdeng_service.store.facts import Recorded
+from pokdeng_service.store.signing import PublicKeys
 
 BUNDLE_FORMAT = "pokdeng-round-bundle"
 BUNDLE_VERSION = 1
+
+
+def _log_anchor(app: AuditedRecord, round_id: str) -> dict[str, Any] | None:
+    """The latest signed head of the store's log covering the round, with its inclusion proof
+    (``LogQueries.log_anchor``); None for a record without a log."""
+    anchor = getattr(app, "log_anchor", None)
+    return None if anchor is None else cast(dict[str, Any] | None, anchor(round_id))
 
 
 def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
@@ -37,7 +57,8 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
     facts = _facts(events)
     seed = revealed_seed(facts)
     profile = state.rules
-    deck = shuffled_deck(seed, state.client_seed, state.nonce, profile.decks) if seed else ()
+    fixed = seed is not None and state.seed_fixed  # (voided before a deal that fixes the client seed: no shoe)
+    deck = shuffled_deck(seed, state.client_seed, state.nonce, profile.decks) if seed is not None and fixed else ()
     settled = next((e.data for e in facts if e.kind == re.RoundSettled.kind), None)
     balances = []
     if settled is not None:
@@ -61,6 +82,7 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
             "nonce": state.nonce,
             "decks": profile.decks,
             "deck_order": [str(c) for c in deck],
+            **_contributions(state.client_seed_rule, state.contributions),
         },
         "decisions": [_decision_text(c) for c in decisions(events)],
         "payouts": [e.data for e in facts if e.kind == re.BetSettled.kind],
@@ -70,9 +92,18 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
         "events": [_event_dict(e) for e in facts],
         "chain": {"version": CHAIN_VERSION, "genesis": genesis_digest(round_id), "last": facts[-1].digest},
         "inclusion": app.inclusion_proof(round_id),
+        "log": _log_anchor(app, round_id),
     }
     body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
     return body
+
+
+def _contributions(rule: str, contributions: tuple[tuple[str, str], ...]) -> dict[str, Any]:
+    """A round with contributions: its rule and the contributions (as fixed at the deal, else the last
+    ones). Nothing for a round whose client seed was given at the opening (its bundle is as it was)."""
+    if not rule:
+        return {}
+    return {"client_seed_rule": rule, "contributions": [list(pair) for pair in contributions]}
 
 
 def _event_dict(event: Recorded) -> dict[str, Any]:
@@ -96,6 +127,8 @@ def _decision_text(command: rc.RoundCommand) -> dict[str, Any]:
     if "profile" in fields:
         profile = fields.pop("profile")
         fields["profile"] = profile.key
+    if fields.get("client_seed_rule") == "" or (isinstance(command, rc.PlaceBet) and command.client_seed is None):
+        fields.pop("client_seed_rule" if isinstance(command, rc.OpenRound) else "client_seed")  # (as before 1.1.0)
     return {"command": command.name, **_json({k: v for k, v in fields.items()})}
 
 
@@ -104,8 +137,26 @@ def bundle_bytes(bundle: dict[str, Any]) -> bytes:
     return (canonical_json(bundle) + "\n").encode()
 
 
-def verify_bundle(raw: bytes) -> Verdict:
-    """Check a bundle offline: form, digest, commitment, shuffle, chain, replay and money."""
+def _check_shuffle(verdict: Verdict, shuffle: dict[str, Any], seed: bytes, recorded: str | None) -> None:
+    """The deck order from the bundle's seeds, and its client seed the one the events fixed
+    (``recorded``: None when no client seed was fixed, a round voided before its deal: no deck)."""
+    if recorded is None:
+        empty = shuffle["deck_order"] == [] and shuffle["client_seed"] == ""
+        verdict.add("shuffle", empty, "no client seed was fixed (voided before the deal): no deck")
+        return
+    if not verdict.add("shuffle seed", shuffle["client_seed"] == recorded, "the client seed the events fixed"):
+        return
+    deck = [str(c) for c in shuffled_deck(seed, shuffle["client_seed"], shuffle["nonce"], shuffle["decks"])]
+    verdict.add("shuffle", deck == shuffle["deck_order"], f"{len(deck)} cards from {shuffle['algorithm']}")
+
+
+def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
+    """Check a bundle offline: form, digest, commitment, shuffle, chain, replay and money, and its anchor.
+
+    The anchor (``anchors.check_anchor``): the signed tree head the bundle carries, checked with
+    ``keys``. Without a head or without keys the verdict warns that the bundle is *unanchored*
+    (with keys, a missing head or a bad signature fails it).
+    """
     verdict = Verdict("bundle")
     try:
         bundle = json.loads(raw)
@@ -127,8 +178,7 @@ def verify_bundle(raw: bytes) -> Verdict:
         shuffle = bundle["shuffle"]
         seed = bytes.fromhex(shuffle["server_seed"])
         verdict.add("commitment", commitment(seed) == shuffle["commitment"], "SHA-256 of the server seed")
-        deck = [str(c) for c in shuffled_deck(seed, shuffle["client_seed"], shuffle["nonce"], shuffle["decks"])]
-        verdict.add("shuffle", deck == shuffle["deck_order"], f"{len(deck)} cards from {shuffle['algorithm']}")
+        _check_shuffle(verdict, shuffle, seed, recorded_client_seed(events))
         last = check_chain(verdict, bundle["round_id"], events)
         verdict.add("chain end", last == bundle["chain"]["last"], "the last digest matches the bundle's")
         check_replay(verdict, events, seed)
@@ -146,6 +196,7 @@ def verify_bundle(raw: bytes) -> Verdict:
             verdict.add("inclusion", proven, f"in checkpoint {inclusion['period']!r} of table {inclusion['table_id']}")
         balances_ok = all(b["after"] - b["before"] == nets.get(b["wallet"]) for b in bundle["balances"])
         verdict.add("balances", balances_ok, "every wallet's after = before + net")
+        check_anchor(verdict, bundle["round_id"], bundle["chain"]["last"], bundle.get("log"), keys)
     except (KeyError, TypeError, ValueError) as error:
         verdict.add("form", False, f"missing or malformed field: {error}")
     return verdict

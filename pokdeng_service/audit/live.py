@@ -18,19 +18,20 @@ from eventsourcing.persistence import AggregateRecorder, EventStore, Mapper
 from pokdeng_core import events as re
 from pokdeng_core.limits import check_id
 from pokdeng_core.machine import RoundState
-from pokdeng_service.application.errors import NotFound
+from pokdeng_service.application.errors import NotFound, StreamForged, stream_forged
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.audit.replay import _facts, check_chain, check_money, check_replay
 from pokdeng_service.audit.table_pins import TablePins, table_finish
 from pokdeng_service.audit.verdicts import Verdict
-from pokdeng_service.store.aggregates import Wallet, round_uuid, wallet_uuid
+from pokdeng_service.store.aggregates import RoundRecord, Wallet, round_uuid, wallet_uuid
 from pokdeng_service.store.facts import Fact, fact_of
 from pokdeng_service.store.fastpaths import facts_of_rows
 
-WALLET_ROUND_SETTLED = Wallet.RoundSettled.__name__  # type: ignore[attr-defined]
+WALLET_ROUND_SETTLED = Wallet.RoundSettled.__name__
 """The class name of a wallet's record of a round's settlement."""
 
 _WALLET_PAGE = 200
+_ROUND_STARTED = RoundRecord.Started.__name__  # the kind of a round stream's first event
 
 
 class AuditedRecord(Protocol):
@@ -100,15 +101,28 @@ def verify_round(
     (a gap, an insertion or a reordering breaks it), and the replay rebuilds the state.
     The table's pin of the round's last digest is read afresh too, unless ``pins`` (one
     batch's reader, see ``verify_rounds``) read it ahead earlier in the batch.
+
+    A stream read on the way that is not what it claims (the round's, its table's, a
+    wallet's: ``StreamForged``, its alert logged) fails the verdict's ``stream`` check.
     """
     verdict = Verdict(f"round {round_id}")
+    try:
+        _verify_round(verdict, app, round_id, check_wallets, pins)
+    except StreamForged as error:
+        verdict.add("stream", False, error.message)
+    return verdict
+
+
+def _verify_round(
+    verdict: Verdict, app: AuditedRecord, round_id: str, check_wallets: bool, pins: TablePins | None
+) -> None:
     events = round_facts(app, round_id)
     last = check_chain(verdict, round_id, events)
     facts = _facts(events)
     opened = next((e for e in facts if e.kind == re.RoundOpened.kind), None)
     if opened is None:
         verdict.add("record", False, f"the round's stream has no {re.RoundOpened.kind} event")
-        return verdict
+        return
     closed = any(e.kind == re.RoundClosed.kind for e in facts)
     seed = None
     if not closed:  # an operator-side check of an open round: the seed is still sealed
@@ -131,7 +145,6 @@ def verify_round(
                     applied is not None and applied[0] == net,
                     f"wallet applied {applied[0] if applied else 'nothing'}, round says {net}",
                 )
-    return verdict
 
 
 def round_facts(app: AuditedRecord, round_id: str) -> list[Fact]:
@@ -144,6 +157,11 @@ def round_facts(app: AuditedRecord, round_id: str) -> list[Fact]:
         facts = [fact_of(item) for item in app.events.get(round_uuid(round_id))]
     if not facts:
         raise NotFound(f"round {round_id!r} not found", round=round_id)
+    first = facts[0]
+    claimed = first.data.get("round_id") if first.kind == _ROUND_STARTED else None
+    if first.position != 1 or claimed != round_id:
+        problem = f"its first event is {first.kind} at {first.position}, naming round {claimed!r}"
+        raise stream_forged("round", round_id, round_uuid(round_id), problem)
     return facts
 
 
@@ -161,6 +179,9 @@ def wallet_settlement(app: AuditedRecord, wallet_id: str, round_id: str) -> tupl
         for item in items:
             if type(item).__name__ == WALLET_ROUND_SETTLED and item.round_id == round_id:
                 wallet = cast(Wallet, app.repository.get(uuid, version=item.originator_version))
+                if getattr(wallet, "wallet_id", None) != wallet_id:
+                    problem = f"it claims to be wallet {getattr(wallet, 'wallet_id', None)!r}"
+                    raise stream_forged("wallet", wallet_id, uuid, problem)
                 return int(item.net), int(wallet.balance)
         if len(items) < _WALLET_PAGE:
             return None

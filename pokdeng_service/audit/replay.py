@@ -6,6 +6,14 @@ shoe is rebuilt from the revealed server seed (checked against the commitment),
 and the pure core decides again. Every replayed event must equal the stored one
 (kind and payload; times are not compared), and so must the money.
 
+In a round with contributions (``contributions_opened``, engines from 1.1.0) the client
+seed is not in the opening: the contributions are decisions like any other, the deal's
+``client_seed_fixed`` is replayed (so its derived seed and the contributions it lists must
+be the core's), the cards come from the server seed and that derived seed, and
+``check_client_seed`` checks the order of it all: the commitment before every contribution,
+the fixed seed before the first card, and the derivation. Older rounds carry their client
+seed in ``shuffle_committed`` and replay exactly as they were recorded.
+
 Everything here takes recorded events (``store.facts.Recorded``) and reads no store.
 """
 
@@ -23,7 +31,7 @@ from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import RoundState, attach_shoe, decide_and_fold, evolve
 from pokdeng_core.profiles import get_profile
-from pokdeng_core.shuffle import commitment
+from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, ShuffleError, commitment, derive_client_seed
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
 from pokdeng_service.store.facts import Recorded
@@ -61,9 +69,21 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
     kind, data = head.kind, head.data
     banker = state.banker_player
     if kind == re.BetPlaced.kind:
+        contributed = _contribution_of(group[1]) if len(group) > 1 else None
+        seed = contributed[1] if contributed is not None and contributed[0] == data["player"] else None
         return rc.PlaceBet(
-            data["seat"], data["player"], data["stake"], data["reserved"], data["banker_reserved"] if banker else None
+            data["seat"],
+            data["player"],
+            data["stake"],
+            data["reserved"],
+            data["banker_reserved"] if banker else None,
+            seed,
         )
+    if kind == re.ClientSeedContributed.kind:
+        contributor = data["contributor"]
+        return rc.ContributeSeed(None if contributor == PLATFORM else contributor, data["client_seed"])
+    if kind == re.ClientSeedFixed.kind:
+        return rc.Deal()
     if kind == re.CardDrawn.kind:
         seat = data["seat"]
         return rc.BankerDraw(banker) if seat == 0 else rc.Draw(seat, state.holder(seat) or "")
@@ -81,12 +101,20 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
     if kind == re.RoundVoided.kind:
         return rc.VoidRound(data["reason"])
     if kind == re.RoundOpened.kind:
-        shuffle = group[1] if len(group) > 1 else None
+        rest = list(group[1:])
+        rule = ""
+        if rest and rest[0].kind == re.ContributionsOpened.kind:
+            rule = rest.pop(0).data["rule"]
+        shuffle = rest[0] if rest else None
         if shuffle is None or shuffle.kind != re.ShuffleCommitted.kind:
             raise ValueError(
                 f"event {head.position} ({re.RoundOpened.kind}) is not followed by {re.ShuffleCommitted.kind}"
             )
         committed = shuffle.data
+        client_seed = committed["client_seed"]
+        if rule:  # the opening's client seed is the platform's contribution after the commitment, if any
+            platform = _contribution_of(rest[1]) if len(rest) > 1 else None
+            client_seed = platform[1] if platform is not None and platform[0] == PLATFORM else ""
         profile = get_profile(data["profile_name"], data["profile_version"], **dict(data["profile_options"]))
         return rc.OpenRound(
             data["round_id"],
@@ -98,14 +126,22 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
             data["min_stake"],
             data["max_stake"],
             committed["commitment"],
-            committed["client_seed"],
+            client_seed,
             committed["nonce"],
             committed["algorithm"],
+            rule,
         )
     first = _core(head) if kind in re.EVENT_BY_KIND else None
     if isinstance(first, re.HandsRevealed) and first.selective:
         return rc.BankerReveal(first.seats, banker)
     raise ValueError(f"event {head.position} ({kind}) does not start a command")
+
+
+def _contribution_of(event: Recorded) -> tuple[str, str] | None:
+    """(contributor, client seed) of a ``client_seed_contributed`` event, or None for another kind."""
+    if event.kind != re.ClientSeedContributed.kind:
+        return None
+    return event.data["contributor"], event.data["client_seed"]
 
 
 def decisions(events: Iterable[Recorded]) -> list[rc.RoundCommand]:
@@ -124,6 +160,22 @@ def revealed_seed(events: Iterable[Recorded]) -> bytes | None:
         if event.kind == re.SeedRevealed.kind:
             return bytes.fromhex(event.data["server_seed"])
     return None
+
+
+def recorded_client_seed(events: Iterable[Recorded]) -> str | None:
+    """The client seed the round's shuffle used, as its record says: the deal's ``client_seed_fixed``
+    in a round with contributions (None before, or if it was voided before its deal), else the one
+    recorded with the commitment."""
+    committed: str | None = None
+    contributions = False
+    for event in events:
+        if event.kind == re.ContributionsOpened.kind:
+            contributions = True
+        elif event.kind == re.ShuffleCommitted.kind and committed is None:
+            committed = event.data["client_seed"]
+        elif event.kind == re.ClientSeedFixed.kind:
+            return str(event.data["client_seed"])
+    return None if contributions else committed
 
 
 # ---------------------------------------------------------------------------------------
@@ -174,6 +226,7 @@ def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: byte
     else:
         committed = next((e.data["commitment"] for e in facts if e.kind == re.ShuffleCommitted.kind), "")
         verdict.add("commitment", commitment(seed) == committed, "SHA-256 of the server seed equals the commitment")
+    check_client_seed(verdict, facts)
     try:
         replayed, state = replay_events(facts, seed)
     except (DomainError, ValueError, AssertionError, KeyError, TypeError) as error:
@@ -195,6 +248,83 @@ def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: byte
         return state
     verdict.add("replay", True, f"{len(replayed)} events replayed identically")
     return state
+
+
+def check_client_seed(verdict: Verdict, events: Sequence[Recorded]) -> None:
+    """Where the shuffle's client seed came from, and that it came in the right order.
+
+    A round with contributions: ``shuffle_committed`` precedes every ``client_seed_contributed``;
+    ``client_seed_fixed`` (at most one) follows the commitment and precedes the first card and any
+    later contribution; it lists each contributor's last contribution before it, sorted, and its
+    client seed is their derivation under its rule (docs/shuffle.md section 13). A round without
+    (engines before 1.1.0) took its client seed with the commitment, before any card."""
+    facts = _facts(events)
+    kinds = [e.kind for e in facts]
+    committed = kinds.index(re.ShuffleCommitted.kind) if re.ShuffleCommitted.kind in kinds else None
+    first_card = next((i for i, k in enumerate(kinds) if k in (re.CardsDealt.kind, re.CardDrawn.kind)), len(kinds))
+    if re.ContributionsOpened.kind not in kinds:
+        given = [e for e in facts if e.kind in (re.ClientSeedContributed.kind, re.ClientSeedFixed.kind)]
+        ok = committed is not None and committed < first_card and not given
+        where = f"event {given[0].position} ({given[0].kind})" if given else "no commitment before the first card"
+        seed = facts[committed].data.get("client_seed") if committed is not None else None
+        detail = f"given with the commitment ({seed!r}; a round without contributions)" if ok else where
+        verdict.add("client seed", ok, detail)
+        return
+    problem = _contributions_problem(facts, committed, first_card)
+    fixed = next((e for e in facts if e.kind == re.ClientSeedFixed.kind), None)
+    if problem is not None:
+        verdict.add("client seed", False, problem)
+    elif fixed is None:
+        count = sum(1 for e in facts if e.kind == re.ClientSeedContributed.kind)
+        verdict.add("client seed", True, f"never fixed: no deal ({count} contribution(s) after the commitment)")
+    else:
+        data = fixed.data
+        verdict.add(
+            "client seed",
+            True,
+            f"{data['client_seed']} derived at event {fixed.position} by {data['rule']} from "
+            f"{len(data['contributions'])} contribution(s), all after the commitment, before the first card",
+        )
+
+
+def _contributions_problem(facts: Sequence[Recorded], committed: int | None, first_card: int) -> str | None:
+    opened = [e for e in facts if e.kind == re.ContributionsOpened.kind]
+    if committed is None:
+        return "no shuffle_committed"
+    if len(opened) != 1 or facts.index(opened[0]) > committed:
+        return "contributions_opened must come once, with the opening, before the commitment"
+    rule = opened[0].data.get("rule")
+    latest: dict[str, str] = {}
+    fixed: Recorded | None = None
+    for index, event in enumerate(facts):
+        if event.kind == re.ClientSeedContributed.kind:
+            if index < committed:
+                return f"event {event.position}: a contribution before the commitment"
+            if fixed is not None:
+                return f"event {event.position}: a contribution after the client seed was fixed"
+            latest[event.data["contributor"]] = event.data["client_seed"]
+        elif event.kind == re.ClientSeedFixed.kind:
+            if fixed is not None:
+                return f"event {event.position}: the client seed is fixed twice"
+            if index < committed or index > first_card:
+                return f"event {event.position}: the client seed must be fixed after the commitment, before any card"
+            fixed = event
+    if fixed is None:
+        return "cards were dealt, but no client seed was fixed" if first_card < len(facts) else None
+    data = fixed.data
+    if data.get("rule") != rule or rule != CLIENT_SEED_RULE:
+        return f"event {fixed.position}: rule {data.get('rule')!r} (the round opened under {rule!r})"
+    used = [tuple(pair) for pair in data["contributions"]]
+    expected = sorted(latest.items(), key=lambda pair: pair[0].encode("utf-8", "surrogatepass"))
+    if used != expected:
+        return f"event {fixed.position}: it lists {used}, the last contributions were {expected}"
+    try:
+        derived = derive_client_seed(expected)
+    except ShuffleError as error:
+        return f"event {fixed.position}: the contributions cannot be derived: {error}"
+    if data["client_seed"] != derived:
+        return f"event {fixed.position}: client seed {data['client_seed']}, the derivation gives {derived}"
+    return None
 
 
 def _as_recorded_engine(verdict: Verdict, stored: Recorded, again: re.RoundOpened) -> re.RoundOpened:

@@ -5,7 +5,8 @@ the tail of a round, or rewriting its chain, shows (docs/audit.md). ``table_fini
 it for one round with fresh reads; ``TablePins`` serves a batch of verifications, reading
 each table's stream ahead. Both read the stored rows and decode only ``RoundFinished``
 rows (by topic). ``app`` is an application as ``live.AuditedRecord`` describes it (here its
-``recorder``, ``mapper``, ``audit_hints`` and ``stream_events``).
+``recorder``, ``mapper``, ``audit_hints`` and ``stream_events``). Both check first that the
+table's stream opens the table it is read for (``check_table``).
 """
 
 from __future__ import annotations
@@ -16,11 +17,13 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from pokdeng_core.table import RoundFinished
+from pokdeng_service.application.errors import stream_forged
 from pokdeng_service.store.aggregates import TableRecord, table_uuid
 from pokdeng_service.store.facts import Fact, Recorded
 from pokdeng_service.store.fastpaths import fact_of_row
 
 ROUND_FINISHED_TOPIC = get_topic(TableRecord.RoundFinished)  # type: ignore[attr-defined]
+_TABLE_OPENED = TableRecord.Opened.__name__  # the kind of a table stream's first event
 
 
 def table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Recorded | None:
@@ -36,6 +39,7 @@ def table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Recor
     """
     uuid = table_uuid(table_id)
     if getattr(app, "recorder", None) is not None and isinstance(round_no, int) and round_no > 0:
+        check_table(app, table_id)
         base = 2 * round_no + 1  # round n's round_finished is after this position
         hints: dict[str, int] | None = getattr(app, "audit_hints", None)
         hint = hints.get(table_id) if hints is not None else None
@@ -46,10 +50,26 @@ def table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Recor
                 if hints is not None:
                     hints[table_id] = found.position - base - 1
                 return found
-    finished = [
-        e for e in app.stream_events(uuid) if e.kind == RoundFinished.kind and e.data.get("round_id") == round_id
-    ]
+    events = app.stream_events(uuid)
+    if events:
+        _check_opened(table_id, events[0])
+    finished = [e for e in events if e.kind == RoundFinished.kind and e.data.get("round_id") == round_id]
     return finished[0] if finished else None
+
+
+def check_table(app: Any, table_id: str) -> None:
+    """The table's stream is the table's: its first stored row opens table ``table_id`` (read afresh,
+    one row); else ``StreamForged`` (its alert logged)."""
+    rows = app.recorder.select_events(table_uuid(table_id), lte=1)
+    if rows:
+        _check_opened(table_id, fact_of_row(app.mapper, rows[0]))
+
+
+def _check_opened(table_id: str, first: Recorded) -> None:
+    claimed = first.data.get("table_id") if first.kind == _TABLE_OPENED else None
+    if first.position != 1 or claimed != table_id:
+        problem = f"its first event is {first.kind} at {first.position}, naming table {claimed!r}"
+        raise stream_forged("table", table_id, table_uuid(table_id), problem)
 
 
 def _pin_pages(app: Any, uuid: Any, after: int, page: int, grow: bool) -> Iterator[tuple[list[Fact], int]]:
@@ -110,6 +130,7 @@ class TablePins:
     def _read_ahead(self, table_id: str, round_id: str, round_no: int) -> Recorded | None:
         after = self.read_to.get(table_id)
         if after is None:
+            check_table(self.app, table_id)  # once a batch per table
             hints: dict[str, int] = getattr(self.app, "audit_hints", None) or {}
             after = 2 * round_no + 1 + max(hints.get(table_id, 0), 0)
         found: Recorded | None = None

@@ -23,6 +23,7 @@ class Verdict:
 
     subject: str
     checks: list[Check] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # what a pass does not prove (a bundle "unanchored: ...")
 
     @property
     def ok(self) -> bool:
@@ -39,10 +40,15 @@ class Verdict:
         self.checks.append(Check(name, ok, detail))
         return ok
 
+    def warn(self, text: str) -> None:
+        """Something the checks do not cover, said plainly (it fails nothing)."""
+        self.warnings.append(text)
+
     def render(self) -> str:
         lines = [f"{'PASS' if self.ok else 'FAIL'}  {self.subject}"]
         for check in self.checks:
             lines.append(f"  {'ok ' if check.ok else 'BAD'}  {check.name}{': ' + check.detail if check.detail else ''}")
+        lines.extend(f"  WARN {warning}" for warning in self.warnings)
         return "\n".join(lines)
 
     def as_dict(self) -> dict[str, Any]:

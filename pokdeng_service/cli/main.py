@@ -1,7 +1,17 @@
-"""The ``pokdeng`` command: serve, demo, replay, verify, export, recall, rtp.
+"""The ``pokdeng`` command: serve, demo, replay, verify, export, recall, keys, checkpoints, rtp,
+backup, restore, rebuild-read-models.
 
 Exit codes: 0 success; 1 a verification failed; 2 bad usage or input; 3 not found
 or refused by the rules; 4 the store or server could not be reached.
+
+The audit tools (``replay``, ``verify``, ``export``, ``recall``) open the store read only
+(``PartitionedPokdeng.open_read_only``): they create nothing (a wrong ``--db`` is "no such
+database", exit 4), and read the vault key only when an open round's seed is needed.
+
+``pokdeng verify BUNDLE`` and the anchor (docs/checkpoints.md): without ``--key`` a bundle whose
+other checks pass exits 0, and its verdict warns "unanchored" (its signed tree head, if any, was
+not checked); with ``--key`` a bundle with no signed head, or whose head's signature does not
+verify with the keys given, exits 1.
 """
 
 from __future__ import annotations
@@ -16,6 +26,7 @@ from typing import Any
 from pokdeng_core.errors import DomainError
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.errors import NotFound
+from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 
@@ -27,10 +38,18 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
         "--postgres-url", help="PostgreSQL URL postgresql://user:pw@host:port/db ($POKDENG_POSTGRES_URL)"
     )
     group.add_argument("--partitions", type=int, default=1, help="event stores to spread tables over (default 1)")
+    group.add_argument(
+        "--vault-key-file", help="the vault key file ($POKDENG_VAULT_KEY_FILE; SQLite default: <db>.vault-key)"
+    )
 
 
 def _config(args: argparse.Namespace) -> StoreConfig:
-    return StoreConfig.from_args(db=args.db, postgres_url=args.postgres_url, partitions=args.partitions)
+    return StoreConfig.from_args(
+        db=args.db,
+        postgres_url=args.postgres_url,
+        partitions=args.partitions,
+        vault_key_file=getattr(args, "vault_key_file", None),
+    )
 
 
 def _open(args: argparse.Namespace) -> Any:
@@ -39,26 +58,37 @@ def _open(args: argparse.Namespace) -> Any:
     return PartitionedPokdeng.open(_config(args))
 
 
-def cmd_serve(args: argparse.Namespace) -> int:
-    import logging
+def _open_read_only(args: argparse.Namespace) -> Any:
+    """The store as evidence: read only, nothing created, no vault key unless an open round needs it."""
+    from pokdeng_service.application.partitions import PartitionedPokdeng
 
+    return PartitionedPokdeng.open_read_only(_config(args))
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Every flag also from the environment (``cli.settings.ServeSettings``, docs/operations.md)."""
     from pokdeng_service.api.server import serve
+    from pokdeng_service.cli.settings import ServeSettings, configure_logging
     from pokdeng_service.compose import Deployment
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    config = _config(args)
+    settings = ServeSettings.from_args(args)
+    options = settings.server_options()  # (checks the TLS settings before the store is opened)
+    configure_logging(settings.log_format, settings.log_level)
+    config = settings.store_config()
     deployment = Deployment.open(config)
     deployment.start()
-    address = f"{args.host}:{args.port}"
-    print(f"pokdeng: serving {config.describe()} on {address}", flush=True)
+    print(f"pokdeng: serving {config.describe()} on {settings.address}", flush=True)
+    probes, recover = deployment.probes()
     try:
         return int(
             serve(
-                address,
+                settings.address,
                 deployment.target,
-                tokens=args.tokens,
-                max_workers=args.workers,
+                grace=settings.shutdown_grace,
                 read_models=deployment.read_models,
+                probes=probes,
+                recover=recover,
+                **options,
             )
         )
     finally:
@@ -74,7 +104,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
 
-    app = _open(args)
+    app = _open_read_only(args)
     view = app.get_round(args.round)
     verdict = app.verify_round(args.round)
     print(replay_view.text(view))
@@ -102,14 +132,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
             return EXIT_USAGE
-        verdict = audit.verify_bundle(raw)
+        verdict = audit.verify_bundle(raw, keys=public_keys(args.key))
         print(verdict.render())
         failed += not verdict.ok
     if bundles and not rounds and not args.all:
         return EXIT_OK if not failed else EXIT_FAILED
-    app = _open(args)
+    app = _open_read_only(args)
     if args.all:
-        rounds = _all_closed_rounds(app)
+        return _verify_all(app, args.quiet, len(bundles) - failed, failed)
     if not rounds:
         print("nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
         return EXIT_USAGE
@@ -126,25 +156,37 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if not failed else EXIT_FAILED
 
 
-def _all_closed_rounds(app: Any) -> list[str]:
-    rounds: list[str] = []
-    for partition in range(len(app.apps)):
-        after = 0
-        while True:
-            batch = app.read_notifications(after, 1000, partition=partition)
-            if not batch:
-                break
-            for item in batch:
-                if item.kind == "round_closed":
-                    rounds.append(item.stream_id)
-            after = batch[-1].position
-    return rounds
+def _verify_all(app: Any, quiet: bool, passed: int, failed: int) -> int:
+    """``verify --all``: every stream of every partition (``audit.verify_store``), each verdict printed
+    (failures only with ``--quiet``); then the closed rounds' tally (with the bundles named) and the
+    tally of everything else (open rounds, tables, wallets, seeds, command records, the store)."""
+    from pokdeng_service import audit
+
+    others: dict[str, list[int]] = {}
+    for partition, part in enumerate(app.apps):
+        for verdict in audit.verify_store(part):
+            if not verdict.ok or not quiet:
+                print(verdict.render() if len(app.apps) == 1 else f"[partition {partition}] {verdict.render()}")
+            kind = verdict.subject.split(" ", 1)[0]
+            if kind == "round" and not verdict.subject.endswith("(open)"):
+                passed += verdict.ok
+                failed += not verdict.ok
+            else:
+                name = {"round": "open rounds", "table": "tables", "wallet": "wallets"}.get(kind, verdict.subject)
+                tally = others.setdefault(name, [0, 0])
+                tally[0 if verdict.ok else 1] += 1
+    print(f"{passed} passed, {failed} failed")
+    ok = sum(t[0] for t in others.values())
+    bad = sum(t[1] for t in others.values())
+    kinds = ", ".join(f"{name}: {t[0] + t[1]}" for name, t in others.items())
+    print(f"store: {ok} passed, {bad} failed ({kinds})")
+    return EXIT_OK if not failed and not bad else EXIT_FAILED
 
 
 def cmd_export(args: argparse.Namespace) -> int:
     from pokdeng_service import audit
 
-    app = _open(args)
+    app = _open_read_only(args)
     raw = audit.bundle_bytes(app.export_bundle(args.round))
     if args.output in (None, "-"):
         sys.stdout.write(raw.decode())
@@ -156,22 +198,129 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_recall(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
-    from pokdeng_service.readmodels import ReadModels
 
     config = _config(args)
-    app = _open(args)
+    app = _open_read_only(args)
     key = args.table or args.player
     partition = app.partition(key, "table") if args.table else app.partition(key, "wallet")
-    models = ReadModels(config.env(partition))
-    models.catch_up(app.apps[partition])
-    rounds = [r.round_id for r in models.last_rounds(table_id=args.table, player=args.player, limit=args.limit)]
+    models = _recall_models(config, app.apps[partition], partition)
+    try:
+        summaries = models.last_rounds(table_id=args.table, player=args.player, limit=args.limit)
+    finally:
+        models.close()
+    rounds = [r.round_id for r in summaries]
+    home = app.apps[partition]  # (the rounds recalled live in the partition of the table or player)
     if args.json:
-        print(json.dumps([app.get_round(r).model_dump() for r in rounds], indent=2))
+        print(json.dumps([home.get_round(r).model_dump() for r in rounds], indent=2))
         return EXIT_OK
     for round_id in rounds:
-        print(replay_view.text(app.get_round(round_id)))
+        print(replay_view.text(home.get_round(round_id)))
         print()
     print(f"{len(rounds)} round(s), oldest first")
+    return EXIT_OK
+
+
+def _recall_models(config: StoreConfig, app: Any, partition: int) -> Any:
+    """The read models to recall from, writing nothing: the store's own views if they have every event
+    of the log, else views folded in memory from the events."""
+    from pokdeng_service.readmodels import ReadModels
+
+    stored = None
+    try:
+        stored = ReadModels(config.read_only_env(partition))
+        if stored.position(app.name) >= app.max_position:
+            return stored
+    except Exception as error:  # no views in the store (never served), or not readable: fold them
+        if not _store_error(error):
+            raise
+    if stored is not None:
+        stored.close()
+    models = ReadModels({"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    models.catch_up(app)
+    return models
+
+
+def _partition_file(first: Path, partition: int) -> Path:
+    """The file of partition ``k`` beside ``first`` (partition 0's), named as the stores are."""
+    return StoreConfig(kind="sqlite", sqlite_path=str(first), partitions=partition + 1).sqlite_file(partition)
+
+
+def _postgres_schemas(config: StoreConfig) -> list[str]:
+    """The schemas of a PostgreSQL store's partitions, or none when partition 0 is the database's default."""
+    if "POSTGRES_SCHEMA" not in config.env(0):
+        return []  # the whole database: public and every partition's schema
+    return [config.env(k)["POSTGRES_SCHEMA"] for k in range(config.partitions)]
+
+
+def cmd_backup(args: argparse.Namespace) -> int:
+    from pokdeng_service.store import backup
+
+    config = _config(args)
+    out = Path(args.output)
+    if config.kind == "postgres":
+        if out.exists():
+            print(f"pokdeng: {out} exists: name a new file", file=sys.stderr)
+            return EXIT_USAGE
+        backup.backup_postgres(config.env(0), out, _postgres_schemas(config))
+        print(f"backed up {config.describe()} to {out} ({out.stat().st_size} bytes, pg_dump custom format)")
+    else:
+        targets = [_partition_file(out, k) for k in range(config.partitions)]
+        existing = [str(target) for target in targets if target.exists()]
+        if existing:
+            print(f"pokdeng: {', '.join(existing)} exists: name a new file", file=sys.stderr)
+            return EXIT_USAGE
+        for k, target in enumerate(targets):
+            source = config.sqlite_file(k)
+            events = backup.backup_sqlite(source, target)
+            print(f"backed up {source} to {target} ({events} events, {target.stat().st_size} bytes)")
+    print("the vault key is not in the backup: keep a copy of it apart (docs/operations.md)")
+    return EXIT_OK
+
+
+def cmd_restore(args: argparse.Namespace) -> int:
+    from pokdeng_service.store import backup
+
+    config = _config(args)
+    source = Path(args.backup)
+    if config.kind == "postgres":
+        backup.restore_postgres(source, config.env(0))
+        print(f"restored {source} into {config.describe()}")
+        return EXIT_OK
+    targets = [config.sqlite_file(k) for k in range(config.partitions)]
+    existing = [str(target) for target in targets if target.exists()]
+    if existing:
+        print(
+            f"pokdeng: {', '.join(existing)} exists: restore into a new file (move the old one aside first)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    for k, target in enumerate(targets):
+        events = backup.restore_sqlite(_partition_file(source, k), target)
+        print(f"restored {_partition_file(source, k)} to {target} ({events} events)")
+    return EXIT_OK
+
+
+def cmd_rebuild_read_models(args: argparse.Namespace) -> int:
+    from pokdeng_service.application import PokdengApp
+    from pokdeng_service.readmodels import ReadModels
+    from pokdeng_service.store.lock import acquire_all, release_all
+
+    config = _config(args)
+    readers = [config.read_only_env(k) for k in range(config.partitions)]  # the store must be there already
+    locks = []
+    if config.kind == "sqlite":  # not while a server runs on the file (its views would be emptied under it)
+        locks = acquire_all((config.sqlite_file(k) for k in range(config.partitions)), "pokdeng rebuild-read-models")
+    try:
+        for k, reader in enumerate(readers):
+            app = PokdengApp(reader, vault=config.audit_vault())  # the events are only read
+            try:
+                with ReadModels(config.env(k)) as models:
+                    replayed = models.rebuild(app)
+            finally:
+                app.close()
+            print(f"rebuilt the read models of partition {k} from {replayed} events")
+    finally:
+        release_all(locks)
     return EXIT_OK
 
 
@@ -179,12 +328,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pokdeng", description="Pok Deng round engine and audit service")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    serve = sub.add_parser("serve", help="run the gRPC server")
+    serve = sub.add_parser(
+        "serve", help="run the gRPC server (every flag also from $POKDENG_<FLAG>: docs/operations.md)"
+    )
     _store_options(serve)
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=50051)
-    serve.add_argument("--tokens", help="token file (JSON); default: development mode with a printed operator token")
-    serve.add_argument("--workers", type=int, default=16, help="request threads")
+    from pokdeng_service.cli.settings import add_serve_flags
+
+    add_serve_flags(serve)
     serve.set_defaults(handler=cmd_serve)
 
     demo = sub.add_parser("demo", help="play rounds of every profile through a real gRPC server, then verify one")
@@ -201,9 +351,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     verify = sub.add_parser("verify", help="verify rounds (chain, replay, money) or an exported bundle offline")
     verify.add_argument("rounds", nargs="*", metavar="ROUND|BUNDLE", help="round ids, or bundle files (.json)")
-    verify.add_argument("--all", action="store_true", help="every closed round")
+    verify.add_argument(
+        "--all", action="store_true", help="the whole store: every round, table and wallet stream, seeds, requests"
+    )
     verify.add_argument("--bundle", help="a bundle file from `pokdeng export` (no server or database needed)")
     verify.add_argument("--quiet", action="store_true", help="print failures only")
+    verify.add_argument(
+        "--key", action="append", help="bundles: the operator's public key (hex) or key file; repeat for several"
+    )
     _store_options(verify)
     verify.set_defaults(handler=cmd_verify)
 
@@ -222,12 +377,29 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(recall)
     recall.set_defaults(handler=cmd_recall)
 
+    backup = sub.add_parser(
+        "backup", help="copy the store to a file, safe while a server writes (SQLite backup API, or pg_dump)"
+    )
+    backup.add_argument("output", metavar="OUT", help="the new backup file (partition k of SQLite: OUT's stem.pK)")
+    _store_options(backup)
+    backup.set_defaults(handler=cmd_backup)
+
+    restore = sub.add_parser("restore", help="make a new store from a backup (SQLite file, or pg_restore)")
+    restore.add_argument("backup", metavar="BACKUP", help="a file of `pokdeng backup`")
+    _store_options(restore)
+    restore.set_defaults(handler=cmd_restore)
+
+    rebuild = sub.add_parser("rebuild-read-models", help="empty the read models and project every event again")
+    _store_options(rebuild)
+    rebuild.set_defaults(handler=cmd_rebuild_read_models)
+
     try:
         from pokdeng_service.cli.rtp import add_rtp_commands
     except ImportError:  # pragma: no cover
         pass
     else:
         add_rtp_commands(sub)
+    add_checkpoint_commands(sub, _store_options)
     return parser
 
 
@@ -250,6 +422,33 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNAVAILABLE
     except KeyboardInterrupt:
         return 130
+    except Exception as error:
+        from pokdeng_service.store.vault import VaultError
+
+        if isinstance(error, VaultError):  # a key missing, unreadable or open to others: configuration
+            print(f"pokdeng: {error}", file=sys.stderr)
+            return EXIT_USAGE
+        if not _store_error(error):
+            raise
+        print(f"pokdeng: the store failed: {_one_line(error)}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
+
+
+def _store_error(error: BaseException) -> bool:
+    """An error of the event store (the library's, sqlite3's or psycopg's): the store is unavailable."""
+    import sqlite3
+
+    from eventsourcing.persistence import PersistenceError
+
+    if isinstance(error, PersistenceError | sqlite3.Error):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(error, psycopg.Error)
+
+
+def _one_line(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return "; ".join(lines) or type(error).__name__
 
 
 if __name__ == "__main__":

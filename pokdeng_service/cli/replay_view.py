@@ -37,6 +37,12 @@ def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str |
         return (
             f"shuffle committed: SHA-256 {d['commitment'][:16]}…, client seed {d['client_seed']!r}, nonce {d['nonce']}"
         )
+    if kind == "contributions_opened":
+        return f"client seed to be derived at the deal from contributions ({d['rule']})"
+    if kind == "client_seed_contributed":
+        return f"{d['contributor'] or 'the platform'} contributes client seed {d['client_seed']!r}"
+    if kind == "client_seed_fixed":
+        return f"client seed fixed: {d['client_seed']} from {len(d['contributions'])} contribution(s)"
     if kind == "bet_placed":
         extra = f", banker reserves {d['banker_reserved']}" if d["banker_reserved"] else ""
         where = _seat(d["seat"], holders, banker)

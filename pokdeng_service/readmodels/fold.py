@@ -206,8 +206,8 @@ def _wallet_event(batch: _Batch, position: int, event: Any) -> None:
 
 _ROUND_FACT_TYPES: frozenset[type[Any]] = frozenset(ROUND_FACTS.values())
 _TABLE_FACT_TYPES: frozenset[type[Any]] = frozenset(TABLE_FACTS.values())
-# Wallet's events other than Opened are made by ``@event(...)`` as the class is built: a type
-# checker does not see them as attributes, so they are reached through an untyped name.
+# Wallet's event classes (declared on the class since wallets were chained; an untyped name
+# still reaches them, as when ``@event(...)`` made them).
 _WALLET: Any = Wallet
 _WALLET_EVENT_TYPES: tuple[type[Any], ...] = (
     Wallet.Opened,

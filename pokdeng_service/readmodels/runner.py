@@ -55,8 +55,10 @@ from typing import Any
 from eventsourcing.application import Application
 from eventsourcing.domain import DomainEventProtocol
 from eventsourcing.persistence import InfrastructureFactory, InterfaceError, Notification, OperationalError, Tracking
+from eventsourcing.postgres import PostgresFactory
 from eventsourcing.projection import Projection
-from eventsourcing.utils import Environment
+from eventsourcing.sqlite import SQLiteFactory
+from eventsourcing.utils import Environment, TopicError, resolve_topic
 
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.application.views import StatementLine
@@ -104,6 +106,15 @@ def recorder_class(env: Mapping[str, str] | None = None, app_name: str = "pokden
         return PostgresReadModelRecorder
     if module.startswith("eventsourcing.popo"):
         return POPOReadModelRecorder
+    # a factory class named by its topic (``module:Class``, e.g. the read-only ones of ``store.readonly``)
+    try:
+        factory = resolve_topic(module) if ":" in module else None
+    except TopicError:
+        factory = None
+    if isinstance(factory, type) and issubclass(factory, SQLiteFactory):
+        return SQLiteReadModelRecorder
+    if isinstance(factory, type) and issubclass(factory, PostgresFactory):
+        return PostgresReadModelRecorder
     raise OperationalError(f"no read-model recorder for persistence module {module!r}")
 
 

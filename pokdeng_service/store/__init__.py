@@ -2,7 +2,11 @@
 
 Holds the aggregates (``aggregates``), the plain-value codec and canonical JSON (``codec``),
 the one record type of a stored event (``facts``), the seed vault (``vault``), the Merkle
-tree (``merkle``) and the library fast paths (``fastpaths``).
+tree (``merkle``), the library fast paths (``fastpaths``) and the identity and chain checks of
+a loaded stream (``integrity``), the store's log of closed rounds (``roundlog``) and signed
+tree heads with their keys (``signing``); and the store as files and servers: opening it read
+only for the audit tools (``readonly``), the one-server lock of a SQLite file (``lock``),
+backups and restores (``backup``).
 
 May import: ``pokdeng_core`` and the libraries. Never the application, audit, read models,
 API or CLI.

@@ -29,11 +29,11 @@ from eventsourcing.utils import register_topic
 
 from pokdeng_core import events as round_events
 from pokdeng_core import table as table_core
-from pokdeng_core.machine import RoundState, evolve
+from pokdeng_core.machine import Decision, RoundState, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
 from pokdeng_core.table import TableState, evolve_table
 from pokdeng_service.store import fastpaths
-from pokdeng_service.store.codec import chain_digest, from_data, genesis_digest, to_data
+from pokdeng_service.store.codec import chain_digest, from_data, genesis_digest, to_data, wallet_digest
 
 NAMESPACE = uuid.UUID("5b0f1a52-6d6e-4f3c-9c57-706f6b64656e")
 
@@ -58,8 +58,12 @@ def seed_uuid(round_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"seed:{round_id}")
 
 
-def command_uuid(request_id: str) -> uuid.UUID:
-    return uuid.uuid5(NAMESPACE, f"request:{request_id}")
+def command_uuid(request_id: str, scope: str = "") -> uuid.UUID:
+    """The stream of a request's record: request ids are scoped to the caller that sent them
+    (``Principal.scope``); the empty scope is that of records written before scopes existed."""
+    if not scope:
+        return uuid.uuid5(NAMESPACE, f"request:{request_id}")
+    return uuid.uuid5(NAMESPACE, f"request:{scope}\x00{request_id}")
 
 
 def _now() -> datetime:
@@ -155,24 +159,13 @@ class RoundRecord(_ChainedStream):
             return  # ``record`` sets the state its decision folded, once every fact is on the chain
         self.state = evolve(self.state, from_data(round_events.EVENT_BY_KIND[fact.kind], fact.data))
 
-    def record(
-        self,
-        decision: tuple[tuple[round_events.RoundEvent, ...], RoundState] | tuple[round_events.RoundEvent, ...],
-        command_id: str,
-    ) -> None:
+    def record(self, decision: Decision, command_id: str) -> None:
         """Record a ``pokdeng_core.machine.Decision``: ``record(decide_and_fold(state, command), command_id)``.
 
         Each event becomes a fact on the hash chain; the state becomes the decision's (folded by the
-        core while deciding, not again here), with the round's shoe kept. Compatibility path, until
-        the old callers are gone: a plain tuple of events (what ``decide`` returns) is folded here.
+        core while deciding, not again here), with the round's shoe kept.
         """
-        if len(decision) == 2 and isinstance(decision[1], RoundState):
-            core_events, after = decision
-        else:
-            core_events = decision
-            after = self.state
-            for core_event in core_events:
-                after = evolve(after, core_event)
+        core_events, after = decision
         shoe = self.state.shoe
         recorded = 0
         self.__dict__["_recording"] = True
@@ -216,19 +209,10 @@ class TableRecord(_ChainedStream):
             return  # ``record`` sets the state its decision folded, once every fact is on the chain
         self.state = evolve_table(self.state, from_data(table_core.TABLE_EVENT_BY_KIND[fact.kind], fact.data))
 
-    def record(self, decision: table_core.TableDecision | tuple[table_core.TableEvent, ...], command_id: str) -> None:
-        """Record a ``TableDecision``: ``record(decide_and_fold_table(state, command), command_id)``.
-
-        As ``RoundRecord.record``; the compatibility path (until the old callers are gone) takes a
-        plain tuple of events, as ``decide_table`` returns, and folds it here.
-        """
-        if isinstance(decision, table_core.TableDecision):
-            core_events, after = decision
-        else:
-            core_events = decision
-            after = self.state
-            for core_event in core_events:
-                after = evolve_table(after, core_event)
+    def record(self, decision: table_core.TableDecision, command_id: str) -> None:
+        """Record a ``TableDecision``: ``record(decide_and_fold_table(state, command), command_id)``, as
+        ``RoundRecord.record`` does."""
+        core_events, after = decision
         recorded = 0
         self.__dict__["_recording"] = True
         try:
@@ -247,11 +231,88 @@ class TableRecord(_ChainedStream):
 TABLE_FACTS = _fact_classes(TableRecord, table_core.TABLE_EVENT_TYPES)
 
 
+WALLET_KINDS = ("Deposited", "Withdrawn", "FundsReserved", "RoundSettled", "ReservationReleased")
+"""The kinds (class names) of a wallet's events after its ``Opened``."""
+
+
+def wallet_genesis(wallet_id: str) -> str:
+    """The digest a wallet's chain starts from (its ``Opened`` at position 1 carries none)."""
+    return genesis_digest(f"wallet:{wallet_id}")
+
+
+def wallet_step(balance: int, reservations: dict[str, int], kind: str, data: Any) -> tuple[int, dict[str, int]]:
+    """The wallet after one of its events (``kind``, its fields ``data``): (balance, reservations by round).
+
+    The one fold of a wallet's money: the aggregate, its chain and the audits use it.
+    ``reservations`` is not changed in place (a new dict when the event changes it)."""
+    if kind == "Deposited":
+        return balance + data["amount"], reservations
+    if kind == "Withdrawn":
+        return balance - data["amount"], reservations
+    if kind == "FundsReserved":
+        round_id = data["round_id"]
+        return balance, {**reservations, round_id: reservations.get(round_id, 0) + data["amount"]}
+    if kind == "RoundSettled":
+        rest = {k: v for k, v in reservations.items() if k != data["round_id"]}
+        return balance + data["net"], rest
+    if kind == "ReservationReleased":
+        return balance, {k: v for k, v in reservations.items() if k != data["round_id"]}
+    raise ValueError(f"not a wallet movement: {kind}")
+
+
+class _Movement:
+    """What every wallet event does when applied: the wallet's fold (``wallet_step``) and its chain."""
+
+    def apply(self, aggregate: Aggregate) -> None:
+        wallet = cast(Wallet, aggregate)
+        values = self.__dict__
+        wallet.balance, wallet.reservations = wallet_step(
+            wallet.balance, wallet.reservations, type(self).__name__, values
+        )
+        digest = values.get("digest")
+        if digest:  # (events stored before wallets were chained carry none)
+            wallet.last_digest = digest
+
+
 class Wallet(Aggregate):
-    """A player's money: ``balance`` includes reserved funds; ``available`` is what may be staked or withdrawn."""
+    """A player's money: ``balance`` includes reserved funds; ``available`` is what may be staked or withdrawn.
+
+    Every event after ``Opened`` carries ``digest``, the wallet's hash chain over its events and the
+    state after each (``codec.wallet_digest``, docs/audit.md); ``last_digest`` is the chain's end.
+    Events stored before wallets were chained have no digest (it reads as ``""``) and leave the
+    chain where it was: at the wallet's genesis, for a wallet that has only such events."""
+
+    last_digest: str
 
     class Opened(Aggregate.Created):
         wallet_id: str
+
+    class Deposited(_Movement, Aggregate.Event):
+        amount: int
+        request_id: str
+        digest: str = ""  # absent from events stored before wallets were chained
+
+    class Withdrawn(_Movement, Aggregate.Event):
+        amount: int
+        request_id: str
+        digest: str = ""
+
+    class FundsReserved(_Movement, Aggregate.Event):
+        round_id: str
+        amount: int
+        digest: str = ""
+
+    class RoundSettled(_Movement, Aggregate.Event):
+        round_id: str
+        released: int
+        net: int
+        digest: str = ""
+
+    class ReservationReleased(_Movement, Aggregate.Event):
+        round_id: str
+        amount: int
+        reason: str
+        digest: str = ""
 
     @staticmethod
     def create_id(wallet_id: str) -> uuid.UUID:
@@ -262,6 +323,7 @@ class Wallet(Aggregate):
         self.wallet_id = wallet_id
         self.balance = 0
         self.reservations: dict[str, int] = {}
+        self.last_digest = wallet_genesis(wallet_id)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         return _copy_aggregate(self, memo)
@@ -274,26 +336,29 @@ class Wallet(Aggregate):
     def available(self) -> int:
         return self.balance - self.reserved
 
-    @event("Deposited")
+    def _record(self, event_class: type[Aggregate.Event], data: dict[str, Any]) -> None:
+        """Trigger one wallet event, its digest chained to the last (over the state it leaves)."""
+        kind = event_class.__name__
+        timestamp = _now()
+        balance, reservations = wallet_step(self.balance, self.reservations, kind, data)
+        previous = self.__dict__.get("last_digest") or wallet_genesis(self.wallet_id)
+        digest = wallet_digest(previous, kind, data, self.version + 1, timestamp.isoformat(), balance, reservations)
+        self.trigger_event(event_class, timestamp=timestamp, digest=digest, **data)
+
     def deposit(self, amount: int, request_id: str) -> None:
-        self.balance += amount
+        self._record(Wallet.Deposited, {"amount": amount, "request_id": request_id})
 
-    @event("Withdrawn")
     def withdraw(self, amount: int, request_id: str) -> None:
-        self.balance -= amount
+        self._record(Wallet.Withdrawn, {"amount": amount, "request_id": request_id})
 
-    @event("FundsReserved")
     def reserve(self, round_id: str, amount: int) -> None:
-        self.reservations[round_id] = self.reservations.get(round_id, 0) + amount
+        self._record(Wallet.FundsReserved, {"round_id": round_id, "amount": amount})
 
-    @event("RoundSettled")
     def settle(self, round_id: str, released: int, net: int) -> None:
-        self.reservations.pop(round_id, None)
-        self.balance += net
+        self._record(Wallet.RoundSettled, {"round_id": round_id, "released": released, "net": net})
 
-    @event("ReservationReleased")
     def release(self, round_id: str, amount: int, reason: str) -> None:
-        self.reservations.pop(round_id, None)
+        self._record(Wallet.ReservationReleased, {"round_id": round_id, "amount": amount, "reason": reason})
 
 
 def wallet_movement(event: Any) -> tuple[int, int, str, str]:
@@ -313,24 +378,29 @@ def wallet_movement(event: Any) -> tuple[int, int, str, str]:
 
 
 class SealedSeed(Aggregate):
-    """A round's server seed, AES-GCM sealed with the vault key (never stored in the clear before the reveal)."""
+    """A round's server seed, AES-GCM sealed with the vault key (never stored in the clear before the reveal).
+
+    ``aad_version`` is the version of the seal's associated data (``vault.seal_aad``); seals
+    stored before it was recorded have none, and are of version 1."""
 
     class Sealed(Aggregate.Created):
         round_id: str
         nonce: str
         sealed: str
         key_id: str
+        aad_version: int = 1  # absent from seals stored before it (their AAD is the round id alone)
 
     @staticmethod
     def create_id(round_id: str, nonce: str, sealed: str, key_id: str) -> uuid.UUID:
         return seed_uuid(round_id)
 
     @event(Sealed)
-    def __init__(self, round_id: str, nonce: str, sealed: str, key_id: str) -> None:
+    def __init__(self, round_id: str, nonce: str, sealed: str, key_id: str, aad_version: int = 1) -> None:
         self.round_id = round_id
         self.nonce = nonce
         self.sealed = sealed
         self.key_id = key_id
+        self.aad_version = aad_version
 
 
 class CommandRecord(Aggregate):
@@ -340,16 +410,18 @@ class CommandRecord(Aggregate):
         request_id: str
         fingerprint: str
         result: dict[str, Any]
+        scope: str = ""  # the caller's namespace (``Principal.scope``); "" in records written before scopes
 
     @staticmethod
-    def create_id(request_id: str, fingerprint: str, result: dict[str, Any]) -> uuid.UUID:
-        return command_uuid(request_id)
+    def create_id(request_id: str, fingerprint: str, result: dict[str, Any], scope: str = "") -> uuid.UUID:
+        return command_uuid(request_id, scope)
 
     @event(Accepted)
-    def __init__(self, request_id: str, fingerprint: str, result: dict[str, Any]) -> None:
+    def __init__(self, request_id: str, fingerprint: str, result: dict[str, Any], scope: str = "") -> None:
         self.request_id = request_id
         self.fingerprint = fingerprint
         self.result = result
+        self.scope = scope
 
 
 class TableStateAsDict(Transcoding):

@@ -113,3 +113,29 @@ def chain_digest(previous: str, kind: str, data: dict[str, Any], position: int, 
         {"kind": kind, "data": data, "position": position, "command_id": command_id, "timestamp": timestamp}
     )
     return hashlib.sha256(previous.encode() + b"\x00" + body).hexdigest()
+
+
+def wallet_digest(
+    previous: str,
+    kind: str,
+    data: dict[str, Any],
+    position: int,
+    timestamp: str,
+    balance: int,
+    reservations: dict[str, int],
+) -> str:
+    """A wallet event's link in its wallet's chain (docs/audit.md): like ``chain_digest``, with the
+    wallet's state after the event (its balance and its reservations by round) in the digested
+    object and no command id, so that a snapshot of the wallet can be checked against the one
+    stored event it ends at."""
+    body = canonical_bytes(
+        {
+            "kind": kind,
+            "data": data,
+            "position": position,
+            "timestamp": timestamp,
+            "balance": balance,
+            "reservations": reservations,
+        }
+    )
+    return hashlib.sha256(previous.encode() + b"\x00" + body).hexdigest()

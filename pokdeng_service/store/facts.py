@@ -52,17 +52,20 @@ def fact_of(item: Any) -> RecordedEvent:
 
     Chained facts carry ``kind``, ``data``, ``command_id`` and ``digest``; any other stored
     event (a stream's creation, a wallet movement) is named after its class, with its own
-    attributes as the payload and no cause or digest.
+    attributes as the payload and no cause; a wallet movement's ``digest`` (its wallet's
+    chain) is the record's digest, not part of its payload (none: ``""``).
     """
     kind = getattr(item, "kind", None)
     if kind is None:
+        payload = payload_of(item)
+        digest = payload.pop("digest", "")
         return RecordedEvent(
             item.originator_version,
             type(item).__name__,
-            payload_of(item),
+            payload,
             getattr(item, "command_id", ""),
             item.timestamp.isoformat(),
-            getattr(item, "digest", ""),
+            digest,
         )
     return RecordedEvent(
         item.originator_version, kind, item.data, item.command_id, item.timestamp.isoformat(), item.digest

@@ -198,7 +198,10 @@ def plain_fact(row: Any) -> RecordedEvent | None:
         payload = {k: v for k, v in state.items() if k not in ENVELOPE}
         if any(type(v) is dict and "_type_" in v for v in payload.values()):
             return None  # a transcoded value: the library knows its type
-        return RecordedEvent(row.originator_version, name, payload, "", text, "")
+        chained = payload.pop("digest", "")  # a wallet movement's link in its wallet's chain
+        if type(chained) is not str:
+            return None
+        return RecordedEvent(row.originator_version, name, payload, "", text, chained)
     data, command_id, digest = state.get("data"), state.get("command_id"), state.get("digest")
     if type(kind) is not str or type(data) is not dict or type(command_id) is not str or type(digest) is not str:
         return None

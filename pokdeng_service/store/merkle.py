@@ -4,6 +4,13 @@ A leaf is ``SHA-256(0x00 ‖ round id ‖ 0x00 ‖ the round's last chain digest
 node is ``SHA-256(0x01 ‖ left ‖ right)``. A tree of n leaves splits at the largest power
 of two below n, as in RFC 6962, so no leaf is duplicated. An inclusion proof is the list
 of sibling hashes from the leaf up to the root.
+
+The store's log of closed rounds (``store/roundlog.py``, docs/checkpoints.md) uses the same
+tree with RFC 9162 proofs: ``inclusion_proof`` is PATH(m, D[n]) (section 2.1.3.1),
+``consistency_proof`` is PROOF(m, D[n]) (section 2.1.4.1) and ``verify_consistency`` the
+verification of section 2.1.4.2. A *frontier* (``frontier_append``, ``frontier_root``) is the
+roots of the perfect subtrees a tree of n leaves is made of, largest first (one per set bit
+of n): the log keeps it so that its current root costs O(log n), not a pass over every leaf.
 """
 
 from __future__ import annotations
@@ -68,3 +75,89 @@ def _climb(leaf: bytes, index: int, size: int, proof: list[bytes]) -> bytes | No
         return None if sub is None else _node(sub, sibling)
     sub = _climb(leaf, index - k, size - k, proof[:-1])
     return None if sub is None else _node(sibling, sub)
+
+
+EMPTY_ROOT = hashlib.sha256(b"").digest()
+"""The root of the empty tree: MTH({}) = SHA-256() (RFC 9162 section 2.1.1)."""
+
+
+def frontier_append(size: int, frontier: Sequence[bytes], leaf: bytes) -> list[bytes]:
+    """The frontier of a tree of ``size + 1`` leaves from that of ``size`` leaves and the new leaf."""
+    out = list(frontier)
+    node = leaf
+    n = size
+    while n & 1:  # each trailing set bit: a perfect subtree of that height is completed
+        node = _node(out.pop(), node)
+        n >>= 1
+    out.append(node)
+    return out
+
+
+def frontier_root(frontier: Sequence[bytes]) -> bytes:
+    """MTH of the tree whose frontier this is: the subtrees joined from the right (smallest first)."""
+    if not frontier:
+        return EMPTY_ROOT
+    node = frontier[-1]
+    for left in reversed(frontier[:-1]):
+        node = _node(left, node)
+    return node
+
+
+def consistency_proof(leaves: Sequence[bytes], old_size: int) -> list[bytes]:
+    """PROOF(m, D[n]) of RFC 9162 section 2.1.4.1, for m = ``old_size`` and n = ``len(leaves)``.
+
+    Empty when m is 0 or n (nothing to prove: every tree extends the empty one, and a tree itself).
+    """
+    if not 0 <= old_size <= len(leaves):
+        raise IndexError(old_size)
+    if old_size in (0, len(leaves)):
+        return []
+    return _subproof(old_size, leaves, True)
+
+
+def _subproof(m: int, leaves: Sequence[bytes], complete: bool) -> list[bytes]:
+    n = len(leaves)
+    if m == n:
+        return [] if complete else [root(leaves)]
+    k = _split(n)
+    if m <= k:
+        return [*_subproof(m, leaves[:k], complete), root(leaves[k:])]
+    return [*_subproof(m - k, leaves[k:], False), root(leaves[:k])]
+
+
+def verify_consistency(old_size: int, new_size: int, old_root: bytes, new_root: bytes, proof: Sequence[bytes]) -> bool:
+    """Whether ``proof`` shows the tree of ``new_size`` leaves extends the one of ``old_size`` (RFC 9162 2.1.4.2).
+
+    Equal sizes need an empty proof and equal roots; from the empty tree (size 0) any tree
+    follows, with an empty proof.
+    """
+    if not 0 <= old_size <= new_size:
+        return False
+    if old_size == new_size:
+        return not proof and old_root == new_root
+    if old_size == 0:
+        return not proof and old_root == EMPTY_ROOT
+    path = list(proof)
+    if not path:
+        return False
+    if old_size & (old_size - 1) == 0:  # an exact power of 2: the old root is the first node of the path
+        path.insert(0, old_root)
+    fn, sn = old_size - 1, new_size - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = path[0]
+    for c in path[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr = _node(c, fr)
+            sr = _node(c, sr)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            sr = _node(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and fr == old_root and sr == new_root

@@ -51,6 +51,9 @@ def test_each_command_type_is_idempotent(served: Served) -> None:
         play_round(ops, players, round_id, choices)
     round_id = start_round(ops, "c").round_id
     bet(players["alice"], round_id, 1, "alice", 100)
+    contribution = pb.ContributeSeedRequest(round_id=round_id, player="alice", client_seed="alice's seed")
+    players["alice"].cmd("Tables", "ContributeSeed", contribution)
+    ops.cmd("Tables", "ContributeSeed", pb.ContributeSeedRequest(round_id=round_id, client_seed="the platform's"))
     voided = ops.cmd("Tables", "VoidRound", pb.VoidRoundRequest(round_id=round_id, reason="dealer's error"))
     assert voided.round.outcome == "voided" and ops.wallet("alice").reserved == 0
     ops.cmd("Tables", "CheckpointTable", pb.CheckpointTableRequest(table_id="c"))
@@ -62,6 +65,12 @@ def test_each_command_type_is_idempotent(served: Served) -> None:
     for who, rounds in (("alice", 5), ("bob", 0), ("dave", 10)):
         players[who].cmd("Tables", "BidForBanker", pb.BidForBankerRequest(table_id="r", player=who, rounds=rounds))
     assert ops.cmd("Tables", "CloseBankerBid", pb.CloseBankerBidRequest(table_id="r")).table.banker == "dave"
+    round_id = start_round(ops, "r").round_id  # the banker drops out mid-round and is back at once
+    bet(players["alice"], round_id, 1, "alice", 100)
+    ops.cmd("Tables", "DisconnectBanker", pb.DisconnectBankerRequest(table_id="r", player="dave"))
+    back = players["dave"].cmd("Tables", "ReconnectBanker", pb.ReconnectBankerRequest(table_id="r", player="dave"))
+    assert [e.kind for e in back.events] == ["banker_reconnected"] and back.table.banker == "dave"
+    play_round(ops, players, round_id, Choices(random.Random(3)))
     gone = ops.cmd("Tables", "DisconnectBanker", pb.DisconnectBankerRequest(table_id="r", player="dave"))
     assert gone.table.banker == "" and [e.kind for e in gone.events] == ["banker_role_ended"]
 

@@ -177,10 +177,12 @@ def open_round(
     min_stake: int = MIN_STAKE,
     max_stake: int = MAX_STAKE,
     options: Mapping[str, Any] | None = None,
+    client_seed_rule: str = "",
 ) -> Round:
     """An open round in betting. ``shoe``: a stacked shoe; otherwise the seeded shoe of ``server_seed``.
 
-    ``banker`` defaults to ``"bank"`` for room (which needs a player banker).
+    ``banker`` defaults to ``"bank"`` for room (which needs a player banker). ``client_seed_rule``:
+    ``shuffle.CLIENT_SEED_RULE`` for a round with contributions (``client_seed`` is then the platform's).
     """
     rules = get_profile(profile, **dict(options or {}))
     if banker is None and rules.name == "room":
@@ -201,6 +203,7 @@ def open_round(
             client_seed,
             nonce,
             SHUFFLE_ALGORITHM,
+            client_seed_rule,
         )
     )
     if shoe is not None:
@@ -289,6 +292,9 @@ def random_command(rnd: random.Random, state: RoundState, name: str, seat: int |
         return c.BankerStay(state.banker_player)
     if name == c.VoidRound.name:
         return c.VoidRound("table closed")
+    if name == c.ContributeSeed.name:
+        contributor = None if seat is None else state.banker_player if seat == BANKER else state.holder(seat)
+        return c.ContributeSeed(contributor, f"seed {rnd.randrange(10**6)}")
     simple: dict[str, c.RoundCommand] = {
         c.Deal.name: c.Deal(),
         c.CloseSideBets.name: c.CloseSideBets(),

@@ -1,4 +1,4 @@
-"""Every worked example of the four seed texts (/work/shared/seeds), as RULES.md resolves them.
+"""Every worked example of the four original rule texts, as the rules contract (docs/rules.md) resolves them.
 
 * seed 000: the traditional game (classic profile), its scoring examples, its hand-ranking
   table and the straights option;

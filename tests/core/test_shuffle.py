@@ -477,3 +477,44 @@ def test_stream_blocks_are_hmac_sha256(length: int) -> None:
         expected = std_hmac.digest(seed, hmac_message("client", 7, index), "sha256")
         assert struct.pack(">8I", *block) == expected
         assert stream.block(index) == expected
+
+
+def test_a_published_vector_hits_the_rejection_step_where_it_says() -> None:
+    """``rejection-step`` (docs/shuffle.md section 5): its stream reads a word the uniform draw rejects,
+    at the word and index the vector names, and both implementations skip it identically."""
+    rejecting = [v for v in VECTORS if v.get("rejections")]
+    assert rejecting, "no published vector hits the rejection step"
+    for vector in rejecting:
+        server_seed = bytes.fromhex(vector["server_seed_hex"])
+        client_seed, nonce, decks = vector["client_seed"], vector["nonce"], vector["decks"]
+        words = ShuffleStream(server_seed, client_seed, nonce).words()
+        found = []
+        position = -1
+        for i in range(52 * decks - 1, 0, -1):
+            n = i + 1
+            limit = 2**32 - 2**32 % n
+            while True:
+                word = next(words)
+                position += 1
+                if word < limit:
+                    break
+                found.append({"word": position, "value": word, "i": i, "n": n, "limit": limit})
+        expected = [{k: r[k] for k in ("word", "value", "i", "n", "limit")} for r in vector["rejections"]]
+        assert found == expected
+        stream = ShuffleStream(server_seed, client_seed, nonce)
+        for r in vector["rejections"]:
+            block = stream.block(r["block"])
+            offset = 4 * r["word_in_block"]
+            assert r["word"] == 8 * r["block"] + r["word_in_block"]
+            assert block[offset : offset + 4].hex() == r["value_hex"] and int(r["value_hex"], 16) == r["value"]
+            after = block[offset + 4 : offset + 8] if r["word_in_block"] < 7 else stream.block(r["block"] + 1)[:4]
+            assert int.from_bytes(after, "big") == r["next_word"] and r["next_word"] % r["n"] == r["j"]
+        counted = ShuffleStream(server_seed, client_seed, nonce)
+        for i in range(52 * decks - 1, 0, -1):
+            counted.uniform(i + 1)
+        assert counted.words_read - counted.draws == len(expected)
+        order = REFERENCE["shuffle"](server_seed, client_seed, nonce, decks)
+        assert " ".join(order) == vector["order"] == order_text(shuffled_deck(server_seed, client_seed, nonce, decks))
+        doc = next(d for d in _doc_vectors() if d["name"] == vector["name"])
+        first = vector["rejections"][0]
+        assert f"word {first['word']} " in doc["rejected"] and f"i = {first['i']} " in doc["rejected"]

@@ -190,9 +190,11 @@ BASE: dict[str, dict[str, Any]] = {
     "BidForBanker": {"table_id": "r1", "player": "bob", "rounds": 10},
     "CloseBankerBid": {"table_id": "r1"},
     "DisconnectBanker": {"table_id": "r1", "player": "alice"},
+    "ReconnectBanker": {"table_id": "r1", "player": "alice"},
     "CheckpointTable": {"table_id": "c1", "period": ""},
     "StartRound": {"table_id": "k1", "client_seed": "x"},
-    "PlaceBet": {"round_id": "c1#2", "seat": 2, "player": "bob", "stake": 100},
+    "PlaceBet": {"round_id": "c1#2", "seat": 2, "player": "bob", "stake": 100, "client_seed": "x"},
+    "ContributeSeed": {"round_id": "c1#2", "player": "alice", "client_seed": "x"},
     "Deal": {"round_id": "c1#2"},
     "PlaceSideBet": {"round_id": "c1#2", "seat": 1, "player": "alice"},
     "CloseSideBets": {"round_id": "c1#2"},
@@ -203,9 +205,11 @@ BASE: dict[str, dict[str, Any]] = {
     "BankerStay": {"round_id": "c1#2", "player": ""},
     "TimeOutTurn": {"round_id": "c1#2", "expected_version": 1},
     "VoidRound": {"round_id": "c1#2", "reason": "hostile"},
+    "SignTreeHead": {"shard": ""},  # (this app has no signing key: a well-formed one is FAILED_PRECONDITION)
 }
 OPTIONAL_TEXT = {("BankerReveal", "player"), ("BankerDraw", "player"), ("BankerStay", "player")}
-OPTIONAL_TEXT |= {("CheckpointTable", "period"), ("StartRound", "client_seed")}
+OPTIONAL_TEXT |= {("CheckpointTable", "period"), ("StartRound", "client_seed"), ("SignTreeHead", "shard")}
+OPTIONAL_TEXT |= {("ContributeSeed", "player")}  # (empty: the platform)
 NEW_IDS = {("OpenWallet", "wallet_id"), ("OpenTable", "table_id"), ("TakeSeat", "player")}
 BAD_IDS = ("", "   ", BIG, "a\x00b", "line\nbreak", "\x7f", "x" * 129)
 BAD_TEXT = {"client_seed": "s" * 1_000_000, "reason": BIG, "period": BIG}

@@ -25,6 +25,7 @@ from typing import Any
 from pokdeng_core.machine import BANKER, Phase, RoundState
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.views import CommandResult, RoundView
+from pokdeng_service.store.signing import KeyRing, SigningKey
 from pokdeng_service.store.vault import SeedVault
 
 VAULT_KEY = "5eed" * 16  # a fixed test key: every app instance of a test can open the sealed seeds
@@ -38,8 +39,15 @@ def vault() -> SeedVault:
     return SeedVault.from_hex(VAULT_KEY)
 
 
+SIGNING_KEY = "5151" * 16  # a fixed test signing key of tree heads (SignTreeHead)
+
+
+def signing_keys() -> KeyRing:
+    return KeyRing.of(SigningKey.from_hex(SIGNING_KEY))
+
+
 def make_app(env: dict[str, str], **extra: str) -> PokdengApp:
-    return PokdengApp({**env, **extra}, vault=vault())
+    return PokdengApp({**env, **extra}, vault=vault(), signing_keys=signing_keys())
 
 
 @dataclass(frozen=True)

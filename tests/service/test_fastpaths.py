@@ -27,6 +27,7 @@ from eventsourcing.domain import Aggregate
 
 from pokdeng_core.machine import Phase, RoundState, attach_shoe
 from pokdeng_service.application import PokdengApp, views
+from pokdeng_service.application.principal import SYSTEM
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import facts, fastpaths
 from pokdeng_service.store.facts import RecordedEvent, fact_of
@@ -241,7 +242,7 @@ def _originals(p: Played) -> list[Any]:
     wallet.deposit(5, "pending")  # with a pending event
     out.append(wallet)
     out.append(_fresh(app, ag.seed_uuid(p.rounds[0])))
-    out.append(_fresh(app, ag.command_uuid("req-1")))
+    out.append(_fresh(app, ag.command_uuid("req-1", SYSTEM.scope)))
     assert {type(o) for o in out} == set(AGGREGATE_CLASSES)
     return out
 

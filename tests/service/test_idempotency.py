@@ -30,8 +30,10 @@ COMMANDS = {
     "bid_for_banker",
     "close_banker_bid",
     "disconnect_banker",
+    "reconnect_banker",
     "start_round",
     "place_bet",
+    "contribute_seed",
     "deal",
     "place_side_bet",
     "close_side_bets",
@@ -43,6 +45,7 @@ COMMANDS = {
     "time_out_turn",
     "void_round",
     "checkpoint_table",
+    "sign_tree_head",
 }
 
 
@@ -84,6 +87,7 @@ def _play_everything(driver: Driver) -> None:
             break
     driver.call("leave_seat", "cl", "c")
     driver.call("checkpoint_table", "cl", "first")
+    driver.call("sign_tree_head")
 
     # kingmaker: a side bet when the up card allows
     play.open_table(driver, "km", "kingmaker", [(1, "a"), (2, "b")])
@@ -99,6 +103,10 @@ def _play_everything(driver: Driver) -> None:
     play.hold_banker_bid(driver, "rm", [("a", 10), ("b", 0)])
     round_id = play.start_round(driver, "rm")
     play.seat_bets(driver, round_id, 100)
+    driver.call("contribute_seed", round_id, "b", "b's seed")
+    driver.call("contribute_seed", round_id, None, "the platform's")
+    driver.call("disconnect_banker", "rm", "a")
+    driver.call("reconnect_banker", "rm", "a")  # back within its 5 seconds
     driver.call("disconnect_banker", "rm", "a")
     driver.call("void_round", round_id, "banker gone")
     assert app.get_table("rm").banker is None

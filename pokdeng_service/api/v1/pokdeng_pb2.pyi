@@ -927,6 +927,36 @@ class DisconnectBankerRequest(_message.Message):
 Global___DisconnectBankerRequest: _TypeAlias = DisconnectBankerRequest  # noqa: Y015
 
 @_typing.final
+class ReconnectBankerRequest(_message.Message):
+    """A disconnected banker is back."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TABLE_ID_FIELD_NUMBER: _builtins.int
+    PLAYER_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Idempotency key, 1 to 128 characters."""
+    table_id: _builtins.str
+    """The table."""
+    player: _builtins.str
+    """The banker who is back."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        table_id: _builtins.str = ...,
+        player: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["player", b"player", "request_id", b"request_id", "table_id", b"table_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReconnectBankerRequest: _TypeAlias = ReconnectBankerRequest  # noqa: Y015
+
+@_typing.final
 class CheckpointTableRequest(_message.Message):
     """Record a checkpoint of a table's closed rounds."""
 
@@ -970,7 +1000,10 @@ class StartRoundRequest(_message.Message):
     table_id: _builtins.str
     """The table."""
     client_seed: _builtins.str
-    """The client seed mixed into the shuffle (0 to 256 characters), recorded with the commitment."""
+    """The platform's contribution to the client seed (0 to 256 characters; empty: none), recorded
+    after the commitment. The client seed itself is derived at the deal from every contribution
+    (docs/shuffle.md section 13).
+    """
     def __init__(
         self,
         *,
@@ -997,6 +1030,7 @@ class PlaceBetRequest(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     PLAYER_FIELD_NUMBER: _builtins.int
     STAKE_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     """Idempotency key, 1 to 128 characters."""
     round_id: _builtins.str
@@ -1007,6 +1041,8 @@ class PlaceBetRequest(_message.Message):
     """The player whose wallet backs the stake (a player token may only bet for itself)."""
     stake: _builtins.int
     """The stake, in minor units, within the table's limits (ante: even)."""
+    client_seed: _builtins.str
+    """The bettor's contribution to the round's client seed (1 to 256 characters); unset: none."""
     def __init__(
         self,
         *,
@@ -1015,14 +1051,53 @@ class PlaceBetRequest(_message.Message):
         seat: _builtins.int = ...,
         player: _builtins.str = ...,
         stake: _builtins.int = ...,
+        client_seed: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_client_seed", b"_client_seed", "client_seed", b"client_seed"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_client_seed", b"_client_seed", "client_seed", b"client_seed", "player", b"player", "request_id", b"request_id", "round_id", b"round_id", "seat", b"seat", "stake", b"stake"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__client_seed: _TypeAlias = _typing.Literal["client_seed"]  # noqa: Y015
+    _WhichOneofArgType__client_seed: _TypeAlias = _typing.Literal["_client_seed", b"_client_seed"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__client_seed) -> _WhichOneofReturnType__client_seed | None: ...
+
+Global___PlaceBetRequest: _TypeAlias = PlaceBetRequest  # noqa: Y015
+
+@_typing.final
+class ContributeSeedRequest(_message.Message):
+    """Contribute to a round's client seed."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    ROUND_ID_FIELD_NUMBER: _builtins.int
+    PLAYER_FIELD_NUMBER: _builtins.int
+    CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Idempotency key, 1 to 128 characters."""
+    round_id: _builtins.str
+    """The round, in its betting phase."""
+    player: _builtins.str
+    """The contributor: a player with a stake in the round, or the player-banker (a player token only
+    for itself); empty for the platform (the operator).
+    """
+    client_seed: _builtins.str
+    """The contribution, 1 to 256 characters of any text (hashed as its UTF-8 bytes, exactly as given)."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        round_id: _builtins.str = ...,
+        player: _builtins.str = ...,
+        client_seed: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["player", b"player", "request_id", b"request_id", "round_id", b"round_id", "seat", b"seat", "stake", b"stake"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "player", b"player", "request_id", b"request_id", "round_id", b"round_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___PlaceBetRequest: _TypeAlias = PlaceBetRequest  # noqa: Y015
+Global___ContributeSeedRequest: _TypeAlias = ContributeSeedRequest  # noqa: Y015
 
 @_typing.final
 class DealRequest(_message.Message):
@@ -2121,6 +2196,174 @@ class InclusionProof(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___InclusionProof: _TypeAlias = InclusionProof  # noqa: Y015
+
+@_typing.final
+class SignTreeHeadRequest(_message.Message):
+    """Sign a tree head over a store's log of closed rounds."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    SHARD_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Idempotency key, 1 to 128 characters."""
+    shard: _builtins.str
+    """The store: the shard of its tables' and wallets' ids (the text before the first "/");
+    empty: the store of the ids without a shard (the only store when unpartitioned).
+    """
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        shard: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["request_id", b"request_id", "shard", b"shard"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignTreeHeadRequest: _TypeAlias = SignTreeHeadRequest  # noqa: Y015
+
+@_typing.final
+class SignedTreeHead(_message.Message):
+    """A signed tree head of a store's log of closed rounds (docs/checkpoints.md defines the bytes
+    signed).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LOG_ID_FIELD_NUMBER: _builtins.int
+    KEY_ID_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    ROOT_HASH_FIELD_NUMBER: _builtins.int
+    TIMESTAMP_FIELD_NUMBER: _builtins.int
+    SIGNATURE_FIELD_NUMBER: _builtins.int
+    HEAD_JSON_FIELD_NUMBER: _builtins.int
+    log_id: _builtins.str
+    """The log's id (one log per store)."""
+    key_id: _builtins.str
+    """The id of the key that signed it: the first 8 bytes of SHA-256 of the public key (hex)."""
+    tree_size: _builtins.int
+    """The number of closed rounds (leaves) it covers."""
+    root_hash: _builtins.str
+    """The Merkle root of those leaves (hex)."""
+    timestamp: _builtins.int
+    """When it was signed, in milliseconds since 1970-01-01T00:00:00Z."""
+    signature: _builtins.str
+    """The Ed25519 signature of its signed bytes (hex)."""
+    head_json: _builtins.str
+    """The head as JSON, in the form bundles carry (`pokdeng checkpoints check` reads it)."""
+    def __init__(
+        self,
+        *,
+        log_id: _builtins.str = ...,
+        key_id: _builtins.str = ...,
+        tree_size: _builtins.int = ...,
+        root_hash: _builtins.str = ...,
+        timestamp: _builtins.int = ...,
+        signature: _builtins.str = ...,
+        head_json: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["head_json", b"head_json", "key_id", b"key_id", "log_id", b"log_id", "root_hash", b"root_hash", "signature", b"signature", "timestamp", b"timestamp", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignedTreeHead: _TypeAlias = SignedTreeHead  # noqa: Y015
+
+@_typing.final
+class GetSignedTreeHeadRequest(_message.Message):
+    """Ask for a signed tree head."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SHARD_FIELD_NUMBER: _builtins.int
+    TREE_SIZE_FIELD_NUMBER: _builtins.int
+    shard: _builtins.str
+    """The store, as in SignTreeHeadRequest."""
+    tree_size: _builtins.int
+    """A tree size: the latest head of exactly that size; 0: the latest head."""
+    def __init__(
+        self,
+        *,
+        shard: _builtins.str = ...,
+        tree_size: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["shard", b"shard", "tree_size", b"tree_size"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetSignedTreeHeadRequest: _TypeAlias = GetSignedTreeHeadRequest  # noqa: Y015
+
+@_typing.final
+class GetConsistencyProofRequest(_message.Message):
+    """Ask for a consistency proof between two sizes of a store's log."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SHARD_FIELD_NUMBER: _builtins.int
+    FIRST_FIELD_NUMBER: _builtins.int
+    SECOND_FIELD_NUMBER: _builtins.int
+    shard: _builtins.str
+    """The store, as in SignTreeHeadRequest."""
+    first: _builtins.int
+    """The smaller tree size (0 to second)."""
+    second: _builtins.int
+    """The larger tree size; 0: the log's size now."""
+    def __init__(
+        self,
+        *,
+        shard: _builtins.str = ...,
+        first: _builtins.int = ...,
+        second: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first", b"first", "second", b"second", "shard", b"shard"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetConsistencyProofRequest: _TypeAlias = GetConsistencyProofRequest  # noqa: Y015
+
+@_typing.final
+class ConsistencyProof(_message.Message):
+    """An RFC 9162 consistency proof (section 2.1.4) between two sizes of a store's log."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LOG_ID_FIELD_NUMBER: _builtins.int
+    FIRST_FIELD_NUMBER: _builtins.int
+    SECOND_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    log_id: _builtins.str
+    """The log's id."""
+    first: _builtins.int
+    """The smaller tree size."""
+    second: _builtins.int
+    """The larger tree size."""
+    @_builtins.property
+    def path(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The proof's node hashes (hex), in the RFC's order; empty when first is 0 or second."""
+
+    def __init__(
+        self,
+        *,
+        log_id: _builtins.str = ...,
+        first: _builtins.int = ...,
+        second: _builtins.int = ...,
+        path: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["first", b"first", "log_id", b"log_id", "path", b"path", "second", b"second"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ConsistencyProof: _TypeAlias = ConsistencyProof  # noqa: Y015
 
 @_typing.final
 class SubscribeEventsRequest(_message.Message):

@@ -331,6 +331,11 @@ class TablesStub:
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DisconnectBankerRequest.SerializeToString,
                 response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
                 _registered_method=True)
+        self.ReconnectBanker = channel.unary_unary(
+                '/pokdeng.v1.Tables/ReconnectBanker',
+                request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ReconnectBankerRequest.SerializeToString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
+                _registered_method=True)
         self.CheckpointTable = channel.unary_unary(
                 '/pokdeng.v1.Tables/CheckpointTable',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CheckpointTableRequest.SerializeToString,
@@ -344,6 +349,11 @@ class TablesStub:
         self.PlaceBet = channel.unary_unary(
                 '/pokdeng.v1.Tables/PlaceBet',
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceBetRequest.SerializeToString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
+                _registered_method=True)
+        self.ContributeSeed = channel.unary_unary(
+                '/pokdeng.v1.Tables/ContributeSeed',
+                request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ContributeSeedRequest.SerializeToString,
                 response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
                 _registered_method=True)
         self.Deal = channel.unary_unary(
@@ -444,7 +454,17 @@ class TablesServicer:
 
     def DisconnectBanker(self, request, context):
         """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
-        during a round the round plays on (the banker's automatic actions) and the role ends with it.
+        during a round the banker has 5 seconds to come back (ReconnectBanker, or any banker call of
+        its own): then it plays on and keeps the role. Otherwise its turn is played for it and the
+        role ends when the round ends.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ReconnectBanker(self, request, context):
+        """Room: a disconnected banker is back. Within 5 seconds of the disconnection it keeps the role
+        (FAILED_PRECONDITION/WRONG_PHASE after the window). The banker's own token or the operator.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -465,7 +485,15 @@ class TablesServicer:
         raise NotImplementedError('Method not implemented!')
 
     def PlaceBet(self, request, context):
-        """Place a stake on a seat (ante: a betting position).
+        """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ContributeSeed(self, request, context):
+        """Contribute to the round's client seed during betting: a bettor (or the player-banker) for itself,
+        the operator as the platform. A contributor's last contribution before the deal counts.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -574,6 +602,11 @@ def add_TablesServicer_to_server(servicer, server):
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.DisconnectBankerRequest.FromString,
                     response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
             ),
+            'ReconnectBanker': grpc.unary_unary_rpc_method_handler(
+                    servicer.ReconnectBanker,
+                    request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ReconnectBankerRequest.FromString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.SerializeToString,
+            ),
             'CheckpointTable': grpc.unary_unary_rpc_method_handler(
                     servicer.CheckpointTable,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.CheckpointTableRequest.FromString,
@@ -587,6 +620,11 @@ def add_TablesServicer_to_server(servicer, server):
             'PlaceBet': grpc.unary_unary_rpc_method_handler(
                     servicer.PlaceBet,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceBetRequest.FromString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
+            ),
+            'ContributeSeed': grpc.unary_unary_rpc_method_handler(
+                    servicer.ContributeSeed,
+                    request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ContributeSeedRequest.FromString,
                     response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.SerializeToString,
             ),
             'Deal': grpc.unary_unary_rpc_method_handler(
@@ -819,6 +857,33 @@ class Tables:
             _registered_method=True)
 
     @staticmethod
+    def ReconnectBanker(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.Tables/ReconnectBanker',
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ReconnectBankerRequest.SerializeToString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.TableCommandResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
     def CheckpointTable(request,
             target,
             options=(),
@@ -888,6 +953,33 @@ class Tables:
             target,
             '/pokdeng.v1.Tables/PlaceBet',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.PlaceBetRequest.SerializeToString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ContributeSeed(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.Tables/ContributeSeed',
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ContributeSeedRequest.SerializeToString,
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.RoundCommandResponse.FromString,
             options,
             channel_credentials,
@@ -1420,6 +1512,21 @@ class AuditStub:
                 request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetInclusionProofRequest.SerializeToString,
                 response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.InclusionProof.FromString,
                 _registered_method=True)
+        self.SignTreeHead = channel.unary_unary(
+                '/pokdeng.v1.Audit/SignTreeHead',
+                request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignTreeHeadRequest.SerializeToString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignedTreeHead.FromString,
+                _registered_method=True)
+        self.GetSignedTreeHead = channel.unary_unary(
+                '/pokdeng.v1.Audit/GetSignedTreeHead',
+                request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetSignedTreeHeadRequest.SerializeToString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignedTreeHead.FromString,
+                _registered_method=True)
+        self.GetConsistencyProof = channel.unary_unary(
+                '/pokdeng.v1.Audit/GetConsistencyProof',
+                request_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetConsistencyProofRequest.SerializeToString,
+                response_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ConsistencyProof.FromString,
+                _registered_method=True)
 
 
 class AuditServicer:
@@ -1459,6 +1566,31 @@ class AuditServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SignTreeHead(self, request, context):
+        """Sign a tree head over a store's append-only log of closed rounds with the operator's
+        Ed25519 key (operator only; docs/checkpoints.md). FAILED_PRECONDITION without a key or
+        before the store's first closed round.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetSignedTreeHead(self, request, context):
+        """The latest signed tree head of a store's log (or the latest of one size), for the
+        operator to publish. NOT_FOUND before the first SignTreeHead.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetConsistencyProof(self, request, context):
+        """The RFC 9162 consistency proof that a store's log of one size extends the log of a
+        smaller size, for the operator to publish with the heads (docs/checkpoints.md).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_AuditServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -1481,6 +1613,21 @@ def add_AuditServicer_to_server(servicer, server):
                     servicer.GetInclusionProof,
                     request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetInclusionProofRequest.FromString,
                     response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.InclusionProof.SerializeToString,
+            ),
+            'SignTreeHead': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignTreeHead,
+                    request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignTreeHeadRequest.FromString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignedTreeHead.SerializeToString,
+            ),
+            'GetSignedTreeHead': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetSignedTreeHead,
+                    request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetSignedTreeHeadRequest.FromString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignedTreeHead.SerializeToString,
+            ),
+            'GetConsistencyProof': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetConsistencyProof,
+                    request_deserializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetConsistencyProofRequest.FromString,
+                    response_serializer=pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ConsistencyProof.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -1595,6 +1742,87 @@ class Audit:
             '/pokdeng.v1.Audit/GetInclusionProof',
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetInclusionProofRequest.SerializeToString,
             pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.InclusionProof.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignTreeHead(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.Audit/SignTreeHead',
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignTreeHeadRequest.SerializeToString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignedTreeHead.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetSignedTreeHead(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.Audit/GetSignedTreeHead',
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetSignedTreeHeadRequest.SerializeToString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.SignedTreeHead.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetConsistencyProof(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.Audit/GetConsistencyProof',
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.GetConsistencyProofRequest.SerializeToString,
+            pokdeng__service_dot_api_dot_v1_dot_pokdeng__pb2.ConsistencyProof.FromString,
             options,
             channel_credentials,
             insecure,

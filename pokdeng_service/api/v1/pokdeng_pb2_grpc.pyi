@@ -171,14 +171,24 @@ class TablesStub:
     """Room: close the banker bid; the winning bidder becomes the banker."""
     DisconnectBanker: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DisconnectBankerRequest, _pokdeng_pb2.TableCommandResponse]
     """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
-    during a round the round plays on (the banker's automatic actions) and the role ends with it.
+    during a round the banker has 5 seconds to come back (ReconnectBanker, or any banker call of
+    its own): then it plays on and keeps the role. Otherwise its turn is played for it and the
+    role ends when the round ends.
+    """
+    ReconnectBanker: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.ReconnectBankerRequest, _pokdeng_pb2.TableCommandResponse]
+    """Room: a disconnected banker is back. Within 5 seconds of the disconnection it keeps the role
+    (FAILED_PRECONDITION/WRONG_PHASE after the window). The banker's own token or the operator.
     """
     CheckpointTable: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.CheckpointTableRequest, _pokdeng_pb2.TableCommandResponse]
     """Record a Merkle root over the table's rounds closed since its last checkpoint (docs/audit.md)."""
     StartRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.RoundCommandResponse]
     """Start the table's next round: the shuffle is committed before any card."""
     PlaceBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.RoundCommandResponse]
-    """Place a stake on a seat (ante: a betting position)."""
+    """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
+    ContributeSeed: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.ContributeSeedRequest, _pokdeng_pb2.RoundCommandResponse]
+    """Contribute to the round's client seed during betting: a bettor (or the player-banker) for itself,
+    the operator as the platform. A contributor's last contribution before the deal counts.
+    """
     Deal: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.DealRequest, _pokdeng_pb2.RoundCommandResponse]
     """Close betting and deal (and play every automatic step that follows)."""
     PlaceSideBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceSideBetRequest, _pokdeng_pb2.RoundCommandResponse]
@@ -223,14 +233,24 @@ class TablesAsyncStub(TablesStub):
     """Room: close the banker bid; the winning bidder becomes the banker."""
     DisconnectBanker: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DisconnectBankerRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
     """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
-    during a round the round plays on (the banker's automatic actions) and the role ends with it.
+    during a round the banker has 5 seconds to come back (ReconnectBanker, or any banker call of
+    its own): then it plays on and keeps the role. Otherwise its turn is played for it and the
+    role ends when the round ends.
+    """
+    ReconnectBanker: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.ReconnectBankerRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
+    """Room: a disconnected banker is back. Within 5 seconds of the disconnection it keeps the role
+    (FAILED_PRECONDITION/WRONG_PHASE after the window). The banker's own token or the operator.
     """
     CheckpointTable: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.CheckpointTableRequest, _pokdeng_pb2.TableCommandResponse]  # type: ignore[assignment]
     """Record a Merkle root over the table's rounds closed since its last checkpoint (docs/audit.md)."""
     StartRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Start the table's next round: the shuffle is committed before any card."""
     PlaceBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
-    """Place a stake on a seat (ante: a betting position)."""
+    """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
+    ContributeSeed: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.ContributeSeedRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
+    """Contribute to the round's client seed during betting: a bettor (or the player-banker) for itself,
+    the operator as the platform. A contributor's last contribution before the deal counts.
+    """
     Deal: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.DealRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
     """Close betting and deal (and play every automatic step that follows)."""
     PlaceSideBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceSideBetRequest, _pokdeng_pb2.RoundCommandResponse]  # type: ignore[assignment]
@@ -308,7 +328,19 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
         """Room: the platform reports that the banker disconnected. Between rounds the role ends at once;
-        during a round the round plays on (the banker's automatic actions) and the role ends with it.
+        during a round the banker has 5 seconds to come back (ReconnectBanker, or any banker call of
+        its own): then it plays on and keeps the role. Otherwise its turn is played for it and the
+        role ends when the round ends.
+        """
+
+    @_abc_1.abstractmethod
+    def ReconnectBanker(
+        self,
+        request: _pokdeng_pb2.ReconnectBankerRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.TableCommandResponse, _abc.Awaitable[_pokdeng_pb2.TableCommandResponse]]:
+        """Room: a disconnected banker is back. Within 5 seconds of the disconnection it keeps the role
+        (FAILED_PRECONDITION/WRONG_PHASE after the window). The banker's own token or the operator.
         """
 
     @_abc_1.abstractmethod
@@ -333,7 +365,17 @@ class TablesServicer(metaclass=_abc_1.ABCMeta):
         request: _pokdeng_pb2.PlaceBetRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
-        """Place a stake on a seat (ante: a betting position)."""
+        """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
+
+    @_abc_1.abstractmethod
+    def ContributeSeed(
+        self,
+        request: _pokdeng_pb2.ContributeSeedRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.RoundCommandResponse, _abc.Awaitable[_pokdeng_pb2.RoundCommandResponse]]:
+        """Contribute to the round's client seed during betting: a bettor (or the player-banker) for itself,
+        the operator as the platform. A contributor's last contribution before the deal counts.
+        """
 
     @_abc_1.abstractmethod
     def Deal(
@@ -519,6 +561,19 @@ class AuditStub:
     """The Merkle proof that a closed round is in its table's checkpoint. NOT_FOUND until a
     checkpoint (Tables.CheckpointTable) covers the round.
     """
+    SignTreeHead: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.SignTreeHeadRequest, _pokdeng_pb2.SignedTreeHead]
+    """Sign a tree head over a store's append-only log of closed rounds with the operator's
+    Ed25519 key (operator only; docs/checkpoints.md). FAILED_PRECONDITION without a key or
+    before the store's first closed round.
+    """
+    GetSignedTreeHead: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.GetSignedTreeHeadRequest, _pokdeng_pb2.SignedTreeHead]
+    """The latest signed tree head of a store's log (or the latest of one size), for the
+    operator to publish. NOT_FOUND before the first SignTreeHead.
+    """
+    GetConsistencyProof: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.GetConsistencyProofRequest, _pokdeng_pb2.ConsistencyProof]
+    """The RFC 9162 consistency proof that a store's log of one size extends the log of a
+    smaller size, for the operator to publish with the heads (docs/checkpoints.md).
+    """
 
 @_typing.type_check_only
 class AuditAsyncStub(AuditStub):
@@ -540,6 +595,19 @@ class AuditAsyncStub(AuditStub):
     GetInclusionProof: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.GetInclusionProofRequest, _pokdeng_pb2.InclusionProof]  # type: ignore[assignment]
     """The Merkle proof that a closed round is in its table's checkpoint. NOT_FOUND until a
     checkpoint (Tables.CheckpointTable) covers the round.
+    """
+    SignTreeHead: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.SignTreeHeadRequest, _pokdeng_pb2.SignedTreeHead]  # type: ignore[assignment]
+    """Sign a tree head over a store's append-only log of closed rounds with the operator's
+    Ed25519 key (operator only; docs/checkpoints.md). FAILED_PRECONDITION without a key or
+    before the store's first closed round.
+    """
+    GetSignedTreeHead: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.GetSignedTreeHeadRequest, _pokdeng_pb2.SignedTreeHead]  # type: ignore[assignment]
+    """The latest signed tree head of a store's log (or the latest of one size), for the
+    operator to publish. NOT_FOUND before the first SignTreeHead.
+    """
+    GetConsistencyProof: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.GetConsistencyProofRequest, _pokdeng_pb2.ConsistencyProof]  # type: ignore[assignment]
+    """The RFC 9162 consistency proof that a store's log of one size extends the log of a
+    smaller size, for the operator to publish with the heads (docs/checkpoints.md).
     """
 
 class AuditServicer(metaclass=_abc_1.ABCMeta):
@@ -583,6 +651,37 @@ class AuditServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_pokdeng_pb2.InclusionProof, _abc.Awaitable[_pokdeng_pb2.InclusionProof]]:
         """The Merkle proof that a closed round is in its table's checkpoint. NOT_FOUND until a
         checkpoint (Tables.CheckpointTable) covers the round.
+        """
+
+    @_abc_1.abstractmethod
+    def SignTreeHead(
+        self,
+        request: _pokdeng_pb2.SignTreeHeadRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.SignedTreeHead, _abc.Awaitable[_pokdeng_pb2.SignedTreeHead]]:
+        """Sign a tree head over a store's append-only log of closed rounds with the operator's
+        Ed25519 key (operator only; docs/checkpoints.md). FAILED_PRECONDITION without a key or
+        before the store's first closed round.
+        """
+
+    @_abc_1.abstractmethod
+    def GetSignedTreeHead(
+        self,
+        request: _pokdeng_pb2.GetSignedTreeHeadRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.SignedTreeHead, _abc.Awaitable[_pokdeng_pb2.SignedTreeHead]]:
+        """The latest signed tree head of a store's log (or the latest of one size), for the
+        operator to publish. NOT_FOUND before the first SignTreeHead.
+        """
+
+    @_abc_1.abstractmethod
+    def GetConsistencyProof(
+        self,
+        request: _pokdeng_pb2.GetConsistencyProofRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.ConsistencyProof, _abc.Awaitable[_pokdeng_pb2.ConsistencyProof]]:
+        """The RFC 9162 consistency proof that a store's log of one size extends the log of a
+        smaller size, for the operator to publish with the heads (docs/checkpoints.md).
         """
 
 def add_AuditServicer_to_server(servicer: AuditServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

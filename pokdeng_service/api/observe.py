@@ -1,0 +1,192 @@
+"""What operators see of the calls: Prometheus metrics, one structured log line per call, the metrics endpoint.
+
+``CallObserver`` is the wrapper's observer (``rpcs.Observer``): for every call it counts
+``pokdeng_rpcs_total{method, code}`` and observes ``pokdeng_rpc_seconds{method}``, and it writes one
+line to the ``pokdeng.calls`` logger: method, role, player (a player token's), code, reason, latency,
+request id, the round, table or wallet the request names, and the peer. Never a token (the line is
+built from named fields only, never from the metadata), never a request's payload beyond those ids
+(so never a seed), never an error's message.
+
+``JsonFormatter`` writes any record as one JSON object (``pokdeng serve --log-format json``, the
+default); the fields of a call line are top-level keys. ``MetricsEndpoint`` serves the process's
+registry (the RPC metrics here, the application's in ``application.telemetry``, the server's gauges
+and the library's process collector) over HTTP on 127.0.0.1 unless told otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from typing import Any
+
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+
+from pokdeng_service.api.rpcs import CallContext, Rpc, Runtime
+from pokdeng_service.application.principal import Principal
+
+CALLS = logging.getLogger("pokdeng.calls")
+RPC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
+RPCS = Counter("pokdeng_rpcs", "RPCs served, by method and status code", ["method", "code"])
+RPC_SECONDS = Histogram("pokdeng_rpc_seconds", "RPC latency in the server, by method", ["method"], buckets=RPC_BUCKETS)
+VERIFICATION_FAILURES = Counter(
+    "pokdeng_verification_failures", "Rounds that failed a verification through the API, by check", ["check"]
+)
+IN_FLIGHT = Gauge("pokdeng_rpcs_in_flight", "Unary calls running or waiting for a worker")
+STREAMS = Gauge("pokdeng_streams_open", "Open streams, by kind", ["kind"])
+STORE_UP = Gauge("pokdeng_store_up", "1 while the store probe finds every store answering, else 0")
+
+_ID_FIELDS = ("request_id", "round_id", "table_id", "wallet_id")
+_STREAM_KINDS = ("events", "health", "reflection")
+
+
+def _ids(request_type: Any) -> tuple[str, ...]:
+    fields = getattr(getattr(request_type, "DESCRIPTOR", None), "fields_by_name", {})
+    return tuple(name for name in _ID_FIELDS if name in fields)
+
+
+class CallObserver:
+    """Counts and logs every call (the wrapper's ``Observer``); per method, its metric children are made once."""
+
+    def __init__(self, access_log: bool = True) -> None:
+        self.access_log = access_log
+        self._children: dict[tuple[str, str], Any] = {}
+        self._latency: dict[str, Any] = {}
+        self._ids: dict[str, tuple[str, ...]] = {}
+
+    def bind(self, runtime: Runtime) -> None:
+        """The gauges that read the server's counters when scraped (the last server bound wins)."""
+        IN_FLIGHT.set_function(lambda: runtime.in_flight)
+        STORE_UP.set_function(lambda: 1.0 if runtime.store_up else 0.0)
+        for kind in _STREAM_KINDS:
+            STREAMS.labels(kind).set_function(lambda kind=kind: runtime.streams.get(kind, 0))  # type: ignore[misc]
+
+    def finished(
+        self,
+        rpc: Rpc,
+        principal: Principal | None,
+        request: Any,
+        response: Any,
+        code: str,
+        reason: str,
+        seconds: float,
+        context: CallContext | None,
+    ) -> None:
+        name = rpc.name
+        child = self._children.get((name, code))
+        if child is None:
+            child = self._children[(name, code)] = RPCS.labels(name, code)
+        child.inc()
+        latency = self._latency.get(name)
+        if latency is None:
+            latency = self._latency[name] = RPC_SECONDS.labels(name)
+        latency.observe(seconds)
+        if not self.access_log or not CALLS.isEnabledFor(_level(rpc, code)):
+            return
+        line: dict[str, Any] = {
+            "method": name,
+            "role": principal.role.value if principal is not None else "none",
+            "code": code,
+            "latency_ms": round(seconds * 1000, 3),
+        }
+        if principal is not None and principal.player:
+            line["player"] = principal.player
+        if reason:
+            line["reason"] = reason
+        ids = self._ids.get(name)
+        if ids is None:
+            ids = self._ids[name] = _ids(rpc.request_type if rpc.request_type is not None else type(request))
+        for key in ids:
+            value = getattr(request, key, "")
+            if value:
+                line[key] = value
+        if "round_id" not in line and response is not None:
+            round_ = getattr(response, "round", None)
+            round_id = getattr(round_, "round_id", "") if round_ is not None else ""
+            if round_id:
+                line["round_id"] = round_id
+        if context is not None:
+            line["peer"] = context.peer()
+        CALLS.log(_level(rpc, code), "%s %s %.1fms", name, code, seconds * 1000, extra={"call": line})
+
+
+_WARN = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED"})
+_ERROR = frozenset({"INTERNAL", "DATA_LOSS", "UNKNOWN"})
+
+
+def _level(rpc: Rpc, code: str) -> int:
+    if code in _ERROR:
+        return logging.ERROR
+    if code in _WARN:
+        return max(rpc.log_level, logging.WARNING)
+    return rpc.log_level
+
+
+def verification_failed(check: str) -> None:
+    VERIFICATION_FAILURES.labels(check).inc()
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record: time, level, logger, message, and a call line's fields at the top level."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        data: dict[str, Any] = {
+            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+        }
+        call = getattr(record, "call", None)
+        if isinstance(call, dict):
+            data.update(call)
+        else:
+            data["msg"] = record.getMessage()
+        if record.exc_info:
+            data["exc"] = self.formatException(record.exc_info)
+        return json.dumps(data, default=str, separators=(",", ":"))
+
+
+class TextFormatter(logging.Formatter):
+    """``asctime level logger: message``, and a call line's fields as ``key=value``."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        text = super().format(record)
+        call = getattr(record, "call", None)
+        if isinstance(call, dict):
+            text += " " + " ".join(f"{key}={value}" for key, value in call.items())
+        return text
+
+
+class MetricsEndpoint:
+    """The Prometheus endpoint (``/metrics``) on its own thread; ``port`` 0 picks a free one."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY) -> None:
+        try:
+            self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+        except OSError as error:
+            raise OSError(f"cannot serve metrics on {host}:{port}: {error.strerror or error}") from None
+        self.host = host
+        self.port = int(self._server.server_port)
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+__all__ = [
+    "CALLS",
+    "CallObserver",
+    "JsonFormatter",
+    "MetricsEndpoint",
+    "TextFormatter",
+    "verification_failed",
+]

@@ -1,0 +1,138 @@
+"""The store's log of closed rounds: the leaf a round's close appends, signed tree heads, and proofs.
+
+* ``log_closed_round(attempt, record)``: the round handlers' close (``rounds._book_money``)
+  appends the round's leaf to the store's ``RoundLog`` in the same transaction as the table's
+  ``round_finished``; the log is created (with a fresh log id) by the store's first close. Every
+  close in a store writes this one stream: two closes at once conflict on it, and the pipeline
+  retries the later one, as for any version conflict.
+* ``SignTreeHead``'s handler: the operator's signed tree head over the log as it is (operator
+  only; the key is the application's ``signing_keys``, never stored in the database).
+* ``LogQueries`` (a mixin of ``PokdengApp``): the log's leaves and heads read afresh from the
+  store, a round's *anchor* (the latest signed head that covers it, and the inclusion proof),
+  and consistency proofs between two tree sizes (RFC 9162).
+
+docs/checkpoints.md describes the formats.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from uuid import UUID
+
+from eventsourcing.application import AggregateNotFoundError, Application
+
+from pokdeng_core.errors import DomainError, InvalidCommand
+from pokdeng_service.application.commands import SignTreeHead
+from pokdeng_service.application.errors import NotFound
+from pokdeng_service.application.pipeline import Attempt, Outcome, handler
+from pokdeng_service.store import fastpaths, merkle
+from pokdeng_service.store.aggregates import RoundRecord
+from pokdeng_service.store.facts import RecordedEvent
+from pokdeng_service.store.roundlog import ROUND_LOG_UUID, LogRecord, RoundLog, new_log_id, read_log
+from pokdeng_service.store.signing import KeyRing, TreeHead
+
+_LOADED = ("log", "")
+
+
+def round_log(attempt: Attempt, *, create: bool = False) -> RoundLog | None:
+    """The store's log, loaded once an attempt; a new one if ``create`` and the store has none."""
+    found = attempt.loaded.get(_LOADED)
+    if found is None:
+        found = attempt.app.load_round_log()
+        if found is None:
+            if not create:
+                return None
+            found = RoundLog(new_log_id())
+        attempt.loaded[_LOADED] = found
+    assert isinstance(found, RoundLog)
+    return found
+
+
+def log_closed_round(attempt: Attempt, record: RoundRecord) -> RoundLog:
+    """Append the closed round's leaf (its id and last chain digest) to the store's log."""
+    log = round_log(attempt, create=True)
+    assert log is not None
+    log.append(record.round_id, record.last_digest)
+    return log
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@handler(SignTreeHead)
+def sign_tree_head(attempt: Attempt, command: SignTreeHead) -> Outcome:
+    """A signed tree head over every closed round of the store so far (docs/checkpoints.md)."""
+    key = attempt.app.signing_keys.current
+    if key is None:
+        raise DomainError(
+            "no signing key is configured: create one with `pokdeng keys new` (or set POKDENG_SIGNING_KEY)"
+        )
+    log = round_log(attempt)
+    if log is None:
+        raise DomainError("no round has closed in this store yet: its log is empty")
+    log.sign(key, now_ms())
+    return Outcome((log,), log, "log", log.log_id)
+
+
+class LogQueries(Application[UUID]):
+    """Reads of the store's log (``PokdengApp`` sets ``signing_keys``)."""
+
+    signing_keys: KeyRing
+
+    def load_round_log(self) -> RoundLog | None:
+        """The log as the commands see it (the aggregate cache), or None before the store's first close."""
+        try:
+            log: Any = self.repository.get(ROUND_LOG_UUID, projector_func=fastpaths.project)
+        except AggregateNotFoundError:
+            return None
+        if not isinstance(log, RoundLog):
+            raise NotFound("the store's round log is not a round log")
+        return log
+
+    def log_events(self) -> list[RecordedEvent]:
+        """The log's stored events, read afresh (an edit of the stored rows is seen by a running server)."""
+        return fastpaths.facts_of_rows(self.mapper, self.recorder.select_events(ROUND_LOG_UUID))
+
+    def read_log(self) -> LogRecord:
+        return read_log(self.log_events())
+
+    def tree_head(self, tree_size: int = 0) -> TreeHead:
+        """The latest signed head (``tree_size`` 0), or the latest one of exactly that size."""
+        heads = [head for _p, head in self.read_log().heads if not tree_size or head.tree_size == tree_size]
+        if not heads:
+            which = f" of size {tree_size}" if tree_size else ""
+            raise NotFound(f"no signed tree head{which} in this store yet (SignTreeHead)", tree_size=str(tree_size))
+        return heads[-1]
+
+    def log_anchor(self, round_id: str) -> dict[str, Any] | None:
+        """A closed round's anchor: the latest signed head covering its leaf, and the inclusion proof.
+
+        None while no signed head covers it (or when it closed before the store had a log).
+        """
+        log = self.read_log()
+        index = next((i for i, leaf in enumerate(log.leaves) if leaf.round_id == round_id), None)
+        if index is None:
+            return None
+        covering = [head for _p, head in log.heads if head.tree_size > index]
+        if not covering:
+            return None
+        head = covering[-1]
+        hashes = log.hashes[: head.tree_size]
+        return {
+            "index": index,
+            "leaf": log.leaves[index].leaf,
+            "path": [h.hex() for h in merkle.inclusion_proof(hashes, index)],
+            "head": head.as_dict(),
+        }
+
+    def consistency_proof(self, first: int, second: int = 0) -> dict[str, Any]:
+        """RFC 9162 PROOF(first, D[second]) over the log (``second`` 0: the log's size)."""
+        log = self.read_log()
+        size = len(log.leaves)
+        second = second or size
+        if not 0 <= first <= second <= size:
+            raise InvalidCommand(f"the sizes must satisfy 0 <= first <= second <= {size}", field="first")
+        proof = merkle.consistency_proof(log.hashes[:second], first)
+        return {"log_id": log.log_id, "first": first, "second": second, "path": [h.hex() for h in proof]}

@@ -1,0 +1,214 @@
+"""``pokdeng keys`` and ``pokdeng checkpoints``: signing keys, signed tree heads and their proofs.
+
+* ``pokdeng keys new|show|rotate``: the signing key file (``StoreConfig.signing_key_path``:
+  ``--key-file``, ``$POKDENG_SIGNING_KEY_FILE`` or ``<db>.signing-keys``); ``show`` prints the
+  public keys (``KEY_ID PUBLIC_HEX``, the form ``--key`` reads), never a private key.
+* ``pokdeng checkpoints sign|show|prove``: sign a tree head over a store's log of closed rounds,
+  print the latest one, print a consistency proof between two tree sizes.
+* ``pokdeng checkpoints check OLD NEW PROOF --key K``: offline, that the newer head's log
+  extends the older one's; ``pokdeng checkpoints audit --key K``: a store's whole log.
+
+Exit codes as the rest of the CLI: 0 verified (without ``--key``: with an "unanchored"
+warning), 1 a check failed (with ``--key``: a head missing, or a signature that does not
+verify), 2 bad usage or input, 3 refused (no signing key, an empty log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.store.signing import KeyRing, PublicKeys, TreeHead
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+StoreOptions = Callable[[argparse.ArgumentParser], None]
+
+
+def public_keys(values: list[str] | None) -> PublicKeys | None:
+    """The public keys of every ``--key`` (a key's hex, or a file of keys), or None without any."""
+    if not values:
+        return None
+    keys = PublicKeys()
+    for value in values:
+        keys = keys.merge(PublicKeys.load(value))
+    return keys
+
+
+def _key_path(args: argparse.Namespace) -> Path:
+    if args.key_file:
+        return Path(args.key_file)
+    return StoreConfig.from_args(db=args.db).signing_key_path()
+
+
+def _write(text: str, output: str | None) -> None:
+    if output in (None, "-"):
+        print(text, end="")
+    else:
+        Path(output).write_text(text, encoding="utf-8")
+        print(f"wrote {output}")
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, indent=2, sort_keys=True) + "\n"
+
+
+def cmd_keys(args: argparse.Namespace) -> int:
+    path = _key_path(args)
+    if args.action == "new":
+        ring = KeyRing()
+        key = ring.rotate()
+        ring.save(path, new=True)
+        print(f"new signing key {key.key_id} in {path} (mode 0600; keep it out of the database and its backups)")
+    elif args.action == "rotate":
+        ring = KeyRing.from_file(path)
+        old = ring.current.key_id if ring.current else "none"
+        key = ring.rotate()
+        ring.save(path)
+        print(f"rotated: {key.key_id} signs from now on (restart the server); {old} is retired, its public key kept")
+    else:
+        ring = KeyRing.from_file(path)
+    lines = "".join(line + "\n" for line in ring.describe())
+    if args.action == "show" and args.output:
+        _write("# pokdeng signing keys (public): KEY_ID PUBLIC_KEY\n" + lines, args.output)
+    else:
+        print(lines, end="")
+    return EXIT_OK
+
+
+def _open(args: argparse.Namespace, *, write: bool = False) -> Any:
+    """The store: to sign (with the signing keys), or read only (nothing created, no key read)."""
+    from pokdeng_service.application.partitions import PartitionedPokdeng
+
+    config = StoreConfig.from_args(db=args.db, postgres_url=args.postgres_url, partitions=args.partitions)
+    if not write:
+        return PartitionedPokdeng.open_read_only(config)
+    if args.key_file:
+        config = dataclasses.replace(config, signing_key_file=args.key_file)
+    return PartitionedPokdeng.open(config)
+
+
+def _store_key(shard: str) -> str:
+    return f"{shard}/" if shard else ""
+
+
+def cmd_sign(args: argparse.Namespace) -> int:
+    from pokdeng_service.application.commands import SignTreeHead
+    from pokdeng_service.application.principal import SYSTEM
+    from pokdeng_service.store.roundlog import HEAD_SIGNED
+
+    service = _open(args, write=True)
+    try:
+        result = service.handle(SYSTEM, f"cli-sign-{uuid.uuid4().hex}", SignTreeHead(args.shard))
+    finally:
+        service.close()
+    data = next(e.data for e in result.events if e.kind == HEAD_SIGNED)
+    fields = {k: v for k, v in data.items() if k != "time_ms"}
+    head = TreeHead.from_dict({**fields, "timestamp": data["time_ms"]})
+    _write(_json(head.as_dict()), args.output)
+    return EXIT_OK
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    service = _open(args)
+    try:
+        head = service.app_for(_store_key(args.shard), "log").tree_head(args.size)
+    finally:
+        service.close()
+    _write(_json(head.as_dict()), args.output)
+    return EXIT_OK
+
+
+def cmd_prove(args: argparse.Namespace) -> int:
+    service = _open(args)
+    try:
+        proof = service.app_for(_store_key(args.shard), "log").consistency_proof(args.first, args.second)
+    finally:
+        service.close()
+    _write(_json(proof), args.output)
+    return EXIT_OK
+
+
+def _read_json(name: str) -> Any:
+    try:
+        return json.loads(Path(name).read_text(encoding="utf-8"))
+    except OSError as error:
+        raise ValueError(f"cannot read {name}: {error.strerror or error}") from None
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{name} is not JSON: {error}") from None
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from pokdeng_service.audit.anchors import verify_consistency
+
+    verdict = verify_consistency(
+        _read_json(args.old), _read_json(args.new), _read_json(args.proof), public_keys(args.key)
+    )
+    print(verdict.render())
+    return EXIT_OK if verdict.ok else EXIT_FAILED
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from pokdeng_service.audit.anchors import audit_log
+
+    keys = public_keys(args.key)
+    service = _open(args)
+    failed = 0
+    try:
+        for k, app in enumerate(service.apps):
+            verdict = audit_log(app, keys, subject=f"log of partition {k}" if len(service.apps) > 1 else "")
+            print(verdict.render())
+            failed += not verdict.ok
+    finally:
+        service.close()
+    return EXIT_OK if not failed else EXIT_FAILED
+
+
+def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
+    """Register ``keys`` and ``checkpoints`` on the ``pokdeng`` subparsers."""
+    keys = sub.add_parser("keys", help="the signing keys of signed tree heads: new, show, rotate")
+    keys.add_argument("action", choices=("new", "show", "rotate"))
+    keys.add_argument("--key-file", help="the key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)")
+    keys.add_argument("--db", help="the SQLite file the default key file sits beside (default: pokdeng.sqlite)")
+    keys.add_argument("-o", "--output", help="show: write the public keys to this file (for auditors)")
+    keys.set_defaults(handler=cmd_keys)
+
+    checkpoints = sub.add_parser("checkpoints", help="signed tree heads over a store's log of closed rounds")
+    actions = checkpoints.add_subparsers(dest="action", required=True)
+
+    def store_command(
+        name: str, help_text: str, handler: Callable[[argparse.Namespace], int], shard: bool = True
+    ) -> Any:
+        parser = actions.add_parser(name, help=help_text)
+        if shard:
+            parser.add_argument("--shard", default="", help="the store: its ids' shard (default: ids without one)")
+        parser.add_argument("-o", "--output", help="file (default: standard output)")
+        store_options(parser)
+        parser.set_defaults(handler=handler)
+        return parser
+
+    sign = store_command("sign", "sign a tree head over the log now (operator)", cmd_sign)
+    sign.add_argument(
+        "--key-file", help="the signing key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)"
+    )
+    show = store_command("show", "print the latest signed tree head", cmd_show)
+    show.add_argument("--size", type=int, default=0, help="the latest head of this tree size (default: the latest)")
+    prove = store_command("prove", "print the consistency proof between two tree sizes", cmd_prove)
+    prove.add_argument("first", type=int, help="the older (smaller) tree size")
+    prove.add_argument("second", type=int, nargs="?", default=0, help="the newer tree size (default: the log's)")
+
+    check = actions.add_parser("check", help="offline: the newer head's log extends the older one's")
+    check.add_argument("old", help="the older signed head (JSON file)")
+    check.add_argument("new", help="the newer signed head (JSON file)")
+    check.add_argument("proof", help="the consistency proof between them (JSON file of `checkpoints prove`)")
+    check.add_argument("--key", action="append", help="public key (hex) or key file; repeat for several")
+    check.set_defaults(handler=cmd_check)
+
+    audit = store_command("audit", "check every store's log: leaves, rounds, heads, signatures", cmd_audit, False)
+    audit.add_argument("--key", action="append", help="public key (hex) or key file; repeat for several")

@@ -1,0 +1,174 @@
+"""``pokdeng serve``'s settings: every flag, also from the environment (``POKDENG_<NAME>``), in one object.
+
+A flag given on the command line wins over the environment, which wins over the default:
+``POKDENG_PORT=50052 pokdeng serve`` and ``pokdeng serve --port 50052`` are the same. The table of
+every setting is in docs/operations.md. Secrets are not settings: the vault key stays in
+``POKDENG_VAULT_KEY`` (or its key file), tokens in the token file (hashes only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import logging
+import logging.handlers
+import queue
+import sys
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from pokdeng_service.application.config import ConfigError, StoreConfig
+
+
+class ServeSettings(BaseSettings):
+    """What ``pokdeng serve`` runs with (docs/operations.md, "Settings")."""
+
+    model_config = SettingsConfigDict(env_prefix="POKDENG_", extra="ignore", case_sensitive=False)
+
+    # the store
+    db: str | None = Field(None, description="SQLite file (default pokdeng.sqlite)")
+    postgres_url: str | None = Field(None, description="PostgreSQL URL postgresql://user:pw@host:port/db")
+    partitions: int = Field(1, ge=1, le=64, description="event stores to spread tables over")
+    vault_key_file: str | None = Field(None, description="the vault key file (SQLite default: <db>.vault-key)")
+    # the gRPC port
+    host: str = Field("127.0.0.1", description="interface to listen on (0.0.0.0: every one)")
+    port: int = Field(50051, ge=0, le=65535, description="gRPC port")
+    tokens: str | None = Field(None, description="token file (JSON/TOML); none: development mode")
+    tls_cert: str | None = Field(None, description="server certificate chain (PEM): TLS on the gRPC port")
+    tls_key: str | None = Field(None, description="the certificate's private key (PEM)")
+    tls_client_ca: str | None = Field(None, description="CA of client certificates (PEM): mutual TLS")
+    # limits
+    workers: int = Field(16, ge=2, le=1024, description="threads running the calls' blocking work")
+    max_concurrent_rpcs: int | None = Field(None, ge=1, description="unary calls in flight (default 16 a worker)")
+    max_calls_per_caller: int | None = Field(None, ge=1, description="of those, one token's (default half)")
+    max_subscriptions: int | None = Field(None, ge=1, description="event streams (default half the workers)")
+    max_health_watches: int = Field(32, ge=0, description="health Watch streams")
+    max_reflection_streams: int = Field(8, ge=0, description="reflection streams")
+    stream_idle: float = Field(60.0, gt=0, description="seconds a stream may wait on its client")
+    connection_idle: float = Field(300.0, gt=0, description="seconds before a connection with no call is closed")
+    probe_interval: float = Field(1.0, gt=0, le=60, description="seconds between store probes")
+    # operations
+    metrics_port: int | None = Field(None, ge=0, le=65535, description="Prometheus endpoint port (none: off)")
+    metrics_host: str = Field("127.0.0.1", description="interface of the metrics endpoint")
+    shutdown_grace: float = Field(10.0, ge=0, description="seconds calls in flight get on SIGTERM")
+    log_format: Literal["json", "text"] = Field("json", description="log lines: JSON objects or text")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="the log's threshold")
+    access_log: bool = Field(True, description="one log line per call")
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> ServeSettings:
+        """The flags given (not None) over the environment over the defaults."""
+        given = {name: value for name, value in vars(args).items() if name in cls.model_fields and value is not None}
+        try:
+            return cls(**given)
+        except ValidationError as error:
+            problems = "; ".join(
+                f"{'/'.join(str(p) for p in e['loc'])} (POKDENG_{str(e['loc'][0]).upper()}): {e['msg']}"
+                for e in error.errors()
+            )
+            raise ConfigError(f"bad settings: {problems}") from None
+
+    @property
+    def address(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host and not self.host.startswith("[") else self.host
+        return f"{host}:{self.port}"
+
+    def store_config(self) -> StoreConfig:
+        return StoreConfig.from_args(
+            db=self.db, postgres_url=self.postgres_url, partitions=self.partitions, vault_key_file=self.vault_key_file
+        )
+
+    def server_options(self) -> dict[str, Any]:
+        """``api.server.create_server``'s keyword arguments."""
+        from pokdeng_service.api.server import TlsFiles
+
+        return {
+            "tokens": self.tokens,
+            "max_workers": self.workers,
+            "max_concurrent_rpcs": self.max_concurrent_rpcs,
+            "max_calls_per_caller": self.max_calls_per_caller,
+            "max_subscriptions": self.max_subscriptions,
+            "max_streams": {"health": self.max_health_watches, "reflection": self.max_reflection_streams},
+            "stream_idle": self.stream_idle,
+            "connection_idle": self.connection_idle,
+            "tls": TlsFiles.of(self.tls_cert, self.tls_key, self.tls_client_ca),
+            "metrics_port": self.metrics_port,
+            "metrics_host": self.metrics_host,
+            "access_log": self.access_log,
+            "probe_interval": self.probe_interval,
+        }
+
+
+FLAGS: dict[str, dict[str, Any]] = {
+    "--host": {"help": "interface to listen on (default 127.0.0.1; $POKDENG_HOST)"},
+    "--port": {"type": int, "help": "gRPC port (default 50051; $POKDENG_PORT)"},
+    "--tokens": {"help": "token file (JSON); default: development mode with a printed operator token"},
+    "--workers": {"type": int, "help": "threads running the calls' blocking work (default 16)"},
+    "--tls-cert": {"help": "server certificate chain (PEM): TLS on the gRPC port"},
+    "--tls-key": {"help": "the certificate's private key (PEM)"},
+    "--tls-client-ca": {"help": "CA certificate(s) of the clients (PEM): mutual TLS"},
+    "--metrics-port": {"type": int, "help": "serve Prometheus metrics on this port (default: off)"},
+    "--metrics-host": {"help": "interface of the metrics endpoint (default 127.0.0.1)"},
+    "--shutdown-grace": {"type": float, "help": "seconds calls in flight get on SIGTERM (default 10)"},
+    "--max-concurrent-rpcs": {"type": int, "help": "unary calls in flight (default 16 a worker)"},
+    "--max-calls-per-caller": {"type": int, "help": "unary calls in flight for one token (default half)"},
+    "--max-subscriptions": {"type": int, "help": "event streams at once (default half the workers)"},
+    "--max-health-watches": {"type": int, "help": "health Watch streams at once (default 32)"},
+    "--max-reflection-streams": {"type": int, "help": "reflection streams at once (default 8)"},
+    "--stream-idle": {"type": float, "help": "seconds a stream may wait on its client (default 60)"},
+    "--connection-idle": {"type": float, "help": "seconds before an idle connection is closed (default 300)"},
+    "--probe-interval": {"type": float, "help": "seconds between store probes (default 1)"},
+    "--log-format": {"choices": ["json", "text"], "help": "log lines as JSON objects (default) or text"},
+    "--log-level": {"choices": ["DEBUG", "INFO", "WARNING", "ERROR"], "help": "the log's threshold (default INFO)"},
+}
+
+
+def add_serve_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags of ``pokdeng serve`` (every one defaults to None: the settings fill in the rest)."""
+    for flag, options in FLAGS.items():
+        parser.add_argument(flag, default=None, **options)
+    parser.add_argument(
+        "--no-access-log", dest="access_log", action="store_const", const=False, default=None,
+        help="no log line per call ($POKDENG_ACCESS_LOG=false)",
+    )  # fmt: skip
+    parser.set_defaults(partitions=None)  # the store options' default comes from the settings
+
+
+QUEUED_RECORDS = 10_000
+
+
+class _DroppingQueueHandler(logging.handlers.QueueHandler):
+    """A record that finds the queue full (standard error cannot keep up, say under a flood of
+    refused calls) is dropped and counted, never waited for."""
+
+    dropped = 0
+
+    def enqueue(self, record: logging.LogRecord) -> None:
+        try:
+            self.queue.put_nowait(record)
+        except queue.Full:
+            type(self).dropped += 1
+
+
+def configure_logging(log_format: str = "json", level: str = "INFO") -> logging.Handler:
+    """The root logger to standard error, through a queue (a slow reader of the log never stalls the server)."""
+    from pokdeng_service.api.observe import JsonFormatter, TextFormatter
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
+    records: queue.Queue[logging.LogRecord] = queue.Queue(maxsize=QUEUED_RECORDS)
+    listener = logging.handlers.QueueListener(records, handler, respect_handler_level=False)
+    root = logging.getLogger()
+    for old in list(root.handlers):
+        root.removeHandler(old)
+    front = _DroppingQueueHandler(records)
+    root.addHandler(front)
+    root.setLevel(level)
+    listener.start()
+    atexit.register(listener.stop)
+    return front
+
+
+__all__ = ["FLAGS", "ServeSettings", "add_serve_flags", "configure_logging"]

@@ -1,0 +1,124 @@
+"""``pokdeng serve``'s settings: every flag also from ``POKDENG_<NAME>``, one settings object, the shutdown grace."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
+from pokdeng_service.application.config import ConfigError
+from pokdeng_service.auth import token_digest
+from pokdeng_service.cli.main import build_parser
+from pokdeng_service.cli.settings import FLAGS, ServeSettings
+
+ROOT = Path(__file__).resolve().parents[2]
+TOKEN = "settings-operator-token-0123456789"
+
+
+def _settings(argv: list[str]) -> ServeSettings:
+    return ServeSettings.from_args(build_parser().parse_args(["serve", *argv]))
+
+
+def test_a_flag_wins_over_the_environment_which_wins_over_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [k for k in os.environ if k.startswith("POKDENG_")]:
+        monkeypatch.delenv(name)
+    defaults = _settings([])
+    assert (defaults.port, defaults.host, defaults.shutdown_grace, defaults.metrics_port) == (50051, "127.0.0.1", 10, None)
+    assert (defaults.log_format, defaults.access_log, defaults.partitions, defaults.workers) == ("json", True, 1, 16)
+    monkeypatch.setenv("POKDENG_PORT", "50999")
+    monkeypatch.setenv("POKDENG_SHUTDOWN_GRACE", "2.5")
+    monkeypatch.setenv("POKDENG_ACCESS_LOG", "false")
+    monkeypatch.setenv("POKDENG_PARTITIONS", "3")
+    monkeypatch.setenv("POKDENG_TLS_CLIENT_CA", "/etc/pokdeng/clients.pem")
+    from_env = _settings([])
+    assert (from_env.port, from_env.shutdown_grace, from_env.access_log, from_env.partitions) == (50999, 2.5, False, 3)
+    assert from_env.tls_client_ca == "/etc/pokdeng/clients.pem"
+    flagged = _settings(["--port", "50111", "--shutdown-grace", "0", "--partitions", "2", "--metrics-port", "9464"])
+    assert (flagged.port, flagged.shutdown_grace, flagged.partitions, flagged.metrics_port) == (50111, 0, 2, 9464)
+    monkeypatch.setenv("POKDENG_PORT", "not-a-port")
+    with pytest.raises(ConfigError, match="POKDENG_PORT"):
+        _settings([])
+
+
+def test_every_flag_has_its_setting() -> None:
+    for flag in FLAGS:
+        assert flag[2:].replace("-", "_") in ServeSettings.model_fields, flag
+    assert "access_log" in ServeSettings.model_fields and "db" in ServeSettings.model_fields
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
+    """POKDENG_* only: the port, tokens, metrics, JSON logs and a short shutdown grace (a health watch
+    held open is cut off after it, not after the default 10 s)."""
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps({"tokens": [{"token_sha256": token_digest(TOKEN), "role": "operator"}]}))
+    port, metrics = _free_port(), _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("POKDENG_")}
+    env.update(
+        PYTHONPATH=str(ROOT),
+        POKDENG_DB=str(tmp_path / "env.sqlite"),
+        POKDENG_VAULT_KEY="5e" * 32,
+        POKDENG_PORT=str(port),
+        POKDENG_TOKENS=str(tokens),
+        POKDENG_METRICS_PORT=str(metrics),
+        POKDENG_SHUTDOWN_GRACE="0.5",
+        POKDENG_LOG_FORMAT="json",
+        POKDENG_WORKERS="4",
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-m", "pokdeng_service.cli", "serve"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+            health = health_pb2_grpc.HealthStub(channel)
+            answer = health.Check(health_pb2.HealthCheckRequest(), wait_for_ready=True, timeout=30)
+            assert answer.status == health_pb2.HealthCheckResponse.SERVING
+            metadata = (("authorization", f"Bearer {TOKEN}"),)
+            opened = pb_grpc.WalletsStub(channel).OpenWallet(
+                pb.OpenWalletRequest(request_id="env-1", wallet_id="env"), metadata=metadata, timeout=10
+            )
+            assert opened.wallet.wallet_id == "env"
+            with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=5) as scraped:
+                text = scraped.read().decode()
+            assert 'pokdeng_rpcs_total{code="OK",method="pokdeng.v1.Wallets/OpenWallet"} 1.0' in text
+            watch = health.Watch(health_pb2.HealthCheckRequest(), timeout=30)
+            assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
+            started = time.monotonic()
+            process.send_signal(signal.SIGTERM)
+            out, err = process.communicate(timeout=20)
+            took = time.monotonic() - started
+        assert process.returncode == 0, err
+        assert took < 5, took  # the grace of 0.5 s, not the default 10 s
+        assert f"127.0.0.1:{port}" in out
+        lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
+        calls = [line for line in lines if line.get("logger") == "pokdeng.calls"]
+        assert any(c["method"] == "pokdeng.v1.Wallets/OpenWallet" and c["request_id"] == "env-1" for c in calls)
+        assert all(c["level"] in ("INFO", "WARNING", "DEBUG") for c in calls)
+        assert TOKEN not in err and TOKEN not in out
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

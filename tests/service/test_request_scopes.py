@@ -1,0 +1,72 @@
+"""Request ids are scoped to the caller that sent them (issue: request-id squatting).
+
+A player who reads a round's version V and sends any successful command with the request id
+``timeout:<round>:<V>`` must not stop the turn clock from timing that turn out (RULES §5), and
+no caller can claim another caller's ids, present or future."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+from pokdeng_core.machine import Phase
+from pokdeng_service.application import PokdengApp
+from pokdeng_service.application.commands import LeaveSeat, OpenWallet, TakeSeat
+from pokdeng_service.application.principal import SYSTEM, TURN_CLOCK, Principal, Role
+from pokdeng_service.application.turn_clock import TurnClock
+from pokdeng_service.store import aggregates as ag
+
+from . import play
+
+CAROL = Principal(Role.PLAYER, "carol")
+
+
+def _waiting_round(app: PokdengApp, driver: play.Driver) -> str:
+    play.open_wallets(driver, ["a", "b", "carol", "dave"])
+    play.open_table(driver, "sq", "classic", [(1, "a"), (2, "b")])
+    play.open_table(driver, "other", "classic", [])
+    for _ in range(30):  # the cards are random: a banker's pok ends a round at the deal
+        round_id = play.start_round(driver, "sq")
+        play.seat_bets(driver, round_id, 200)
+        driver.call("deal", round_id)
+        if app.round_state(round_id).phase is Phase.PLAYER_TURNS:
+            return round_id
+        play.drive_round(driver, round_id)
+    raise AssertionError("no round of 30 waited on a player")
+
+
+def test_a_squatted_timeout_id_does_not_stop_the_turn_clock(app: PokdengApp, driver: play.Driver) -> None:
+    round_id = _waiting_round(app, driver)
+    version = app.get_round(round_id, with_events=False).version
+    squatted = f"timeout:{round_id}:{version}"
+    taken = app.handle(CAROL, squatted, TakeSeat("other", "carol", 1))  # a successful command with the clock's id
+    assert not taken.replayed and taken.stream == "table"
+    future = f"timeout:sq#99:{version}"  # an id of a round that does not exist yet
+    assert not app.handle(CAROL, future, LeaveSeat("other", "carol")).replayed
+    clock = TurnClock(app, now=lambda: datetime.now(tz=UTC) + timedelta(hours=1))
+    assert clock.tick() == [round_id]
+    events = app.round_events(round_id)
+    assert [e.kind for e in events][version] == "turn_timed_out", "the clock's own id timed the turn out"
+    assert events[version].command_id == squatted
+    # the clock's id lives in the service's own namespace; carol's in hers
+    assert app.command_record(ag.command_uuid(squatted, TURN_CLOCK.scope)) is not None
+    assert app.command_record(ag.command_uuid(squatted, CAROL.scope)).result["stream"] == "table"  # type: ignore[union-attr]
+
+
+def test_the_same_request_id_from_two_callers_is_two_requests(app: PokdengApp) -> None:
+    east, west = Principal(Role.OPERATOR, name="east"), Principal(Role.OPERATOR, name="west")
+    first = app.handle(east, "open-1", OpenWallet("carol"))
+    second = app.handle(west, "open-1", OpenWallet("dave"))
+    assert not first.replayed and not second.replayed
+    assert app.handle(east, "open-1", OpenWallet("carol")).replayed  # a retry is still a retry
+    assert {app.get_wallet("carol").wallet_id, app.get_wallet("dave").wallet_id} == {"carol", "dave"}
+
+
+def test_scopes_are_disjoint_and_out_of_every_clients_reach() -> None:
+    clients = {
+        Principal(Role.OPERATOR, name="ops").scope,
+        Principal(Role.AUDITOR, name="ops").scope,
+        CAROL.scope,
+        Principal(Role.OPERATOR, name="internal").scope,
+    }
+    assert len(clients) == 4 and "internal" not in clients
+    assert SYSTEM.scope == TURN_CLOCK.scope == "internal"
