@@ -7,6 +7,7 @@ from typing import Any
 from pokdeng_core.errors import WrongPhase
 from pokdeng_service import audit
 from pokdeng_service.api import convert
+from pokdeng_service.audit.bundle import for_player
 from pokdeng_service.api.observe import verification_failed
 from pokdeng_service.api.queries import readable_round
 from pokdeng_service.api.requests import Fields
@@ -44,6 +45,8 @@ def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.Ver
 def export_round(env: Env, call: Call, request: pb.ExportRoundRequest) -> pb.RoundBundle:
     round_id = _auditable(env, call, request)
     bundle = env.service.app_for(round_id, "round").export_bundle(round_id)
+    if call.principal.role is Role.PLAYER and call.principal.player:  # its own money only
+        bundle = for_player(bundle, call.principal.player)
     return pb.RoundBundle(
         round_id=round_id,
         bundle_json=audit.bundle_bytes(bundle).decode("utf-8"),

@@ -126,7 +126,9 @@ def _store_errors() -> tuple[type[BaseException], ...]:
 
     from eventsourcing.persistence import InterfaceError, OperationalError
 
-    found: list[type[BaseException]] = [OperationalError, InterfaceError, sqlite3.OperationalError]
+    from pokdeng_service.store.bounded import StoreUnreachable
+
+    found: list[type[BaseException]] = [OperationalError, InterfaceError, sqlite3.OperationalError, StoreUnreachable]
     try:
         import psycopg
     except ImportError:  # pragma: no cover - psycopg is a dependency

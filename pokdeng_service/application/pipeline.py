@@ -106,10 +106,11 @@ class Attempt:
         assert isinstance(found, TableRecord)
         return found
 
-    def round(self, round_id: str) -> RoundRecord:
+    def round(self, round_id: str, *, sealed: bool = False) -> RoundRecord:
         """The round with its shoe, if its table opened it (``integrity.opening_problem``, checked
         before its seed is unsealed; a round whose shoe this process holds, because it started the
-        round or checked it before, needs no second look at its table); else ``StreamForged``."""
+        round or checked it before, needs no second look at its table); else ``StreamForged``.
+        ``sealed``: the round without its shoe (a void whose seed cannot be unsealed)."""
         found = self.loaded.get(("round", round_id))
         if found is None and self.app.holds_shoe(round_id):
             found = self.loaded[("round", round_id)] = self.app.load_round(round_id)
@@ -122,7 +123,7 @@ class Attempt:
             problem = integrity.opening_problem(record, table)
             if problem is not None:
                 raise stream_forged("round", round_id, record.id, problem)
-            found = self.loaded[("round", round_id)] = self.app.with_round_shoe(record)
+            found = self.loaded[("round", round_id)] = record if sealed else self.app.with_round_shoe(record)
         assert isinstance(found, RoundRecord)
         return found
 

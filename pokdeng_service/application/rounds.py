@@ -7,6 +7,8 @@ table's ledger entry are saved together. Stakes are reserved in the bet's own tr
 
 from __future__ import annotations
 
+import logging
+
 from collections.abc import Callable, Iterable
 
 from eventsourcing.domain import Aggregate
@@ -38,8 +40,10 @@ from pokdeng_service.application.commands import (
 from pokdeng_service.application.errors import PermissionDenied
 from pokdeng_service.application.pipeline import Attempt, Outcome, handler
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed
-from pokdeng_service.store.vault import SEAL_AAD_VERSION, fresh_seed
+from pokdeng_service.store.vault import SEAL_AAD_VERSION, VaultError, fresh_seed
 
+
+log = logging.getLogger("pokdeng.rounds")
 
 @handler(StartRound)
 def start_round(attempt: Attempt, command: StartRound) -> Outcome:
@@ -198,13 +202,13 @@ def _as_banker(attempt: Attempt, command: BankerReveal | BankerDraw | BankerStay
         raise PermissionDenied(
             f"{principal.describe()} is not the banker of round {command.round_id!r}", round=command.round_id
         )
-    if command.banker is not None and command.banker == state.banker_player:
-        _returns(attempt, state.table_id, command.banker)
+    if principal.is_player and command.banker is not None and command.banker == state.banker_player:
+        _returns(attempt, state.table_id, command.banker)  # (the platform playing for it is no return)
     return command.banker
 
 
 def _returns(attempt: Attempt, table_id: str, banker: str) -> None:
-    """A player-banker's own call is its reconnect signal: within its window it keeps the role."""
+    """A player-banker's own call (its own token) is its reconnect signal: within its window it keeps the role."""
     table = attempt.table(table_id)
     if table.state.banker == banker and table.state.banker_leaving and attempt.app.returned_in_time(table):
         table.record(tc.decide_and_fold_table(table.state, tc.ReconnectBanker(banker, True)), attempt.request_id)
@@ -235,4 +239,11 @@ def time_out_turn(attempt: Attempt, command: TimeOutTurn) -> Outcome:
 
 @handler(VoidRound)
 def void_round(attempt: Attempt, command: VoidRound) -> Outcome:
+    """Void a round and release its reservations. A void never needs the vault key: when the seed
+    cannot be unsealed (a lost key) the round closes without revealing it (docs/operations.md)."""
+    try:
+        attempt.round(command.round_id)
+    except VaultError as error:
+        log.warning("round %s is voided without revealing its seed: %s", command.round_id, error)
+        attempt.round(command.round_id, sealed=True)
     return _play(attempt, command, lambda _a, _s: rc.VoidRound(command.reason))

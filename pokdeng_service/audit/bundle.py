@@ -200,3 +200,12 @@ def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
     except (KeyError, TypeError, ValueError) as error:
         verdict.add("form", False, f"missing or malformed field: {error}")
     return verdict
+
+
+def for_player(bundle: dict[str, Any], player: str) -> dict[str, Any]:
+    """The bundle as a player may have it: its own wallet's balances only (least disclosure), with the
+    bundle digest taken anew over what remains. Everything that proves the round stays."""
+    body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
+    body["balances"] = [b for b in bundle.get("balances", ()) if b.get("wallet") == player]
+    body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    return body

@@ -221,6 +221,14 @@ def replay_events(
 def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: bytes | None = None) -> RoundState:
     facts = _facts(events)
     seed = server_seed if server_seed is not None else revealed_seed(events)
+    if seed is None and voided_without_seed(facts):
+        verdict.add("seed", True, "withheld: the round was voided without revealing its server seed")
+        verdict.warn("its cards are not checked: the seed of this voided round was never revealed (a lost vault key)")
+        check_client_seed(verdict, facts)
+        state = RoundState()
+        for fact in facts:  # the record as stored (nothing to decide again without the cards)
+            state = evolve(state, _core(fact))
+        return state
     if seed is None:
         verdict.add("seed", False, "the server seed is not revealed yet (the round is open)")
     else:
@@ -248,6 +256,13 @@ def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: byte
         return state
     verdict.add("replay", True, f"{len(replayed)} events replayed identically")
     return state
+
+
+def voided_without_seed(facts: Sequence[Recorded]) -> bool:
+    """A round closed as voided with no ``seed_revealed``: voided when its seed could not be unsealed."""
+    if not facts or facts[-1].kind != re.RoundClosed.kind or facts[-1].data.get("outcome") != "voided":
+        return False
+    return all(fact.kind != re.SeedRevealed.kind for fact in facts)
 
 
 def check_client_seed(verdict: Verdict, events: Sequence[Recorded]) -> None:

@@ -9,6 +9,14 @@ connection, ``POSTGRES_IDLE_IN_TRANSACTION_SESSION_TIMEOUT`` ends a session left
 Every value can be overridden from the environment with the application's prefix
 (``POKDENG_POSTGRES_STATEMENT_TIMEOUT=10``).
 
+The library retries every store call ten times on a connection error, each try waiting for a
+pooled connection: with the store gone, one call would wait ten pool timeouts, and a command that
+then looks for its request's record ten more. So the factory's datastore fails fast: once a
+connection could not be had (or broke), every call in the next ``POSTGRES_FAIL_FAST`` seconds
+(default 1) fails at once with ``StoreUnreachable``, which the library does not retry and the API
+reports as UNAVAILABLE; then one call tries for real again. A call therefore fails within about one
+pool timeout (2 s), whatever the library's retries.
+
 ``StoreProbe(app)`` is one partition's probe for the server's store monitor (``api.health``): a
 ``SELECT 1`` on a connection of its own (not from the pool, so that a pool waiting to reconnect does not
 hide a store that answers again), or the last notification id of an SQLite or in-memory store.
@@ -20,14 +28,48 @@ from __future__ import annotations
 
 import contextlib
 import math
+import time
+from collections.abc import Iterator
 from typing import Any
 
+from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.postgres import PostgresDatastore, PostgresFactory
 from eventsourcing.utils import Environment, EnvType
 
 BOUNDED_POSTGRES_FACTORY = f"{__name__}:BoundedPostgresFactory"
 STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"  # seconds (default 5)
 TCP_USER_TIMEOUT = "POSTGRES_TCP_USER_TIMEOUT"  # seconds (default 10)
+FAIL_FAST = "POSTGRES_FAIL_FAST"  # seconds (default 1)
+
+
+class StoreUnreachable(OSError):
+    """The store gave no connection a moment ago: the call fails at once instead of waiting again."""
+
+
+class _FailFast:
+    """A datastore's ``get_connection`` that fails at once for ``window`` seconds after a connection failed."""
+
+    def __init__(self, datastore: PostgresDatastore, window: float) -> None:
+        self.original = datastore.get_connection
+        self.window = window
+        self.failed_at: float | None = None
+
+    @contextlib.contextmanager
+    def get_connection(self) -> Iterator[Any]:
+        failed_at = self.failed_at
+        if failed_at is not None and time.monotonic() - failed_at < self.window:
+            raise StoreUnreachable(
+                f"the event store gave no connection {time.monotonic() - failed_at:.1f} s ago (fail fast)"
+            )
+        connection: Any = None
+        try:
+            with self.original() as connection:
+                yield connection
+        except (OperationalError, InterfaceError):
+            if connection is None or getattr(connection, "broken", False) or getattr(connection, "closed", False):
+                self.failed_at = time.monotonic()  # no connection, or it broke: not a slow or refused statement
+            raise
+        self.failed_at = None
 _CONNECT_KEYS = ("dbname", "host", "port", "user", "password")
 
 
@@ -56,6 +98,9 @@ class BoundedPostgresFactory(PostgresFactory):
         previous = str(kwargs.get("options", "") or "")
         kwargs["options"] = f"{previous} -c statement_timeout={int(statement * 1000)}".strip()
         pool.kwargs = kwargs
+        guard = _FailFast(self.datastore, _seconds(self.env, FAIL_FAST, 1.0))
+        setattr(self.datastore, "get_connection", guard.get_connection)  # noqa: B010 - the recorders call it
+        setattr(self.datastore, "fail_fast", guard)  # noqa: B010 - renew_pool resets it
 
 
 def session_options(connect: float, statement: float, user_timeout: float) -> dict[str, Any]:
@@ -111,10 +156,21 @@ class StoreProbe:
 
 
 def renew_pool(datastore: Any) -> None:
-    """Replace the connections of a PostgreSQL datastore's pool (anything else: nothing to do)."""
+    """Replace the connections of a PostgreSQL datastore's pool (anything else: nothing to do), and let
+    the next call try at once."""
     if isinstance(datastore, PostgresDatastore):
         with contextlib.suppress(Exception):
             datastore.pool.drain()
+        guard = getattr(datastore, "fail_fast", None)
+        if isinstance(guard, _FailFast):
+            guard.failed_at = None
 
 
-__all__ = ["BOUNDED_POSTGRES_FACTORY", "BoundedPostgresFactory", "StoreProbe", "renew_pool", "session_options"]
+__all__ = [
+    "BOUNDED_POSTGRES_FACTORY",
+    "BoundedPostgresFactory",
+    "StoreProbe",
+    "StoreUnreachable",
+    "renew_pool",
+    "session_options",
+]

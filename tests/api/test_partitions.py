@@ -62,7 +62,7 @@ def test_the_router_takes_the_partition_from_the_command_itself(two_partitions: 
     """No table of method names: every command type names its stream, and the router reads it."""
     service = two_partitions
     for command_type in COMMANDS:
-        assert command_type.stream in ("wallet", "table", "round"), command_type
+        assert command_type.stream in ("wallet", "table", "round", "log"), command_type
     service.handle(SYSTEM, "w0", COMMANDS[0]("asia/bob"))  # OpenWallet
     assert service.apps[service.partition("asia/bob", "wallet")].get_wallet("asia/bob").balance == 0
     with pytest.raises(Exception, match="another partition"):

@@ -35,7 +35,8 @@ def test_a_flag_wins_over_the_environment_which_wins_over_the_default(monkeypatc
     for name in [k for k in os.environ if k.startswith("POKDENG_")]:
         monkeypatch.delenv(name)
     defaults = _settings([])
-    assert (defaults.port, defaults.host, defaults.shutdown_grace, defaults.metrics_port) == (50051, "127.0.0.1", 10, None)
+    assert (defaults.port, defaults.host, defaults.shutdown_grace) == (50051, "127.0.0.1", 10)
+    assert defaults.metrics_port is None and defaults.tokens is None
     assert (defaults.log_format, defaults.access_log, defaults.partitions, defaults.workers) == ("json", True, 1, 16)
     monkeypatch.setenv("POKDENG_PORT", "50999")
     monkeypatch.setenv("POKDENG_SHUTDOWN_GRACE", "2.5")

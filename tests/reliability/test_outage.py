@@ -51,7 +51,8 @@ def _until_status(stub: Any, wanted: int, seconds: float) -> float:
     started = time.monotonic()
     while _status(stub) != wanted:
         elapsed = time.monotonic() - started
-        assert elapsed < seconds, f"health not {health_pb2.HealthCheckResponse.ServingStatus.Name(wanted)} in {elapsed:.1f} s"
+        name = health_pb2.HealthCheckResponse.ServingStatus.Name(wanted)
+        assert elapsed < seconds, f"health not {name} in {elapsed:.1f} s"
         time.sleep(0.05)
     return time.monotonic() - started
 
@@ -85,10 +86,8 @@ def _bounded_without_the_probe(cluster: TemporaryPostgres, tokens: Tokens, walle
             stub = pb_grpc.WalletsStub(channel)
             assert stub.GetWallet(pb.GetWalletRequest(wallet_id=wallet), metadata=metadata, timeout=10).wallet_id
             cluster.halt()
-            found = [
-                _fails_fast(lambda: stub.GetWallet(pb.GetWalletRequest(wallet_id=wallet), metadata=metadata, timeout=30))
-                for _ in range(2)
-            ]
+            read = pb.GetWalletRequest(wallet_id=wallet)
+            found = [_fails_fast(lambda: stub.GetWallet(read, metadata=metadata, timeout=30)) for _ in range(2)]
             request = pb.DepositRequest(request_id="outage:bounded", wallet_id=wallet, amount=3)
             found.append(_fails_fast(lambda: stub.Deposit(request, metadata=metadata, timeout=30)))
             return found
@@ -137,12 +136,12 @@ def test_postgres_outage_is_visible_bounded_and_loses_nothing(tmp_path: Path) ->
 
         cluster.halt()  # PostgreSQL is gone
         down = _until_status(health, health_pb2.HealthCheckResponse.NOT_SERVING, 5.0)
+        read = pb.GetWalletRequest(wallet_id=wallets[0])
+        deposit = pb.DepositRequest(request_id="outage:deposit", wallet_id=wallets[0], amount=7)
         failures = [
-            _fails_fast(lambda: wallets_stub.GetWallet(pb.GetWalletRequest(wallet_id=wallets[0]), metadata=metadata,
-                                                       timeout=15)),
-            _fails_fast(lambda: wallets_stub.Deposit(pb.DepositRequest(request_id="outage:deposit", wallet_id=wallets[0],
-                                                                       amount=7), metadata=metadata, timeout=15)),
-        ]  # fmt: skip
+            _fails_fast(lambda: wallets_stub.GetWallet(read, metadata=metadata, timeout=15)),
+            _fails_fast(lambda: wallets_stub.Deposit(deposit, metadata=metadata, timeout=15)),
+        ]
         time.sleep(1.0)  # the clients keep retrying meanwhile
         cluster.resume()
         up = _until_status(health, health_pb2.HealthCheckResponse.SERVING, 10.0)
