@@ -4,7 +4,7 @@ other event streams: ``Limits.streams("events")``, and ``EventHub.max_subscriber
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Iterator, Sequence
 
 from pokdeng_core.limits import MAX_EVENT_BATCH, MAX_POSITION
 from pokdeng_service.api import convert
@@ -15,7 +15,7 @@ from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.views import Notification
 
 
-async def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -> AsyncIterator[pb.EventBatch]:
+def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -> Iterator[pb.EventBatch]:
     f = Fields()
     if not 0 <= request.after_position < MAX_POSITION:
         f.bad("after_position", f"after_position is 0 to {MAX_POSITION - 1}")
@@ -24,8 +24,7 @@ async def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequ
     f.done()
     env.hub.enter()
     try:
-        async for reply in _follow(env, call, request.after_position, batch, request.stop_at_head, request.partition):
-            yield reply
+        yield from _follow(env, call, request.after_position, batch, request.stop_at_head, request.partition)
     finally:
         env.hub.leave()
 
@@ -34,11 +33,9 @@ def _read(env: Env, after: int, batch: int, partition: int) -> Sequence[Notifica
     return env.service.apps[partition].read_notifications(after, batch)
 
 
-async def _follow(
+def _follow(
     env: Env, call: Call, after: int, batch: int, stop_at_head: bool, partition: int
-) -> AsyncIterator[pb.EventBatch]:
-    """The log from ``after`` on; it waits on the loop (no worker held) and reads on a worker. A client
-    that goes away ends it (the wrapper's task is cancelled)."""
+) -> Iterator[pb.EventBatch]:
     hub, context = env.hub, call.context
     told_caught_up = False
     last_sent = time.monotonic()
@@ -46,7 +43,7 @@ async def _follow(
         if hub.closing.is_set():
             raise Unavailable(f"the server is shutting down: resume after position {after}", position=str(after))
         generation = hub.generation
-        items = await context.run(_read, env, after, batch, partition)
+        items = _read(env, after, batch, partition)
         if items:
             after = items[-1].position
             caught_up = len(items) < batch
@@ -64,7 +61,7 @@ async def _follow(
             told_caught_up, last_sent = True, time.monotonic()
         if stop_at_head:
             return
-        await hub.wait_async(generation, env.poll)
+        hub.wait(generation, env.poll)
 
 
 RPCS: tuple[Rpc, ...] = (stream("Events", "SubscribeEvents", AUDITORS, subscribe_events, kind="events"),)

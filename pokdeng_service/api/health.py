@@ -1,32 +1,32 @@
 """``grpc.health.v1``: the serving status of the server and of every service, and the store probe behind it.
 
-``Health`` holds the statuses (on the server's event loop) and declares ``Check`` and ``Watch`` as
-``Rpc`` values, served through the one wrapper like every other method: open (no token), capped
-(``Limits.streams("health")`` watches at once) and idle-limited (a watch whose status has not
-changed for ``Limits.stream_idle`` seconds ends, with OK; the client watches again).
+``Health`` holds the statuses and declares ``Check`` and ``Watch`` as ``Rpc`` values, served through
+the one wrapper like every other method: open (no token), capped (``Limits.streams("health")``
+watches at once) and idle-limited (a watch whose status has not changed for ``idle`` seconds ends,
+with OK; the client watches again).
 
 ``StoreMonitor`` is the store probe: a thread that runs a cheap query on every partition's store
-every ``interval`` seconds, each with a short timeout (``store.probe``). The server reads
-``healthy`` on its loop a few times a second: a probe that failed, or none that succeeded for
-``stale_after`` seconds (a probe stuck on a store that does not answer), turns every status
-NOT_SERVING and makes the wrapper refuse the methods that need the store (UNAVAILABLE, at once);
-the first probe that succeeds again turns them SERVING. After a graceful shutdown began, every
-status stays NOT_SERVING.
+every ``interval`` seconds, each with a short timeout (``store.bounded.StoreProbe``). The server's
+housekeeping thread reads ``healthy`` a few times a second: a probe that failed, or none that
+succeeded for ``stale_after`` seconds (a probe stuck on a store that does not answer), turns every
+status NOT_SERVING and makes the wrapper refuse the methods that need the store (UNAVAILABLE, at
+once); the first probe that succeeds again turns them SERVING. After a graceful shutdown began,
+every status stays NOT_SERVING.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+import grpc
 from grpc_health.v1 import health_pb2
 
-from pokdeng_service.api.rpcs import CallContext, Env, Rpc
+from pokdeng_service.api.rpcs import Env, Rpc
 from pokdeng_service.application.errors import NotFound
 
 log = logging.getLogger("pokdeng.health")
@@ -38,63 +38,73 @@ SERVICE_UNKNOWN = health_pb2.HealthCheckResponse.SERVICE_UNKNOWN
 
 
 class Health:
-    """The statuses of the server (``""``) and of the services named; touched on the event loop only."""
+    """The statuses of the server (``""``) and of the services named; watchers wake on every change."""
 
     def __init__(self, services: Sequence[str], idle: float = 60.0) -> None:
         self._status: dict[str, int] = dict.fromkeys(("", *services), SERVING)
-        self._changed: asyncio.Event | None = None
+        self._changed = threading.Condition()
+        self._version = 0
         self.idle = idle
         self.shutting_down = False
 
     def status(self, service: str) -> int | None:
         return self._status.get(service)
 
-    def _event(self) -> asyncio.Event:
-        if self._changed is None:
-            self._changed = asyncio.Event()
-        return self._changed
-
     def set_all(self, status: int) -> None:
-        """Every status to ``status`` (on the loop); ignored once a graceful shutdown began."""
-        if self.shutting_down:
-            return
-        self._set(status)
+        """Every status to ``status``; ignored once a graceful shutdown began."""
+        with self._changed:
+            if not self.shutting_down:
+                self._set(status)
 
     def enter_graceful_shutdown(self) -> None:
-        self._set(NOT_SERVING)
-        self.shutting_down = True
+        with self._changed:
+            self._set(NOT_SERVING)
+            self.shutting_down = True
 
     def _set(self, status: int) -> None:
         if all(value == status for value in self._status.values()):
             return
         for name in self._status:
             self._status[name] = status
-        changed, self._changed = self._changed, None
-        if changed is not None:
-            changed.set()
+        self._version += 1
+        self._changed.notify_all()
+
+    def _wake(self) -> None:
+        with self._changed:
+            self._changed.notify_all()
 
     # -- the methods ----------------------------------------------------------------------------
 
-    def check(self, _env: Env, _context: CallContext, request: health_pb2.HealthCheckRequest) -> Any:
+    def check(self, _env: Env, _context: grpc.ServicerContext, request: health_pb2.HealthCheckRequest) -> Any:
         status = self.status(request.service)
         if status is None:
             raise NotFound(f"no service {request.service!r} here", service=request.service)
         return health_pb2.HealthCheckResponse(status=status)
 
-    async def watch(
-        self, _env: Env, _context: CallContext, request: health_pb2.HealthCheckRequest
-    ) -> AsyncIterator[health_pb2.HealthCheckResponse]:
+    def watch(
+        self, _env: Env, context: grpc.ServicerContext, request: health_pb2.HealthCheckRequest
+    ) -> Iterator[health_pb2.HealthCheckResponse]:
+        context.add_callback(self._wake)  # a client that goes away wakes its watch at once
         last = None
-        while True:
-            status = self.status(request.service)
-            current = SERVICE_UNKNOWN if status is None else status
+        while context.is_active():
+            with self._changed:
+                status = self.status(request.service)
+                current = SERVICE_UNKNOWN if status is None else status
+                version = self._version
             if current != last:
                 yield health_pb2.HealthCheckResponse(status=current)
                 last = current
-            try:
-                await asyncio.wait_for(self._event().wait(), self.idle)
-            except TimeoutError:
+            if not self._wait_change(version, context):
                 return  # idle: the client watches again
+
+    def _wait_change(self, version: int, context: grpc.ServicerContext) -> bool:
+        """Until the statuses change or the client goes away (True), or ``idle`` seconds pass (False)."""
+
+        def moved() -> bool:
+            return self._version != version or not context.is_active()
+
+        with self._changed:
+            return self._changed.wait_for(moved, self.idle)
 
     def rpcs(self) -> tuple[Rpc, ...]:
         common: dict[str, Any] = {

@@ -15,14 +15,15 @@ and the library's process collector) over HTTP on 127.0.0.1 unless told otherwis
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from typing import Any
 
+import grpc
+import orjson
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
-from pokdeng_service.api.rpcs import CallContext, Rpc, Runtime
+from pokdeng_service.api.rpcs import Rpc, Runtime
 from pokdeng_service.application.principal import Principal
 
 CALLS = logging.getLogger("pokdeng.calls")
@@ -71,7 +72,7 @@ class CallObserver:
         code: str,
         reason: str,
         seconds: float,
-        context: CallContext | None,
+        context: grpc.ServicerContext | None,
     ) -> None:
         name = rpc.name
         child = self._children.get((name, code))
@@ -108,7 +109,11 @@ class CallObserver:
                 line["round_id"] = round_id
         if context is not None:
             line["peer"] = context.peer()
-        CALLS.log(_level(rpc, code), "%s %s %.1fms", name, code, seconds * 1000, extra={"call": line})
+        level = _level(rpc, code)
+        # (a record made here, not through Logger.log: no caller lookup, no message formatting)
+        record = CALLS.makeRecord(CALLS.name, level, "", 0, "%s %s %.1fms", (name, code, seconds * 1000), None)
+        record.call = line
+        CALLS.handle(record)
 
 
 _WARN = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED"})
@@ -130,12 +135,19 @@ def verification_failed(check: str) -> None:
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: time, level, logger, message, and a call line's fields at the top level."""
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._second = -1
+        self._stamp = ""
+
+    def _time(self, created: float) -> str:
+        second = int(created)
+        if second != self._second:  # (one strftime a second)
+            self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
+        return f"{self._stamp}.{int((created - second) * 1000):03d}Z"
+
     def format(self, record: logging.LogRecord) -> str:
-        data: dict[str, Any] = {
-            "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
-            "level": record.levelname,
-            "logger": record.name,
-        }
+        data: dict[str, Any] = {"ts": self._time(record.created), "level": record.levelname, "logger": record.name}
         call = getattr(record, "call", None)
         if isinstance(call, dict):
             data.update(call)
@@ -143,7 +155,7 @@ class JsonFormatter(logging.Formatter):
             data["msg"] = record.getMessage()
         if record.exc_info:
             data["exc"] = self.formatException(record.exc_info)
-        return json.dumps(data, default=str, separators=(",", ":"))
+        return orjson.dumps(data, default=str).decode()
 
 
 class TextFormatter(logging.Formatter):

@@ -8,10 +8,10 @@ method handlers are derived from these declarations; nothing else lists methods.
 reflection (``api/health.py``, ``api/server.py``) are declared the same way and pass through
 the same wrapper.
 
-The server is grpc's asyncio server: every call is a coroutine on the server's event loop, and
-a blocking body (every ``pokdeng.v1`` unary method) runs on one of the server's worker threads.
-A stream holds no thread while it waits. ``wrap`` is the cross-cutting work, done once for every
-call, in this order:
+The server is grpc's threaded server. Its threads are sized so that every admitted unary call and
+every stream within its kind's cap has one (``Limits.threads``), and the blocking bodies run at most
+``Limits.workers`` at a time. ``wrap`` is the cross-cutting work, done once for every call, in this
+order:
 
 1. bytes that are not the method's request message are kept aside (refused in step 4);
 2. authentication, once: the bearer token's ``Principal`` is handed to the body, which never
@@ -25,24 +25,24 @@ call, in this order:
    which ``max_calls_per_caller`` for one principal, and per kind of stream at most
    ``Limits.streams(kind)`` open streams (RESOURCE_EXHAUSTED beyond); a method that needs the
    store is refused at once while the store probe finds the store unreachable (UNAVAILABLE);
-7. the body; any error it raises ends the call through the one error map
-   (``pokdeng_service.api.errors``). A stream's reply the client does not take within
-   ``Limits.stream_idle`` seconds, or a bidirectional stream's request that does not come
-   within it, ends the stream (UNAVAILABLE, reason ``STREAM_IDLE``);
+7. the body, once a worker is free (a call whose deadline passes while it waits is not started);
+   any error it raises ends the call through the one error map (``pokdeng_service.api.errors``).
+   A stream whose client keeps it waiting longer than ``Limits.stream_idle`` seconds (a reply it
+   does not take, a request it does not send) is cancelled by the server's housekeeping thread
+   (``Runtime.reap``);
 8. the call's outcome (method, code, latency, who, the ids it names) goes to the observer
    (``api/observe.py``: the metrics and the one log line per call).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
+import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping, Sequence
-from concurrent import futures
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, NoReturn, Protocol
 
 import grpc
 from grpc_status import rpc_status
@@ -53,7 +53,6 @@ from pokdeng_service.api.errors import (
     DeadlineExpired,
     ResourceExhausted,
     StoreDown,
-    StreamIdle,
     reason_of,
     status_for,
 )
@@ -105,53 +104,18 @@ class Env:
     heartbeat: float = 15.0
 
 
-class CallContext:
-    """What a body may use of its call, from the loop or a worker thread: the metadata, the deadline,
-    the trailing metadata of the reply, whether the call is still on, and the workers (``run``)."""
-
-    __slots__ = ("_context", "_deadline", "_loop", "_metadata", "_runtime", "trailing")
-
-    def __init__(self, context: grpc.aio.ServicerContext[Any, Any], runtime: Runtime) -> None:
-        self._context = context
-        self._runtime = runtime
-        self._loop = asyncio.get_running_loop()
-        self._metadata = tuple(context.invocation_metadata() or ())
-        remaining = context.time_remaining()
-        self._deadline = None if remaining is None else time.monotonic() + remaining
-        self.trailing: tuple[tuple[str, str], ...] = ()
-
-    def invocation_metadata(self) -> tuple[Any, ...]:
-        return self._metadata
-
-    def time_remaining(self) -> float | None:
-        return None if self._deadline is None else self._deadline - time.monotonic()
-
-    def set_trailing_metadata(self, metadata: Iterable[tuple[str, str]]) -> None:
-        self.trailing = tuple(metadata)
-
-    def is_active(self) -> bool:
-        return not self._context.done()
-
-    def peer(self) -> str:
-        return str(self._context.peer() or "")
-
-    async def run(self, function: Callable[..., Any], *args: Any) -> Any:
-        """``function(*args)`` on a worker thread (a body that blocks: the store, the application)."""
-        return await self._loop.run_in_executor(self._runtime.executor, function, *args)
-
-
 @dataclass(frozen=True)
 class Call:
-    """One call: who makes it, and what it may use of its context."""
+    """One call: who makes it, and grpc's context of it."""
 
     principal: Principal
-    context: CallContext
+    context: grpc.ServicerContext
 
 
-Body = Callable[[Env, Any, Any], Any]  # (Env, Call, request); an open method's: (Env, CallContext, request)
-"""A unary body (``Env, Call, request -> reply``), run on a worker; a streaming body returns an async
-iterator of replies (it runs on the loop and awaits ``call.context.run`` for what blocks). An ``open``
-method's body gets the ``CallContext`` in place of the ``Call`` (no principal)."""
+Body = Callable[[Env, Any, Any], Any]
+"""``(Env, Call, request) -> reply``; a streaming body returns an iterator of replies (a bidirectional
+one gets the iterator of requests). An ``open`` method's body gets grpc's context in place of the
+``Call`` (there is no principal)."""
 
 
 @dataclass(frozen=True)
@@ -160,7 +124,7 @@ class Rpc:
 
     ``pokdeng.v1`` methods take their messages from the package's descriptor; others (health,
     reflection) name their package and messages. ``open``: no token is asked for (the roles are
-    not checked). ``on_loop``: the unary body is cheap and never blocks, it runs on the event loop.
+    not checked). ``on_loop``: the unary body is cheap and never blocks: it needs no worker.
     ``store``: the method needs the store (refused while the store is unreachable). ``kind``: the
     group of streams that share a cap (``Limits.streams``). ``log_level``: of its line in the call log.
     """
@@ -233,20 +197,27 @@ def stream(service: str, method: str, roles: frozenset[Role], body: Body, kind: 
 class Limits:
     """What no caller, authenticated or not, may exceed (docs/operations.md, sizing)."""
 
-    max_concurrent_rpcs: int = 256  # unary calls running or waiting for a worker
-    max_calls_per_caller: int = 128  # of those, one principal's (every unauthenticated caller counts as one)
+    workers: int = 8  # blocking bodies running at once
+    max_concurrent_rpcs: int = 64  # unary calls running or waiting for a worker
+    max_calls_per_caller: int = 32  # of those, one principal's (every unauthenticated caller counts as one)
     max_streams: Mapping[str, int] = field(default_factory=dict)  # open streams by kind
     default_max_streams: int = 8  # for a kind not named
     stream_idle: float = 60.0  # seconds a stream may wait on its client (a reply not taken, a request not sent)
 
     def __post_init__(self) -> None:
-        if self.max_concurrent_rpcs < 1 or self.max_calls_per_caller < 1 or self.default_max_streams < 0:
+        if min(self.workers, self.max_concurrent_rpcs, self.max_calls_per_caller) < 1 or self.default_max_streams < 0:
             raise ValueError("the limits must be positive")
         if self.stream_idle <= 0:
             raise ValueError("stream_idle must be positive")
 
     def streams(self, kind: str) -> int:
         return self.max_streams.get(kind, self.default_max_streams)
+
+    def threads(self, kinds: Iterable[str] = ()) -> int:
+        """The server's threads: every admitted unary call and every stream of every kind has one, and a
+        few more answer the calls refused at once."""
+        kinds = set(kinds) | set(self.max_streams)
+        return self.max_concurrent_rpcs + sum(self.streams(kind) for kind in kinds) + 16
 
 
 class Observer(Protocol):
@@ -261,26 +232,40 @@ class Observer(Protocol):
         code: str,
         reason: str,
         seconds: float,
-        context: CallContext | None,
+        context: grpc.ServicerContext | None,
     ) -> None: ...
 
 
 _CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
 
 
+class StreamWatch:
+    """One open stream, as the reaper sees it: since when it waits on its client (None: it does not)."""
+
+    __slots__ = ("context", "idle", "reaped", "waiting_since")
+
+    def __init__(self, context: grpc.ServicerContext, idle: float) -> None:
+        self.context = context
+        self.idle = idle
+        self.waiting_since: float | None = None
+        self.reaped = False
+
+    def waiting(self) -> None:
+        self.waiting_since = time.monotonic()
+
+    def working(self) -> None:
+        self.waiting_since = None
+
+
 class Runtime:
-    """The server's side of every call: the workers, the limits, the store's state and the observer.
+    """The server's side of every call: the limits, the workers, the store's state and the observer.
 
-    Admission counters are touched on the event loop only (no lock). ``store_up`` is set by the
-    store probe (``api/health.py``); while it is False, methods that need the store are refused."""
+    Admission counters are kept under one lock. ``store_up`` is set by the store probe
+    (``api/health.py``); while it is False, methods that need the store are refused at once. ``reap``
+    (run by the server's housekeeping thread) cancels the streams that waited on their client longer
+    than their idle limit: a reply the client does not take, a request it does not send."""
 
-    def __init__(
-        self,
-        executor: futures.ThreadPoolExecutor,
-        limits: Limits | None = None,
-        observer: Observer | None = None,
-    ) -> None:
-        self.executor = executor
+    def __init__(self, limits: Limits | None = None, observer: Observer | None = None) -> None:
         self.limits = limits or Limits()
         self.observer = observer
         self.in_flight = 0
@@ -288,45 +273,80 @@ class Runtime:
         self.streams: Counter[str] = Counter()
         self.store_up = True
         self.store_problem = ""
+        self._lock = threading.Lock()
+        self._workers = threading.BoundedSemaphore(self.limits.workers)
+        self._watches: set[StreamWatch] = set()
 
     def admit(self, principal: Principal | None) -> str:
         limits = self.limits
-        if self.in_flight >= limits.max_concurrent_rpcs:
-            raise ResourceExhausted(
-                f"the server has {limits.max_concurrent_rpcs} calls in flight: try again shortly",
-                limit=str(limits.max_concurrent_rpcs),
-            )
         key = principal.scope if principal is not None else "anonymous"
-        if self.callers[key] >= limits.max_calls_per_caller:
-            who = principal.describe() if principal is not None else "an unauthenticated caller"
-            raise ResourceExhausted(
-                f"{who} has {limits.max_calls_per_caller} calls in flight: try again shortly",
-                limit=str(limits.max_calls_per_caller),
-            )
-        self.in_flight += 1
-        self.callers[key] += 1
+        with self._lock:
+            if self.in_flight >= limits.max_concurrent_rpcs:
+                raise ResourceExhausted(
+                    f"the server has {limits.max_concurrent_rpcs} calls in flight: try again shortly",
+                    limit=str(limits.max_concurrent_rpcs),
+                )
+            if self.callers[key] >= limits.max_calls_per_caller:
+                who = principal.describe() if principal is not None else "an unauthenticated caller"
+                raise ResourceExhausted(
+                    f"{who} has {limits.max_calls_per_caller} calls in flight: try again shortly",
+                    limit=str(limits.max_calls_per_caller),
+                )
+            self.in_flight += 1
+            self.callers[key] += 1
         return key
 
     def release(self, key: str) -> None:
-        self.in_flight -= 1
-        left = self.callers[key] - 1
-        if left > 0:
-            self.callers[key] = left
-        else:
-            del self.callers[key]
+        with self._lock:
+            self.in_flight -= 1
+            left = self.callers[key] - 1
+            if left > 0:
+                self.callers[key] = left
+            else:
+                del self.callers[key]
 
-    def open_stream(self, kind: str) -> None:
+    def run(self, context: grpc.ServicerContext, body: Callable[[], Any]) -> Any:
+        """``body()`` once a worker is free; a call whose deadline passes while it waits is not started."""
+        remaining = context.time_remaining()
+        if not self._workers.acquire(timeout=remaining):  # (None: no deadline, wait)
+            raise DeadlineExpired("the call's deadline passed while it waited for a worker")
+        try:
+            return body()
+        finally:
+            self._workers.release()
+
+    def open_stream(self, kind: str, context: grpc.ServicerContext) -> StreamWatch:
         cap = self.limits.streams(kind)
-        if self.streams[kind] >= cap:
-            raise ResourceExhausted(f"this server serves at most {cap} {kind} streams at once", limit=str(cap))
-        self.streams[kind] += 1
+        with self._lock:
+            if self.streams[kind] >= cap:
+                raise ResourceExhausted(f"this server serves at most {cap} {kind} streams at once", limit=str(cap))
+            self.streams[kind] += 1
+            watch = StreamWatch(context, self.limits.stream_idle)
+            self._watches.add(watch)
+        return watch
 
-    def close_stream(self, kind: str) -> None:
-        left = self.streams[kind] - 1
-        if left > 0:
-            self.streams[kind] = left
-        else:
-            del self.streams[kind]
+    def close_stream(self, kind: str, watch: StreamWatch) -> None:
+        with self._lock:
+            self._watches.discard(watch)
+            left = self.streams[kind] - 1
+            if left > 0:
+                self.streams[kind] = left
+            else:
+                del self.streams[kind]
+
+    def reap(self) -> int:
+        """Cancel the streams that waited on their client longer than their idle limit; how many."""
+        now = time.monotonic()
+        with self._lock:
+            idle = [
+                w
+                for w in self._watches
+                if w.waiting_since is not None and now - w.waiting_since > w.idle and not w.reaped
+            ]
+        for watch in idle:
+            watch.reaped = True
+            watch.context.cancel()
+        return len(idle)
 
     def require_store(self) -> None:
         if not self.store_up:
@@ -341,30 +361,29 @@ class Runtime:
         code: str,
         reason: str,
         started: float,
-        context: CallContext | None,
+        context: grpc.ServicerContext | None,
     ) -> None:
         if self.observer is not None:
             seconds = time.perf_counter() - started
             self.observer.finished(rpc, principal, request, response, code, reason, seconds, context)
 
-    async def fail(
+    def fail(
         self,
         rpc: Rpc,
         principal: Principal | None,
         request: Any,
         error: BaseException,
         started: float,
-        context: CallContext | None,
-        servicer: grpc.aio.ServicerContext[Any, Any],
-    ) -> None:
+        context: grpc.ServicerContext,
+    ) -> NoReturn:
         """End the call with the status that reports ``error`` (raises, as ``abort`` does)."""
         status = status_for(error)
         code = _CODE_NAMES.get(status.code, "UNKNOWN")
         if code != "INTERNAL":  # an INTERNAL error is logged with its traceback by status_for
             log.debug("refused (%s): %s", code, status.message)
         self.done(rpc, principal, request, None, code, reason_of(status), started, context)
-        reply = rpc_status.to_status(status)
-        await servicer.abort(reply.code, reply.details, reply.trailing_metadata)
+        context.abort_with_status(rpc_status.to_status(status))
+        raise AssertionError("unreachable: abort_with_status raises")  # pragma: no cover
 
 
 # --- the wrapper --------------------------------------------------------------------------------
@@ -384,7 +403,9 @@ def _tolerant(parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
     return deserialize
 
 
-def _authenticate(rpc: Rpc, authenticator: Authenticator, request: Any, context: CallContext) -> Principal | None:
+def _authenticate(
+    rpc: Rpc, authenticator: Authenticator, request: Any, context: grpc.ServicerContext
+) -> Principal | None:
     """Steps 2 to 5: the caller (None for an open method), its role, the request's bytes, the deadline."""
     principal = None
     if not rpc.open:
@@ -401,51 +422,31 @@ def _authenticate(rpc: Rpc, authenticator: Authenticator, request: Any, context:
     return principal
 
 
-def _call(rpc: Rpc, principal: Principal | None, context: CallContext) -> Any:
+def _call(principal: Principal | None, context: grpc.ServicerContext) -> Any:
     return context if principal is None else Call(principal, context)
 
 
-def _in_worker(rpc: Rpc, env: Env, call: Any, request: Any) -> Any:
-    """A blocking body on a worker thread, unless its deadline passed while it waited for one."""
-    context: CallContext = call if isinstance(call, CallContext) else call.context
+def _ended(context: grpc.ServicerContext, watch: StreamWatch | None = None) -> tuple[str, str]:
+    """The code (and reason) of a call that ended under the wrapper's feet: idle, gone, or past its deadline."""
+    if watch is not None and watch.reaped:
+        return "CANCELLED", "STREAM_IDLE"
     remaining = context.time_remaining()
-    if remaining is not None and remaining <= 0:
-        raise DeadlineExpired("the call's deadline passed while it waited for a worker")
-    return rpc.body(env, call, request)
+    return ("DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"), ""
 
 
-def _ended(context: CallContext) -> str:
-    """The code of a call that ended under the wrapper's feet (the client went away, or its deadline passed)."""
-    remaining = context.time_remaining()
-    return "DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"
-
-
-async def _write(servicer: grpc.aio.ServicerContext[Any, Any], reply: Any, idle: float) -> None:
-    try:
-        await asyncio.wait_for(servicer.write(reply), idle)
-    except TimeoutError:
-        raise StreamIdle(f"the client took no reply for {idle:g} s: the stream is closed") from None
-
-
-async def _requests(source: AsyncIterable[Any], idle: float) -> AsyncIterator[Any]:
-    """A client stream's requests, each within ``idle`` seconds of the last; malformed bytes refused."""
-    iterator = source.__aiter__()
+def _requests(source: Iterator[Any], watch: StreamWatch) -> Iterator[Any]:
+    """A client stream's requests, each awaited under the idle limit; malformed bytes refused."""
     while True:
+        watch.waiting()
         try:
-            request = await asyncio.wait_for(iterator.__anext__(), idle)
-        except StopAsyncIteration:
+            request = next(source)
+        except StopIteration:
             return
-        except TimeoutError:
-            raise StreamIdle(f"no request came for {idle:g} s: the stream is closed") from None
+        finally:
+            watch.working()
         if isinstance(request, _Malformed):
             raise InvalidCommand("the request is not a valid protobuf message of this method", field="request")
         yield request
-
-
-async def _close(replies: Any) -> None:
-    aclose = getattr(replies, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 def _messages(rpc: Rpc) -> tuple[Any, Any]:
@@ -461,102 +462,64 @@ def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> 
     request_class, response_class = _messages(rpc)
     deserialize = _tolerant(request_class.FromString)
     serialize = response_class.SerializeToString
-    idle = runtime.limits.stream_idle
     kind = rpc.stream_kind
-
-    if rpc.client_streaming:
-
-        async def run_bidi(request_iterator: AsyncIterable[Any], servicer: grpc.aio.ServicerContext[Any, Any]) -> None:
-            started = time.perf_counter()
-            context = CallContext(servicer, runtime)
-            principal, opened, error = None, False, None
-            try:
-                principal = _authenticate(rpc, authenticator, None, context)
-                if rpc.store:
-                    runtime.require_store()
-                runtime.open_stream(kind)
-                opened = True
-                replies = rpc.body(env, _call(rpc, principal, context), _requests(request_iterator, idle))
-                try:
-                    async for reply in replies:
-                        await _write(servicer, reply, idle)
-                finally:
-                    await _close(replies)
-            except asyncio.CancelledError:
-                runtime.done(rpc, principal, None, None, _ended(context), "", started, context)
-                raise
-            except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
-                error = exc
-            finally:
-                if opened:
-                    runtime.close_stream(kind)
-            if error is None:
-                runtime.done(rpc, principal, None, None, "OK", "", started, context)
-                return
-            await runtime.fail(rpc, principal, None, error, started, context, servicer)
-
-        return grpc.stream_stream_rpc_method_handler(run_bidi, deserialize, serialize)
 
     if rpc.streaming:
 
-        async def run_stream(request: Any, servicer: grpc.aio.ServicerContext[Any, Any]) -> None:
+        def run_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
             started = time.perf_counter()
-            context = CallContext(servicer, runtime)
-            principal, opened, error = None, False, None
+            principal, watch, error = None, None, None
             try:
-                principal = _authenticate(rpc, authenticator, request, context)
+                principal = _authenticate(rpc, authenticator, None if rpc.client_streaming else request, context)
                 if rpc.store:
                     runtime.require_store()
-                runtime.open_stream(kind)
-                opened = True
-                replies = rpc.body(env, _call(rpc, principal, context), request)
-                try:
-                    async for reply in replies:
-                        await _write(servicer, reply, idle)
-                finally:
-                    await _close(replies)
-            except asyncio.CancelledError:
-                runtime.done(rpc, principal, request, None, _ended(context), "", started, context)
-                raise
+                watch = runtime.open_stream(kind, context)
+                source = _requests(request, watch) if rpc.client_streaming else request
+                for reply in rpc.body(env, _call(principal, context), source):
+                    watch.waiting()  # until the client took it
+                    yield reply
+                    watch.working()
             except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
                 error = exc
             finally:
-                if opened:
-                    runtime.close_stream(kind)
-            if error is None:
-                runtime.done(rpc, principal, request, None, "OK", "", started, context)
+                if watch is not None:
+                    runtime.close_stream(kind, watch)
+            logged = None if rpc.client_streaming else request
+            if not context.is_active() or (watch is not None and watch.reaped):
+                code, reason = _ended(context, watch)
+                runtime.done(rpc, principal, logged, None, code, reason, started, context)
                 return
-            await runtime.fail(rpc, principal, request, error, started, context, servicer)
+            if error is None:
+                runtime.done(rpc, principal, logged, None, "OK", "", started, context)
+                return
+            runtime.fail(rpc, principal, logged, error, started, context)
 
+        if rpc.client_streaming:
+            return grpc.stream_stream_rpc_method_handler(run_stream, deserialize, serialize)
         return grpc.unary_stream_rpc_method_handler(run_stream, deserialize, serialize)
 
-    async def run(request: Any, servicer: grpc.aio.ServicerContext[Any, Any]) -> Any:
+    def run(request: Any, context: grpc.ServicerContext) -> Any:
         started = time.perf_counter()
-        context = CallContext(servicer, runtime)
         principal, key, error, response = None, None, None, None
         try:
             principal = _authenticate(rpc, authenticator, request, context)
+            call = _call(principal, context)
             if rpc.on_loop:
-                response = rpc.body(env, _call(rpc, principal, context), request)
+                response = rpc.body(env, call, request)
             else:
                 key = runtime.admit(principal)
                 if rpc.store:
                     runtime.require_store()
-                response = await context.run(_in_worker, rpc, env, _call(rpc, principal, context), request)
-        except asyncio.CancelledError:
-            runtime.done(rpc, principal, request, None, _ended(context), "", started, context)
-            raise
+                response = runtime.run(context, lambda: rpc.body(env, call, request))
         except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
             error = exc
         finally:
             if key is not None:
                 runtime.release(key)
         if error is None:
-            if context.trailing:
-                servicer.set_trailing_metadata(context.trailing)
             runtime.done(rpc, principal, request, response, "OK", "", started, context)
             return response
-        await runtime.fail(rpc, principal, request, error, started, context, servicer)
+        runtime.fail(rpc, principal, request, error, started, context)
 
     return grpc.unary_unary_rpc_method_handler(run, deserialize, serialize)
 
@@ -577,7 +540,6 @@ __all__ = [
     "PLAYERS",
     "READERS",
     "Call",
-    "CallContext",
     "Env",
     "Limits",
     "Observer",
@@ -585,6 +547,7 @@ __all__ = [
     "Rpc",
     "Runtime",
     "Service",
+    "StreamWatch",
     "command",
     "generic_handlers",
     "query",

@@ -1,36 +1,36 @@
 """The gRPC server: pokdeng.v1 services, health, reflection, bearer-token auth, limits, TLS, graceful shutdown.
 
 ``create_server(address, app) -> (server, port)`` builds and binds a server (port 0 picks a free
-port) without starting it; ``serve(...)`` runs one until SIGTERM or SIGINT. The server is grpc's
-asyncio server on an event loop of its own (``PokdengServer``); every method, health and
-reflection included, passes through the one wrapper (``api/rpcs.py``). The returned server's
+port) without starting it; ``serve(...)`` runs one until SIGTERM or SIGINT. Every method, health
+and reflection included, passes through the one wrapper (``api/rpcs.py``). The returned server's
 ``stop(grace)`` shuts down gracefully: health turns NOT_SERVING for every service, event
 subscriptions end with UNAVAILABLE (clients resume from their last position), new calls are
 refused, and calls in flight get ``grace`` seconds to finish. A command is one transaction in the
 store, so a stopped server leaves nothing half written.
 
-Nobody can exhaust it (``rpcs.Limits``): blocking bodies run on ``max_workers`` threads, unary
-calls in flight are bounded (RESOURCE_EXHAUSTED beyond), overall and per caller; every kind of
-stream has its cap and idle limit, and a waiting stream holds no thread; idle connections are
-closed; reflection needs a token outside development mode. The store probe
-(``api.health.StoreMonitor``) turns health NOT_SERVING within seconds of the store becoming
-unreachable, and the calls that need it then fail at once with UNAVAILABLE.
+Nobody can exhaust it (``rpcs.Limits``): unary calls in flight are bounded, overall and per caller
+(RESOURCE_EXHAUSTED beyond), and their blocking bodies run on at most ``max_workers`` at a time;
+every kind of stream has its cap and its idle limit; the server's threads are sized so that every
+admitted call and every stream within its cap has one, and a few more answer refused calls at once;
+connections with no call are closed after ``connection_idle`` seconds; reflection needs a token
+outside development mode. The store probe (``api.health.StoreMonitor``) turns health NOT_SERVING
+within seconds of the store becoming unreachable, and the calls that need it then fail at once
+with UNAVAILABLE.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import os
 import signal
 import threading
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any
 
 import grpc
 
@@ -49,7 +49,6 @@ log = logging.getLogger("pokdeng.server")
 DEFAULT_HOST = "127.0.0.1"
 SERVICE_NAMES: tuple[str, ...] = tuple(s.full_name for s in pb.DESCRIPTOR.services_by_name.values())
 REFLECTION_SERVICE = "grpc.reflection.v1alpha.ServerReflection"
-T = TypeVar("T")
 
 
 def bind_address(address: str) -> str:
@@ -108,159 +107,112 @@ class TlsFiles:
 
 
 class PokdengServer(grpc.Server):
-    """A running-on-its-own-loop ``grpc.aio`` server with the synchronous face of a ``grpc.Server``.
+    """A ``grpc.Server`` whose ``stop`` shuts down gracefully (health, subscriptions, then the server) and
+    releases everything: the threads, the store probe, the housekeeping thread, the metrics endpoint.
 
-    Its event loop runs on a thread of its own (``pokdeng-grpc-loop``), its blocking bodies on the
-    worker threads; ``stop`` shuts down gracefully (health, subscriptions, then the server) and
-    releases everything: the loop, the workers, the store probe, the metrics endpoint."""
+    Its housekeeping thread, a few times a second, cancels the streams idle past their limit
+    (``Runtime.reap``) and turns health and the wrapper's refusals by what the store probe found."""
 
     def __init__(
         self,
+        server: grpc.Server,
         health: Health,
         hub: EventHub,
         tokens: TokenStore,
         runtime: Runtime,
+        executor: futures.ThreadPoolExecutor,
         monitor: StoreMonitor | None = None,
         metrics: MetricsEndpoint | None = None,
     ) -> None:
+        self._server = server
         self.health = health
         self.hub = hub
         self.tokens = tokens
         self.runtime = runtime
         self.monitor = monitor
         self.metrics = metrics
+        self._executor = executor
         self.port = 0
-        self._server: grpc.aio.Server | None = None
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="pokdeng-grpc-loop", daemon=True)
-        self._thread.start()
-        self._watching: asyncio.Task[None] | None = None
-        self._stopping = False
-        self._done = threading.Event()
-
-    def on_loop(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """Run ``coroutine`` on the server's loop and wait for its result."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
-
-    @property
-    def server(self) -> grpc.aio.Server:
-        assert self._server is not None
-        return self._server
-
-    def build(self, handlers: Sequence[grpc.GenericRpcHandler], options: Sequence[tuple[str, Any]], cap: int) -> None:
-        async def make() -> grpc.aio.Server:
-            return grpc.aio.server(handlers=handlers, options=options, maximum_concurrent_rpcs=cap)
-
-        self._server = self.on_loop(make())
+        self._stopping = threading.Event()
+        self._housekeeping: threading.Thread | None = None
+        self._done: threading.Event | None = None
 
     def add_generic_rpc_handlers(self, generic_rpc_handlers: Any) -> None:
-        self.server.add_generic_rpc_handlers(generic_rpc_handlers)
+        self._server.add_generic_rpc_handlers(generic_rpc_handlers)
 
     def add_registered_method_handlers(self, service_name: str, method_handlers: Any) -> None:
-        self.server.add_registered_method_handlers(service_name, method_handlers)
+        self._server.add_registered_method_handlers(service_name, method_handlers)
 
     def add_insecure_port(self, address: str) -> int:
-        async def add() -> int:
-            return int(self.server.add_insecure_port(address))
-
-        return self.on_loop(add())
+        port: int = self._server.add_insecure_port(address)
+        return port
 
     def add_secure_port(self, address: str, server_credentials: grpc.ServerCredentials) -> int:
-        async def add() -> int:
-            return int(self.server.add_secure_port(address, server_credentials))
-
-        return self.on_loop(add())
+        port: int = self._server.add_secure_port(address, server_credentials)
+        return port
 
     def start(self) -> None:
-        async def start() -> None:
-            await self.server.start()
-            if self.monitor is not None:
-                self._watching = asyncio.get_running_loop().create_task(self._watch_store(self.monitor))
-
-        self.on_loop(start())
+        self._server.start()
         if self.monitor is not None:
             self.monitor.start()
+        self._housekeeping = threading.Thread(target=self._keep_house, name="pokdeng-housekeeping", daemon=True)
+        self._housekeeping.start()
 
-    async def _watch_store(self, monitor: StoreMonitor) -> None:
-        """What the store probe found, a few times a second: health, and the wrapper's refusals."""
-        while True:
-            ok, problem = monitor.healthy()
-            if ok != self.runtime.store_up:
-                log.warning(
-                    "the event store is %s%s", "back" if ok else "unreachable", f": {problem}" if problem else ""
-                )
-            self.runtime.store_up, self.runtime.store_problem = ok, problem
-            self.health.set_all(SERVING if ok else NOT_SERVING)
-            await asyncio.sleep(0.2)
+    def _keep_house(self) -> None:
+        while not self._stopping.wait(0.2):
+            try:
+                self.runtime.reap()
+                if self.monitor is not None:
+                    ok, problem = self.monitor.healthy()
+                    if ok != self.runtime.store_up:
+                        state = "back" if ok else "unreachable"
+                        log.warning("the event store is %s%s", state, f": {problem}" if problem else "")
+                    self.runtime.store_up, self.runtime.store_problem = ok, problem
+                    self.health.set_all(SERVING if ok else NOT_SERVING)
+            except Exception:  # pragma: no cover - keep the house kept
+                log.exception("housekeeping failed")
 
     def stop(self, grace: float | None) -> threading.Event:
         """Refuse new work and let calls in flight finish within ``grace`` seconds; the event is set when done.
 
         Health turns NOT_SERVING and event subscriptions end (UNAVAILABLE, with the position to resume
         after) before the server stops taking calls."""
-        done = self._done
-        if self._stopping:
-            return done
-        self._stopping = True
-        if self._loop.is_closed():
-            done.set()
-            return done
-        begun = threading.Event()
+        if self._done is not None:
+            return self._done
+        self.health.enter_graceful_shutdown()
+        self.hub.close()
+        stopped: threading.Event = self._server.stop(grace)
+        done = self._done = threading.Event()
 
-        async def stop() -> None:
-            if self._watching is not None:
-                self._watching.cancel()
-            self.health.enter_graceful_shutdown()
-            self.hub.close()
-            stopping = asyncio.ensure_future(self.server.stop(grace)) if self._server is not None else None
-            await asyncio.sleep(0)  # the server's shutdown has begun: no new call is taken
-            begun.set()
-            if stopping is not None:
-                await stopping
-            # what is left (calls cut off after the grace) ends here, not when the loop is torn down
-            this = asyncio.current_task()
-            left = [task for task in asyncio.all_tasks() if task is not this]
-            for task in left:
-                task.cancel()
-            if left:
-                await asyncio.wait(left, timeout=5)
-
-        def release(_future: Any) -> None:
-            begun.set()
-            threading.Thread(target=self._release, args=(done,), name="pokdeng-grpc-release", daemon=True).start()
-
-        asyncio.run_coroutine_threadsafe(stop(), self._loop).add_done_callback(release)
-        begun.wait(10)
-        return done
-
-    def _release(self, done: threading.Event) -> None:
-        try:
+        def release() -> None:
+            stopped.wait()
+            self._stopping.set()
+            if self._housekeeping is not None:
+                self._housekeeping.join(timeout=5)
             if self.monitor is not None:
                 self.monitor.stop()
             if self.metrics is not None:
                 with contextlib.suppress(Exception):
                     self.metrics.close()
-            self.runtime.executor.shutdown(wait=False)
-            self._loop.call_soon_threadsafe(self._loop.stop)
-            self._thread.join(timeout=10)
-            if not self._thread.is_alive():
-                self._loop.close()
-        finally:
+            self._executor.shutdown(wait=False)
             done.set()
 
+        threading.Thread(target=release, name="pokdeng-grpc-release", daemon=True).start()
+        return done
+
     def wait_for_termination(self, timeout: float | None = None) -> bool:
-        """Until the server stopped (``stop``) and released everything; False if ``timeout`` passed first."""
-        return self._done.wait(timeout)
+        result: bool = self._server.wait_for_termination(timeout)
+        return result
 
 
 def _reflection(names: Sequence[str], development: bool) -> Rpc:
     """Server reflection through the one wrapper: it needs a token outside development mode."""
     from grpc_reflection.v1alpha import reflection, reflection_pb2
 
-    servicer: Any = reflection.aio.ReflectionServicer(names)
+    servicer: Any = reflection.ReflectionServicer(names)
 
-    def body(_env: Env, _call: Any, requests: Any) -> Any:
-        return servicer.ServerReflectionInfo(requests, None)
+    def body(_env: Env, context: Any, requests: Any) -> Any:
+        return servicer.ServerReflectionInfo(requests, context)
 
     return Rpc(
         "ServerReflection",
@@ -325,7 +277,7 @@ def create_server(
     that table's rounds.
 
     Limits (docs/operations.md, sizing): ``max_workers`` threads run the blocking bodies; at most
-    ``max_concurrent_rpcs`` unary calls in flight (default 16 a worker), ``max_calls_per_caller`` of
+    ``max_concurrent_rpcs`` unary calls in flight (default 8 a worker), ``max_calls_per_caller`` of
     them for one principal (default half); streams by kind (``max_streams``: ``events`` default
     ``max_subscriptions`` or half the workers, ``health`` 32, ``reflection`` 8), each ended when its
     client keeps it waiting ``stream_idle`` seconds; a connection with no call for ``connection_idle``
@@ -337,7 +289,7 @@ def create_server(
         raise ValueError("max_workers must be at least 2")
     store = _token_store(tokens)
     authenticator = Authenticator(store)
-    concurrent = max_concurrent_rpcs or max_workers * 16
+    concurrent = max_concurrent_rpcs or max_workers * 8
     streams = {
         "events": max_subscriptions or max(1, max_workers // 2),
         "health": 32,
@@ -345,14 +297,14 @@ def create_server(
         **(max_streams or {}),
     }
     limits = Limits(
+        workers=max_workers,
         max_concurrent_rpcs=concurrent,
         max_calls_per_caller=max_calls_per_caller or max(1, concurrent // 2),
         max_streams=streams,
         stream_idle=stream_idle,
     )
     observer = CallObserver(access_log=access_log)
-    workers = futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="pokdeng-grpc")
-    runtime = Runtime(workers, limits, observer)
+    runtime = Runtime(limits, observer)
     observer.bind(runtime)
     hub = EventHub(streams["events"])
     env = Env(app, hub, read_models, poll_interval, heartbeat)
@@ -370,29 +322,37 @@ def create_server(
             recover=recovers,
             observe=_observe_probe,
         )
-    metrics = MetricsEndpoint(metrics_port, metrics_host) if metrics_port is not None else None
-    wrapped = PokdengServer(health, hub, store, runtime, monitor, metrics)
-    try:
-        options = [
+    threads = limits.threads(rpc.stream_kind for rpc in rpcs if rpc.streaming)
+    workers = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pokdeng-grpc")
+    server = grpc.server(
+        workers,
+        handlers=generic_handlers(rpcs, env, authenticator, runtime),
+        maximum_concurrent_rpcs=threads + 256,  # grpc's own bound on every call at once, queued ones too
+        options=[
             ("grpc.so_reuseport", 0),
             ("grpc.max_concurrent_streams", 100),  # per connection
             ("grpc.max_connection_idle_ms", int(connection_idle * 1000)),
-        ]
-        backstop = concurrent + sum(streams.values()) + 512  # grpc's own bound on every call at once
-        wrapped.build(generic_handlers(rpcs, env, authenticator, runtime), options, backstop)
+        ],
+    )
+    metrics = None
+    try:
+        metrics = MetricsEndpoint(metrics_port, metrics_host) if metrics_port is not None else None
         target = bind_address(address)
         try:
             if tls is None:
-                port = wrapped.add_insecure_port(target)
+                port = server.add_insecure_port(target)
             else:
-                port = wrapped.add_secure_port(target, tls.credentials())
+                port = server.add_secure_port(target, tls.credentials())
         except RuntimeError as error:
             raise OSError(f"cannot listen on {target}: {error}") from None
         if not port:
             raise OSError(f"cannot listen on {target}")
     except BaseException:
-        wrapped.stop(0).wait(5)
+        if metrics is not None:
+            metrics.close()
+        workers.shutdown(wait=False)
         raise
+    wrapped = PokdengServer(server, health, hub, store, runtime, workers, monitor, metrics)
     wrapped.port = port
     return wrapped, port
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import collections
 import logging
-import logging.handlers
-import queue
 import sys
+import threading
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -41,7 +41,7 @@ class ServeSettings(BaseSettings):
     tls_client_ca: str | None = Field(None, description="CA of client certificates (PEM): mutual TLS")
     # limits
     workers: int = Field(16, ge=2, le=1024, description="threads running the calls' blocking work")
-    max_concurrent_rpcs: int | None = Field(None, ge=1, description="unary calls in flight (default 16 a worker)")
+    max_concurrent_rpcs: int | None = Field(None, ge=1, description="unary calls in flight (default 8 a worker)")
     max_calls_per_caller: int | None = Field(None, ge=1, description="of those, one token's (default half)")
     max_subscriptions: int | None = Field(None, ge=1, description="event streams (default half the workers)")
     max_health_watches: int = Field(32, ge=0, description="health Watch streams")
@@ -112,7 +112,7 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--metrics-port": {"type": int, "help": "serve Prometheus metrics on this port (default: off)"},
     "--metrics-host": {"help": "interface of the metrics endpoint (default 127.0.0.1)"},
     "--shutdown-grace": {"type": float, "help": "seconds calls in flight get on SIGTERM (default 10)"},
-    "--max-concurrent-rpcs": {"type": int, "help": "unary calls in flight (default 16 a worker)"},
+    "--max-concurrent-rpcs": {"type": int, "help": "unary calls in flight (default 8 a worker)"},
     "--max-calls-per-caller": {"type": int, "help": "unary calls in flight for one token (default half)"},
     "--max-subscriptions": {"type": int, "help": "event streams at once (default half the workers)"},
     "--max-health-watches": {"type": int, "help": "health Watch streams at once (default 32)"},
@@ -136,39 +136,75 @@ def add_serve_flags(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(partitions=None)  # the store options' default comes from the settings
 
 
-QUEUED_RECORDS = 10_000
+class BatchingHandler(logging.Handler):
+    """Writes the records from a thread of its own, every ``interval`` seconds in one write: a call never
+    waits for standard error, nor wakes a thread for each line. At most ``capacity`` records wait; past
+    that (standard error cannot keep up, say under a flood of refused calls) they are dropped and counted."""
 
+    def __init__(self, stream: Any, formatter: logging.Formatter, interval: float = 0.05, capacity: int = 10_000):
+        super().__init__()
+        self.stream = stream
+        self.setFormatter(formatter)
+        self.interval = interval
+        self.capacity = capacity
+        self.dropped = 0
+        self._records: collections.deque[logging.LogRecord] = collections.deque()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="pokdeng-log", daemon=True)
+        self._thread.start()
 
-class _DroppingQueueHandler(logging.handlers.QueueHandler):
-    """A record that finds the queue full (standard error cannot keep up, say under a flood of
-    refused calls) is dropped and counted, never waited for."""
+    def handle(self, record: logging.LogRecord) -> bool:  # (no lock: appending to a deque is atomic)
+        if not self.filter(record):
+            return False
+        self.emit(record)
+        return True
 
-    dropped = 0
+    def emit(self, record: logging.LogRecord) -> None:
+        if len(self._records) >= self.capacity:
+            self.dropped += 1
+            return
+        self._records.append(record)
 
-    def enqueue(self, record: logging.LogRecord) -> None:
-        try:
-            self.queue.put_nowait(record)
-        except queue.Full:
-            type(self).dropped += 1
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self.flush()
+
+    def flush(self) -> None:
+        lines = []
+        while self._records:
+            record = self._records.popleft()
+            try:
+                lines.append(self.format(record))
+            except Exception:
+                self.handleError(record)
+        if lines:
+            try:
+                self.stream.write("\n".join(lines) + "\n")
+                self.stream.flush()
+            except (OSError, ValueError):  # standard error closed: nothing to tell
+                pass
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive() and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+        self.flush()
+        super().close()
 
 
 def configure_logging(log_format: str = "json", level: str = "INFO") -> logging.Handler:
-    """The root logger to standard error, through a queue (a slow reader of the log never stalls the server)."""
+    """The root logger to standard error, written in batches from a thread of its own (``BatchingHandler``)."""
     from pokdeng_service.api.observe import JsonFormatter, TextFormatter
 
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(JsonFormatter() if log_format == "json" else TextFormatter())
-    records: queue.Queue[logging.LogRecord] = queue.Queue(maxsize=QUEUED_RECORDS)
-    listener = logging.handlers.QueueListener(records, handler, respect_handler_level=False)
+    formatter = JsonFormatter() if log_format == "json" else TextFormatter()
+    handler = BatchingHandler(sys.stderr, formatter)
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)
-    front = _DroppingQueueHandler(records)
-    root.addHandler(front)
+    root.addHandler(handler)
     root.setLevel(level)
-    listener.start()
-    atexit.register(listener.stop)
-    return front
+    atexit.register(handler.close)
+    return handler
 
 
-__all__ = ["FLAGS", "ServeSettings", "add_serve_flags", "configure_logging"]
+__all__ = ["FLAGS", "BatchingHandler", "ServeSettings", "add_serve_flags", "configure_logging"]

@@ -1,0 +1,1225 @@
+"""Verify a pokdeng round bundle from the documentation alone: docs/audit.md, docs/shuffle.md,
+docs/checkpoints.md and docs/rules.md, re-implemented without a line of the service's code.
+
+    python docs/examples/worked_round.py BUNDLE.json [--key PUBLIC_KEY ...] [--explain]
+
+It needs Python 3.11 and the ``cryptography`` package (for Ed25519) and imports nothing of pokdeng:
+it is the proof that an engineer in another language can check a round from the docs. Each
+function names the section of docs/audit.md it follows ("§ Canonical JSON", ...).
+
+``--key`` takes an Ed25519 public key as 64 hex digits, or a file of keys (lines of
+``[KEY_ID] PUBLIC_KEY``, ``#`` starts a comment: what ``pokdeng keys show`` prints); repeat it for
+several. Without a key the signed tree head's signature is not checked and the verdict warns that
+the bundle is *unanchored*; with keys, a bundle without a signed head fails. ``--explain`` prints
+every value the checks compute (the digests, the leaf, each step of the proof, the root, the bytes
+the head signs, the bundle digest): docs/audit.md's worked example quotes them.
+
+Exit codes: 0 every check passed (perhaps with warnings), 1 a check failed, 2 the file cannot be read.
+The worked example: ``python docs/examples/worked_round.py docs/examples/worked_round.json --key
+d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a`` (RFC 8032's first test key: a
+test key, published, never an operator's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import json
+import re
+import struct
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+# ---------------------------------------------------------------------------------------
+# § Canonical JSON (RFC 8785) over the value domain: objects, arrays, text, true, false, null,
+# and integers of magnitude below 2^53. No floats.
+
+SAFE_INTEGER = 2**53
+
+
+class DomainError(ValueError):
+    """A value outside the canonical JSON domain (a float, an integer of 2^53 or more, a non-text key)."""
+
+
+def canonical(value: Any) -> bytes:
+    """RFC 8785 as UTF-8 bytes."""
+    return _jcs(value).encode("utf-8")
+
+
+def _jcs(value: Any) -> str:
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        if not -SAFE_INTEGER < value < SAFE_INTEGER:
+            raise DomainError(f"the integer {value} is outside the canonical domain (|n| < 2^53)")
+        return str(value)
+    if isinstance(value, float):
+        raise DomainError(f"a float ({value!r}) is outside the canonical domain")
+    if isinstance(value, str):
+        # The quote, the backslash and U+0000..U+001F are escaped (\b \f \n \r \t, else \u00xx in
+        # lowercase hex); every other character is written as itself, in UTF-8.
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(_jcs(item) for item in value) + "]"
+    if isinstance(value, dict):
+        if not all(isinstance(key, str) for key in value):
+            raise DomainError("an object's keys are text")
+        keys = sorted(value, key=lambda key: key.encode("utf-16-be"))  # by UTF-16 code units
+        return "{" + ",".join(_jcs(key) + ":" + _jcs(value[key]) for key in keys) + "}"
+    raise DomainError(f"{type(value).__name__} is not a JSON value")
+
+
+def sha256(data: bytes) -> bytes:
+    return hashlib.sha256(data).digest()
+
+
+# ---------------------------------------------------------------------------------------
+# § Hash chain: the genesis of a stream, and each event's link. Digests are 64 lowercase hex
+# digits; a link hashes the previous digest's hex TEXT (64 ASCII bytes), not its 32 bytes.
+
+CHAIN_VERSION = "pokdeng-chain-v1"
+
+
+def genesis(stream: str) -> str:
+    """SHA-256("pokdeng-chain-v1" 0x00 stream), stream = the round id, "table:" + the table id, or
+    "wallet:" + the wallet id."""
+    return hashlib.sha256(CHAIN_VERSION.encode("ascii") + b"\x00" + stream.encode("utf-8")).hexdigest()
+
+
+def link(previous: str, kind: str, data: Any, position: int, command_id: str, timestamp: str) -> str:
+    """A round's or table's event: SHA-256(previous (hex text) 0x00 canonical JSON of the five fields)."""
+    body = {"kind": kind, "data": data, "position": position, "command_id": command_id, "timestamp": timestamp}
+    return hashlib.sha256(previous.encode("ascii") + b"\x00" + canonical(body)).hexdigest()
+
+
+def wallet_link(
+    previous: str, kind: str, data: Any, position: int, timestamp: str, balance: int, reservations: dict[str, int]
+) -> str:
+    """A wallet's event: the wallet's state after it instead of a command id (§ The wallet chain)."""
+    body = {
+        "kind": kind,
+        "data": data,
+        "position": position,
+        "timestamp": timestamp,
+        "balance": balance,
+        "reservations": reservations,
+    }
+    return hashlib.sha256(previous.encode("ascii") + b"\x00" + canonical(body)).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------
+# § Merkle trees (RFC 9162 section 2.1): leaves, nodes, roots, inclusion and consistency proofs.
+
+
+def leaf_hash(round_id: str, last_digest: str) -> bytes:
+    """SHA-256(0x00 round id 0x00 the 32 raw bytes of the round's last chain digest)."""
+    return sha256(b"\x00" + round_id.encode("utf-8") + b"\x00" + bytes.fromhex(last_digest))
+
+
+def node_hash(left: bytes, right: bytes) -> bytes:
+    return sha256(b"\x01" + left + right)
+
+
+def merkle_root(leaves: Sequence[bytes]) -> bytes:
+    """MTH(D[n]): the empty tree's root is SHA-256 of nothing; n > 1 splits at k, the largest power of 2 below n."""
+    if not leaves:
+        return sha256(b"")
+    if len(leaves) == 1:
+        return leaves[0]
+    k = 1
+    while k * 2 < len(leaves):
+        k *= 2
+    return node_hash(merkle_root(leaves[:k]), merkle_root(leaves[k:]))
+
+
+def root_from_inclusion(
+    leaf: bytes, index: int, size: int, path: Sequence[bytes], trace: list[str] | None = None
+) -> bytes | None:
+    """RFC 9162 section 2.1.3.2: the root a leaf and its path (leaf to root) lead to, or None."""
+    if not 0 <= index < size:
+        return None
+    fn, sn, r = index, size - 1, leaf
+    for p in path:
+        if sn == 0:
+            return None
+        if fn & 1 or fn == sn:
+            r = node_hash(p, r)
+            if trace is not None:
+                trace.append(f"H(0x01 || {p.hex()} || node) = {r.hex()}")
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            r = node_hash(r, p)
+            if trace is not None:
+                trace.append(f"H(0x01 || node || {p.hex()}) = {r.hex()}")
+        fn >>= 1
+        sn >>= 1
+    return r if sn == 0 else None
+
+
+def verify_consistency(first: int, second: int, first_root: bytes, second_root: bytes, path: Sequence[bytes]) -> bool:
+    """RFC 9162 section 2.1.4.2: whether ``path`` proves the tree of ``second`` leaves extends the one of
+    ``first`` leaves (sizes equal: an empty path and equal roots; from size 0: an empty path)."""
+    if not 0 <= first <= second:
+        return False
+    if first == second:
+        return not path and first_root == second_root
+    if first == 0:
+        return not path
+    nodes = list(path)
+    if first & (first - 1) == 0:  # first is an exact power of 2: its root starts the path
+        nodes.insert(0, first_root)
+    if not nodes:
+        return False
+    fn, sn = first - 1, second - 1
+    while fn & 1:
+        fn >>= 1
+        sn >>= 1
+    fr = sr = nodes[0]
+    for c in nodes[1:]:
+        if sn == 0:
+            return False
+        if fn & 1 or fn == sn:
+            fr = node_hash(c, fr)
+            sr = node_hash(c, sr)
+            while not fn & 1 and fn != 0:
+                fn >>= 1
+                sn >>= 1
+        else:
+            sr = node_hash(sr, c)
+        fn >>= 1
+        sn >>= 1
+    return sn == 0 and fr == first_root and sr == second_root
+
+
+# ---------------------------------------------------------------------------------------
+# § Signed tree heads (docs/checkpoints.md "The bytes signed").
+
+HEAD_CONTEXT = b"pokdeng-tree-head-v1\x00"
+
+
+def _opaque(value: bytes) -> bytes:
+    if not 1 <= len(value) <= 255:
+        raise ValueError("an opaque field is 1 to 255 bytes")
+    return bytes([len(value)]) + value
+
+
+def head_signed_bytes(head: dict[str, Any]) -> bytes:
+    root = bytes.fromhex(head["root_hash"])
+    if len(root) != 32:
+        raise ValueError("root_hash is 32 bytes")
+    return (
+        HEAD_CONTEXT
+        + _opaque(head["log_id"].encode("utf-8"))
+        + _opaque(head["key_id"].encode("ascii"))
+        + struct.pack(">QQ", head["timestamp"], head["tree_size"])
+        + _opaque(root)
+    )
+
+
+def key_id(public_key: bytes) -> str:
+    return sha256(public_key)[:8].hex()
+
+
+# ---------------------------------------------------------------------------------------
+# § The shuffle: docs/shuffle.md sections 1 to 7 and 13 (its reference implementation, section 11).
+
+RANKS = ["A", "2", "3", "4", "5", "6", "7", "8", "9", "10", "J", "Q", "K"]
+CANONICAL_DECK = [rank + suit for suit in "SHCD" for rank in RANKS]
+
+
+def commitment(server_seed: bytes) -> str:
+    return hashlib.sha256(server_seed).hexdigest()
+
+
+def _words(server_seed: bytes, client_seed: str, nonce: int) -> Iterator[int]:
+    cs = client_seed.encode("utf-8")
+    prefix = b"pokdeng-shuffle-v1\x00" + len(cs).to_bytes(2, "big") + cs + nonce.to_bytes(8, "big")
+    block = 0
+    while True:
+        digest = hmac.new(server_seed, prefix + block.to_bytes(4, "big"), hashlib.sha256).digest()
+        for k in range(0, 32, 4):
+            yield int.from_bytes(digest[k : k + 4], "big")
+        block += 1
+
+
+def shuffle(server_seed: bytes, client_seed: str, nonce: int, decks: int) -> list[str]:
+    """The shoe in dealing order: element 0 is dealt first."""
+    stream = _words(server_seed, client_seed, nonce)
+    deck = CANONICAL_DECK * decks
+    for i in range(len(deck) - 1, 0, -1):
+        n = i + 1
+        limit = (2**32 // n) * n
+        w = next(stream)
+        while w >= limit:  # the rejection step: the word is consumed and another read
+            w = next(stream)
+        j = w % n
+        deck[i], deck[j] = deck[j], deck[i]
+    return deck
+
+
+def client_seed_message(contributions: Sequence[Sequence[str]]) -> bytes:
+    def field(text: str) -> bytes:
+        data = text.encode("utf-8")
+        return len(data).to_bytes(2, "big") + data
+
+    ordered = sorted(contributions, key=lambda pair: pair[0].encode("utf-8"))
+    message = b"pokdeng-client-seed-v1\x00" + len(ordered).to_bytes(4, "big")
+    for contributor, seed in ordered:
+        message += field(contributor) + field(seed)
+    return message
+
+
+def derive_client_seed(contributions: Sequence[Sequence[str]]) -> str:
+    return hashlib.sha256(client_seed_message(contributions)).hexdigest()
+
+
+# ---------------------------------------------------------------------------------------
+# § Hands and payouts: docs/rules.md sections 1 and 3 (what a bet_settled must say).
+
+RANK_VALUE = {"J": 11, "Q": 12, "K": 13, "A": 14, **{str(n): n for n in range(2, 11)}}
+SUIT_VALUE = {"D": 0, "C": 1, "H": 2, "S": 3}  # tie-break order: diamonds < clubs < hearts < spades
+KIND_ORDER = {"pok": 6, "tong": 5, "straight_flush": 4, "straight": 3, "sam_lueang": 2, "normal": 1}
+ANTE_NAMES = {75: "AK flush", 74: "special pair", 73: "face-card combination", 72: "10 and face card", 71: "zero flush"}
+
+
+def card(text: str) -> tuple[int, int]:
+    """(rank value 2..14, suit value 0..3) of a card text such as "10H"."""
+    rank, suit = text[:-1], text[-1]
+    if rank not in RANK_VALUE or suit not in SUIT_VALUE:
+        raise ValueError(f"not a card: {text!r}")
+    return RANK_VALUE[rank], SUIT_VALUE[suit]
+
+
+def points(text: str) -> int:
+    rank = card(text)[0]
+    return 1 if rank == 14 else 0 if rank >= 10 else rank
+
+
+def taem(cards: Sequence[str]) -> int:
+    return sum(points(c) for c in cards) % 10
+
+
+def _flush(cards: Sequence[str]) -> bool:
+    return len({card(c)[1] for c in cards}) == 1
+
+
+def _pair(cards: Sequence[str]) -> bool:
+    return len(cards) == 2 and card(cards[0])[0] == card(cards[1])[0]
+
+
+def deng(cards: Sequence[str]) -> int:
+    if len(cards) == 2:
+        return 2 if _pair(cards) or _flush(cards) else 1
+    return 3 if _flush(cards) else 1
+
+
+def hand_kind(cards: Sequence[str], straights: bool, ace_low: bool) -> str:
+    if len(cards) == 2:
+        return "pok" if taem(cards) >= 8 else "normal"
+    ranks = [card(c)[0] for c in cards]
+    if len(set(ranks)) == 1:
+        return "tong"
+    if straights:
+        values = sorted(1 if (ace_low and r == 14) else r for r in ranks)
+        if values[0] + 1 == values[1] and values[1] + 1 == values[2]:
+            return "straight_flush" if _flush(cards) else "straight"
+    if all(11 <= r <= 13 for r in ranks):
+        return "sam_lueang"
+    return "normal"
+
+
+CHOICE = (-1, 9, 3)  # a draw rule: (auto_max, choice_max, timeout_draw_max), docs/rules.md sections 3 and 5
+AUTO_LOW = (3, 7, 3)  # taem 0-3 draws at once, 4-7 chooses; a timeout draws on 0-3
+PROFILES: dict[tuple[str, int], dict[str, Any]] = {
+    # docs/rules.md section 3: decks, the comparison, what a stake reserves, commissions, multipliers,
+    # the players' and the banker's draw rules, whether the banker may reveal chosen hands first.
+    ("classic", 1): {"decks": 1, "comparison": "classic", "reserve": 5, "draw": (CHOICE, CHOICE), "reveal": True},
+    ("ante", 1): {"decks": 8, "comparison": "ante", "reserve": 1},
+    ("room", 1): {
+        "decks": 1,
+        "comparison": "ranked",
+        "reserve": 5,
+        "draw": (AUTO_LOW, AUTO_LOW),
+        "reveal": True,
+        "player_commission": Fraction(3, 100),
+        "banker_commission": Fraction(3, 100),
+        "multipliers": {"pok": Fraction(1), "taem": Fraction(1)},
+    },
+    ("kingmaker", 1): {
+        "decks": 1,
+        "comparison": "ranked",
+        "reserve": 5,
+        "multipliers": {"pok": Fraction(19, 20), "taem": Fraction(19, 20)},
+        "draw": (AUTO_LOW, (5, 5, 5)),  # the banker never chooses: it draws on 0-5, stays on 6-7
+        "reveal": False,
+        "sam_lueang_by_ranks": True,
+        "loss_floor": Fraction(1),
+        "side_bet": Fraction(6, 5),
+    },
+}
+RANKED_MULTIPLIERS = {
+    "pok_deng": Fraction(2),
+    "tong": Fraction(5),
+    "straight_flush": Fraction(5),
+    "straight": Fraction(3),
+    "sam_lueang": Fraction(3),
+    "sam_deng": Fraction(3),
+    "song_deng": Fraction(2),
+}
+
+
+class Hand:
+    """A hand's value under a profile: its label, what it is paid at, and the key that orders hands."""
+
+    def __init__(self, rules: dict[str, Any], options: dict[str, bool], cards: Sequence[str]) -> None:
+        self.cards = list(cards)
+        comparison = rules["comparison"]
+        if comparison == "ante":
+            self._ante()
+            return
+        straights = comparison == "ranked" or options.get("straights", False)
+        self.kind = hand_kind(cards, straights, options.get("ace_low", False))
+        self.taem = taem(cards)
+        if comparison == "classic":
+            self.deng = {"tong": 5, "straight_flush": 5, "straight": 3, "sam_lueang": 3}.get(self.kind, deng(cards))
+            if self.kind == "pok":
+                self.label = "pok deng" if self.deng == 2 else "pok"
+            elif self.kind == "normal":
+                self.label = {3: "sam deng", 2: "song deng"}.get(self.deng, "normal")
+            else:
+                self.label = self.kind.replace("_", " ")
+            self.multiplier = Fraction(self.deng)
+            self.key: tuple[int, ...] = (KIND_ORDER[self.kind], self.taem, self.deng)
+            return
+        d = deng(cards)
+        top = max(card(c) for c in cards)  # the highest card, by rank then suit
+        if self.kind == "pok":
+            name, within = ("pok_deng" if d == 2 else "pok"), (self.taem,)
+        elif self.kind == "normal":
+            name, within = {3: "sam_deng", 2: "song_deng"}.get(d, "taem"), (self.taem,)
+        elif self.kind == "sam_lueang" and rules.get("sam_lueang_by_ranks"):
+            name, within = self.kind, (*sorted((card(c)[0] for c in cards), reverse=True), top[1])
+        else:
+            name, within = self.kind, top
+        self.label = name.replace("_", " ")
+        self.multiplier = {**RANKED_MULTIPLIERS, **rules["multipliers"]}[name]
+        self.key = (KIND_ORDER[self.kind], *within)
+
+    def _ante(self) -> None:
+        cards = self.cards
+        if len(cards) != 2:
+            raise ValueError("an ante hand has two cards")
+        (ra, sa), (rb, sb) = card(cards[0]), card(cards[1])
+        t = taem(cards)
+        flush, pair, faces = sa == sb, ra == rb, {ra, rb} <= {11, 12, 13}
+        if t >= 8:
+            value = t * 10
+        elif flush and {ra, rb} == {14, 13}:
+            value = 75
+        elif pair and ra in (14, 5, 6, 10):
+            value = 74
+        elif faces:
+            value = 73
+        elif 10 in (ra, rb) and ({ra, rb} & {11, 12, 13}):
+            value = 72
+        elif flush and t == 0 and points(cards[0]) and points(cards[1]):
+            value = 71
+        else:
+            value = t * 10
+        self.value = value
+        self.special = flush or pair or 71 <= value <= 75
+        if 71 <= value <= 75:
+            self.label = ANTE_NAMES[value]
+        else:
+            self.label = f"{value // 10}" + ((" pair" if pair else " flush") if self.special else "")
+        self.key = (value,)
+
+
+def classic_multiplier(winner: Hand, loser: Hand) -> Fraction:
+    if winner.kind != loser.kind:
+        return Fraction(2) if {winner.kind, loser.kind} == {"tong", "sam_lueang"} else Fraction(winner.deng)
+    if winner.taem != loser.taem:
+        return Fraction(winner.deng)
+    return Fraction(winner.deng - loser.deng)
+
+
+def expected_bet(rules: dict[str, Any], player: Hand, banker: Hand, stake: int) -> dict[str, Any]:
+    """What a stake on ``player`` against ``banker`` settles to: outcome, multiplier, gross, commission,
+    net (and for ante the ante's and the bet's nets). § Money."""
+    if rules["comparison"] == "ante":
+        half = stake // 2
+        if player.value > banker.value:
+            plain = banker.value in (0, 60) and not banker.special
+            strong = player.value >= 80 and player.special
+            ante, bet, outcome = half, (half if player.special and (not plain or strong) else 0), "player_wins"
+        elif player.value < banker.value:
+            ante, bet, outcome = -half, (-half if banker.special else 0), "banker_wins"
+        else:
+            ante, bet, outcome = 0, 0, "tie"
+        net = ante + bet
+        m = Fraction(abs(net), stake)
+        return {
+            "outcome": outcome,
+            "multiplier": m,
+            "gross": abs(net),
+            "commission": 0,
+            "net": net,
+            "ante_net": ante,
+            "bet_net": bet,
+        }
+    if player.key == banker.key:
+        return {"outcome": "tie", "multiplier": Fraction(0), "gross": 0, "commission": 0, "net": 0}
+    classic = rules["comparison"] == "classic"
+    if player.key > banker.key:
+        m = classic_multiplier(player, banker) if classic else player.multiplier
+        gross = stake * m.numerator // m.denominator  # floored
+        rate = rules.get("player_commission", Fraction(0))
+        commission = -(-gross * rate.numerator // rate.denominator)  # rounded up
+        return {
+            "outcome": "player_wins",
+            "multiplier": m,
+            "gross": gross,
+            "commission": commission,
+            "net": gross - commission,
+        }
+    m = classic_multiplier(banker, player) if classic else banker.multiplier
+    m = max(m, rules.get("loss_floor", Fraction(0)))  # kingmaker: a loser pays at least 1x
+    gross = stake * m.numerator // m.denominator
+    return {"outcome": "banker_wins", "multiplier": m, "gross": gross, "commission": 0, "net": -gross}
+
+
+# ---------------------------------------------------------------------------------------
+# the verdict
+
+
+class Verdict:
+    def __init__(self, subject: str) -> None:
+        self.subject = subject
+        self.checks: list[tuple[str, bool, str]] = []
+        self.warnings: list[str] = []
+
+    def add(self, name: str, ok: bool, detail: str) -> bool:
+        self.checks.append((name, ok, detail))
+        return ok
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.checks) and all(ok for _n, ok, _d in self.checks)
+
+    def render(self) -> str:
+        lines = [f"{'PASS' if self.ok else 'FAIL'}  {self.subject}"]
+        lines += [f"  {'ok ' if ok else 'BAD'}  {name}: {detail}" for name, ok, detail in self.checks]
+        lines += [f"  WARN {text}" for text in self.warnings]
+        return "\n".join(lines)
+
+
+class Failed(Exception):
+    """One check's first problem."""
+
+
+def _check(verdict: Verdict, name: str, run: Callable[[], str]) -> bool:
+    """Run one check: it returns what it proved, or raises ``Failed`` (or any error: a malformed field)."""
+    try:
+        return verdict.add(name, True, run())
+    except Failed as problem:
+        return verdict.add(name, False, str(problem))
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+        return verdict.add(name, False, f"missing or malformed field: {error!r}")
+
+
+def _require(condition: bool, problem: str) -> None:
+    if not condition:
+        raise Failed(problem)
+
+
+# ---------------------------------------------------------------------------------------
+# § Round bundle: the checks, in order
+
+
+class BundleCheck:
+    def __init__(self, raw: bytes, keys: dict[str, bytes], explain: Callable[[str], None]) -> None:
+        self.raw = raw
+        self.keys = keys
+        self.say = explain
+        self.bundle: dict[str, Any] = {}
+        self.events: list[dict[str, Any]] = []
+
+    def first(self, kind: str) -> dict[str, Any] | None:
+        return next((e for e in self.events if e["kind"] == kind), None)
+
+    def all(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e["kind"] == kind]
+
+    @property
+    def opening(self) -> dict[str, Any]:
+        opened = self.events[0]
+        _require(opened["kind"] == "round_opened", f"event {opened['position']} is {opened['kind']}, not round_opened")
+        data: dict[str, Any] = opened["data"]
+        return data
+
+    @property
+    def rules(self) -> dict[str, Any]:
+        opened = self.opening
+        found = PROFILES.get((opened["profile_name"], opened["profile_version"]))
+        _require(found is not None, f"profile {opened['profile_name']} v{opened['profile_version']} is not known here")
+        assert found is not None
+        return found
+
+    @property
+    def options(self) -> dict[str, bool]:
+        return {name: value for name, value in self.opening["profile_options"]}
+
+    def run(self) -> Verdict:
+        try:
+            bundle = json.loads(self.raw)
+        except (ValueError, UnicodeDecodeError) as error:
+            verdict = Verdict("bundle")
+            verdict.add("form", False, f"not JSON: {error}")
+            return verdict
+        verdict = Verdict(f"bundle of round {bundle.get('round_id') if isinstance(bundle, dict) else '?'}")
+        if not isinstance(bundle, dict) or not isinstance(bundle.get("events"), list) or not bundle["events"]:
+            verdict.add("form", False, "not a round bundle (no events)")
+            return verdict
+        self.bundle, self.events = bundle, bundle["events"]
+        for name, step in (
+            ("form", self.form),
+            ("bundle digest", self.digest),
+            ("chain", self.chain),
+            ("record", self.record),
+            ("commitment", lambda: self.commitment(verdict)),
+            ("client seed", self.client_seed),
+            ("shuffle", self.shuffle),
+            ("cards", self.cards),
+            ("turns", self.turns),
+            ("hands", self.hands),
+            ("money", self.money),
+            ("copies", self.copies),
+            ("balances", self.balances),
+        ):
+            _check(verdict, name, step)
+        if bundle.get("inclusion") is not None:
+            _check(verdict, "inclusion", self.inclusion)
+        self.anchor(verdict)
+        return verdict
+
+    # -- 1. the file ---------------------------------------------------------------------
+
+    def form(self) -> str:
+        b = self.bundle
+        _require(
+            b.get("format") == "pokdeng-round-bundle" and b.get("format_version") == 1,
+            "not a pokdeng-round-bundle of format_version 1",
+        )
+        expected = canonical(b) + b"\n"
+        if self.raw != expected:
+            at = next((i for i, (x, y) in enumerate(zip(self.raw, expected, strict=False)) if x != y), None)
+            at = min(len(self.raw), len(expected)) if at is None else at
+            raise Failed(f"the file is not its canonical JSON and a newline (the first difference at byte {at})")
+        return f"canonical JSON (RFC 8785) and a newline, {len(self.raw)} bytes"
+
+    def digest(self) -> str:
+        body = {k: v for k, v in self.bundle.items() if k != "bundle_digest"}
+        computed = hashlib.sha256(canonical(body)).hexdigest()
+        self.say(f"bundle digest: SHA-256 of the {len(canonical(body))} bytes of the body = {computed}")
+        _require(computed == self.bundle.get("bundle_digest"), f"SHA-256 of the body is {computed}, not the stated one")
+        return computed
+
+    # -- 2. the record -------------------------------------------------------------------
+
+    def chain(self) -> str:
+        round_id = self.bundle["round_id"]
+        previous = genesis(round_id)
+        data = CHAIN_VERSION.encode() + b"\x00" + round_id.encode()
+        self.say(f"genesis: SHA-256({CHAIN_VERSION!r} 0x00 {round_id!r}), of the bytes {data.hex()}, = {previous}")
+        table = "table:" + self.bundle["table_id"]
+        self.say(f"(the genesis of the round's table stream, {table!r}: {genesis(table)})")
+        for entry in self.bundle["balances"]:
+            wallet = "wallet:" + entry["wallet"]
+            self.say(f"(the genesis of a wallet's stream, {wallet!r}: {genesis(wallet)})")
+        stated = self.bundle["chain"]
+        _require(stated["version"] == CHAIN_VERSION, f"chain version {stated['version']!r}")
+        _require(stated["genesis"] == previous, f"the stated genesis is not SHA-256(pokdeng-chain-v1 0x00 {round_id})")
+        for expected, event in enumerate(self.events, 2):
+            position, kind = event["position"], event["kind"]
+            _require(position == expected, f"position {position} where {expected} was expected")
+            digest = link(previous, kind, event["data"], position, event["command_id"], event["timestamp"])
+            if position == 2:
+                body = {k: event[k] for k in ("kind", "data", "position", "command_id", "timestamp")}
+                self.say(f"event 2 digests {previous}, 0x00 and {canonical(body).decode()}")
+            self.say(f"event {position} {kind}: {digest}")
+            _require(digest == event["digest"], f"event {position} ({kind}) does not match its digest")
+            previous = digest
+        _require(stated["last"] == previous, "the stated chain end is not the last event's digest")
+        return f"{len(self.events)} events linked from the genesis of {round_id}, ending at {previous}"
+
+    def record(self) -> str:
+        kinds = [e["kind"] for e in self.events]
+        opened = self.opening
+        b = self.bundle
+        _require(opened["round_id"] == b["round_id"] and opened["table_id"] == b["table_id"], "another round's opening")
+        _require(
+            opened["round_no"] == b["round_no"] and b["round_id"] == f"{b['table_id']}#{b['round_no']}",
+            "the round id is not <table id>#<round number>",
+        )
+        _require(
+            kinds[-1] == "round_closed" and kinds.count("round_closed") == 1, "the record does not end at its close"
+        )
+        ends = [k for k in kinds if k in ("round_settled", "round_voided")]
+        _require(len(ends) == 1, "a round is settled or voided, once")
+        outcome = "settled" if ends[0] == "round_settled" else "voided"
+        _require(self.events[-1]["data"]["outcome"] == outcome, f"round_closed says {self.events[-1]['data']}")
+        seats = dict(tuple(pair) for pair in opened["seats"])
+        for event in self.all("bet_placed") + self.all("side_bet_placed"):
+            seat, player = event["data"]["seat"], event["data"]["player"]
+            where = f"event {event['position']} ({event['kind']})"
+            _require(
+                seat in seats and player != opened["banker_player"], f"{where}: no stake on seat {seat} by {player}"
+            )
+            _require(self.rules["comparison"] != "ranked" or seats[seat] == player, f"{where}: only the holder stakes")
+        committed = self.first("shuffle_committed")
+        _require(committed is not None and kinds.index("shuffle_committed") <= 2, "the opening commits the shuffle")
+        assert committed is not None
+        if "contributions_opened" in kinds:
+            _require(committed["data"]["client_seed"] == "", "shuffle_committed carries no client seed")
+        _require(kinds.count("seed_revealed") <= 1, "the seed is revealed once")
+        if "seed_revealed" in kinds:
+            _require(kinds.index("seed_revealed") == len(kinds) - 2, "seed_revealed comes just before round_closed")
+        else:
+            _require(outcome == "voided", "a settled round reveals its seed")
+        return f"round {b['round_id']} from round_opened to round_closed ({outcome})"
+
+    def commitment(self, verdict: Verdict) -> str:
+        shuffled = self.bundle["shuffle"]
+        committed = self.first("shuffle_committed")
+        _require(committed is not None, "no shuffle_committed")
+        assert committed is not None
+        _require(
+            committed["data"]["commitment"] == shuffled["commitment"], "shuffle.commitment is not the recorded one"
+        )
+        revealed = self.first("seed_revealed")
+        if revealed is None:  # voided without its seed (the vault key was lost)
+            _require(shuffled["server_seed"] == "" and shuffled["deck_order"] == [], "a seed that was never revealed")
+            verdict.warnings.append(
+                "the server seed was withheld (voided without revealing it): its cards are unchecked"
+            )
+            return "withheld: the round was voided without revealing its server seed"
+        _require(
+            revealed["data"]["server_seed"] == shuffled["server_seed"], "shuffle.server_seed is not the revealed one"
+        )
+        seed = bytes.fromhex(shuffled["server_seed"])
+        _require(commitment(seed) == shuffled["commitment"], "SHA-256 of the server seed is not the commitment")
+        return f"SHA-256 of the revealed server seed is the commitment {shuffled['commitment']}"
+
+    def client_seed(self) -> str:
+        kinds = [e["kind"] for e in self.events]
+        shuffled = self.bundle["shuffle"]
+        committed = kinds.index("shuffle_committed")
+        cards = [i for i, k in enumerate(kinds) if k in ("cards_dealt", "card_drawn")]
+        first_card = cards[0] if cards else len(kinds)
+        if "contributions_opened" not in kinds:  # a round of engine 1.0.0: the client seed came with the commitment
+            _require(
+                "client_seed_fixed" not in kinds and "client_seed_contributed" not in kinds,
+                "contributions in a round that opened none",
+            )
+            _require(committed < first_card, "the commitment comes before the first card")
+            seed = self.events[committed]["data"]["client_seed"]
+            _require(shuffled["client_seed"] == seed, "shuffle.client_seed is not the one recorded with the commitment")
+            return f"{seed!r}, given with the commitment (a round without contributions)"
+        opened = kinds.index("contributions_opened")
+        _require(
+            kinds.count("contributions_opened") == 1 and opened < committed, "contributions open before the commitment"
+        )
+        rule = self.events[opened]["data"]["rule"]
+        _require(rule == "pokdeng-client-seed-v1", f"unknown rule {rule!r}")
+        _require(shuffled.get("client_seed_rule") == rule, "shuffle.client_seed_rule is not the round's rule")
+        latest: dict[str, str] = {}
+        fixed: dict[str, Any] | None = None
+        for i, event in enumerate(self.events):
+            if event["kind"] == "client_seed_contributed":
+                _require(i > committed, f"event {event['position']}: a contribution before the commitment")
+                _require(fixed is None, f"event {event['position']}: a contribution after the client seed was fixed")
+                latest[event["data"]["contributor"]] = event["data"]["client_seed"]
+            elif event["kind"] == "client_seed_fixed":
+                _require(fixed is None, f"event {event['position']}: the client seed is fixed twice")
+                _require(committed < i < first_card or not cards, f"event {event['position']}: fixed after a card")
+                fixed = event
+        if fixed is None:
+            _require(not cards, "cards were dealt, but no client seed was fixed")
+            _require(shuffled["deck_order"] == [], "a deck order without a fixed client seed")
+            return f"never fixed: voided before the deal ({len(latest)} contribution(s))"
+        data = fixed["data"]
+        expected = sorted(([c, s] for c, s in latest.items()), key=lambda pair: pair[0].encode("utf-8"))
+        _require(data["rule"] == rule, f"client_seed_fixed names rule {data['rule']!r}")
+        _require(
+            [list(p) for p in data["contributions"]] == expected, "it does not list each last contribution, sorted"
+        )
+        message = client_seed_message(expected)
+        derived = hashlib.sha256(message).hexdigest()
+        self.say(f"client seed message: {message.hex()}")
+        self.say(f"client seed: SHA-256 of it = {derived}")
+        _require(data["client_seed"] == derived, f"the contributions derive {derived}, not {data['client_seed']}")
+        _require(shuffled["client_seed"] == derived, "shuffle.client_seed is not the fixed one")
+        _require(shuffled.get("contributions") == expected, "shuffle.contributions are not the ones fixed")
+        return f"{derived}, derived from {len(expected)} contribution(s) after the commitment, before the first card"
+
+    def shuffle(self) -> str:
+        shuffled = self.bundle["shuffle"]
+        committed = self.first("shuffle_committed")
+        assert committed is not None
+        data = committed["data"]
+        _require(shuffled["algorithm"] == data["algorithm"] == "pokdeng-shuffle-v1", "not pokdeng-shuffle-v1")
+        _require(shuffled["nonce"] == data["nonce"], "shuffle.nonce is not the recorded nonce")
+        _require(
+            shuffled["decks"] == self.rules["decks"] and data["shoe_size"] == 52 * shuffled["decks"],
+            "shuffle.decks is not the profile's (or not the recorded shoe size)",
+        )
+        if shuffled["server_seed"] == "" or (
+            self.first("client_seed_fixed") is None and "contributions_opened" in [e["kind"] for e in self.events]
+        ):
+            _require(shuffled["deck_order"] == [], "a deck order without a seed or a fixed client seed")
+            return "no shoe: no seed revealed or no client seed fixed"
+        deck = shuffle(
+            bytes.fromhex(shuffled["server_seed"]), shuffled["client_seed"], data["nonce"], shuffled["decks"]
+        )
+        order = " ".join(deck)
+        self.say(f"deck order: {order}")
+        self.say(f"order digest (docs/shuffle.md section 9): {hashlib.sha256(order.encode('ascii')).hexdigest()}")
+        _require(shuffled["deck_order"] == deck, "shuffle.deck_order is not the shuffle of the seeds")
+        return f"{len(deck)} cards of pokdeng-shuffle-v1 from the server seed, client seed and nonce {data['nonce']}"
+
+    def cards(self) -> str:
+        deck = self.bundle["shuffle"]["deck_order"]
+        if not deck:
+            return "no shoe to check the cards against"
+        opened = self.opening
+        betting = sorted({e["data"]["seat"] for e in self.all("bet_placed")})
+        dealt_seats = [seat for seat, _holder in opened["seats"]] if self.rules["comparison"] == "ante" else betting
+        held: dict[int, list[str]] = {}
+        used = 0
+        for event in self.events:
+            data = event["data"]
+            if event["kind"] == "cards_dealt":
+                order = [seat for seat, _c in data["cards"]]
+                _require(order == [*sorted(dealt_seats), 0] * 2, f"event {event['position']}: the deal order {order}")
+                for seat, text in data["cards"]:
+                    _require(
+                        text == deck[used], f"event {event['position']}: {text} dealt where the shoe has {deck[used]}"
+                    )
+                    held.setdefault(seat, []).append(text)
+                    used += 1
+                up = data["banker_up_card"]
+                _require(up is None or up == held[0][0], "the up card is not the banker's first card")
+            elif event["kind"] == "card_drawn":
+                _require(
+                    data["card"] == deck[used],
+                    f"event {event['position']}: {data['card']} drawn, the shoe has {deck[used]}",
+                )
+                _require(
+                    len(held.get(data["seat"], [])) == 2,
+                    f"event {event['position']}: a third card to a hand without two",
+                )
+                held[data["seat"]].append(data["card"])
+                used += 1
+            elif event["kind"] == "pok_declared":
+                _require(
+                    list(data["cards"]) == held.get(data["seat"]) and taem(data["cards"]) >= 8,
+                    f"event {event['position']}: not the seat's pok",
+                )
+            elif event["kind"] == "hands_revealed":
+                for seat, cards in data["hands"]:
+                    _require(
+                        list(cards) == held.get(seat), f"event {event['position']}: seat {seat} does not hold {cards}"
+                    )
+        if self.rules["decks"] == 1:
+            _require(len(set(deck[:used])) == used, "a card of a single deck dealt twice")
+        return f"{used} cards, dealt and drawn in the shoe's order from deck_order[0]"
+
+    def turns(self) -> str:
+        """Who acted, in what order and why (docs/rules.md section 5): players in seat order, then the
+        banker; a pok never draws; "auto" where the draw rule leaves no choice, "timeout" after
+        turn_timed_out; a selective reveal only where the profile allows it, before the banker acts."""
+        rules = self.rules
+        actions = [e for e in self.events if e["kind"] in ("card_drawn", "player_stood", "turn_timed_out")]
+        if "draw" not in rules:
+            _require(not actions, "nobody draws or chooses in this profile")
+            return "no draws in this profile: the hands are compared at once"
+        held: dict[int, list[str]] = {}
+        poks: set[int] = set()
+        acted: list[int] = []
+        revealed: set[int] = set()
+        timed_out: tuple[int, str] | None = None
+        for event in self.events:
+            data, where = event["data"], f"event {event['position']} ({event['kind']})"
+            if event["kind"] == "cards_dealt":
+                for seat, text in data["cards"]:
+                    held.setdefault(seat, []).append(text)
+            elif event["kind"] == "pok_declared":
+                poks.add(data["seat"])
+            elif event["kind"] == "turn_timed_out":
+                _require(timed_out is None and data["action"] in ("draw", "stay"), f"{where}: a second timeout")
+                timed_out = (data["seat"], data["action"])
+            elif event["kind"] in ("card_drawn", "player_stood"):
+                seat, draws = data["seat"], event["kind"] == "card_drawn"
+                _require(seat in held and seat not in poks and seat not in acted, f"{where}: seat {seat} may not act")
+                _require(
+                    0 not in acted and seat not in revealed, f"{where}: after the banker played or the hand showed"
+                )
+                auto_max, choice_max, timeout_max = rules["draw"][0 if seat else 1]
+                t = taem(held[seat])
+                if timed_out is not None:
+                    _require(timed_out == (seat, "draw" if draws else "stay"), f"{where}: not what the timeout said")
+                    _require(data["reason"] == "timeout" and draws == (t <= timeout_max), f"{where}: the timeout rule")
+                elif t <= auto_max or t > choice_max:
+                    want = "draw" if t <= auto_max else "stay"
+                    _require(data["reason"] == "auto" and draws == (want == "draw"), f"{where}: an automatic {want}")
+                else:
+                    _require(data["reason"] == "choice", f"{where}: taem {t} is the hand's own choice")
+                timed_out = None
+                acted.append(seat)
+                if draws:
+                    held[seat].append(data["card"])
+            elif event["kind"] == "hands_revealed":
+                seats = list(data["seats"])
+                _require(seats == sorted(set(seats)) and not set(seats) & revealed, f"{where}: seats {seats}")
+                if data["selective"]:
+                    auto_max, choice_max, _t = rules["draw"][1]
+                    _require(rules["reveal"] and 0 not in acted, f"{where}: no selective reveal here")
+                    _require(auto_max < taem(held[0]) <= choice_max, f"{where}: the banker has no choice to make")
+                else:
+                    rest = sorted(s for s in held if s and s not in revealed)
+                    _require(seats == rest, f"{where}: the showdown shows every hand not yet shown")
+                revealed |= set(seats)
+        players = [s for s in acted if s]
+        expected = [s for s in sorted(held) if s and s not in poks]
+        _require(players == expected[: len(players)], f"players acted in the order {players}, not {expected}")
+        if self.first("round_settled") is not None:
+            _require(revealed == {s for s in held if s}, "not every hand was shown")
+            if 0 in poks:
+                _require(not acted, "the banker's pok ends the round: nobody draws")
+            elif len(players) < len(expected):
+                raise Failed(f"players acted in the order {players}, not {expected}")
+        return f"{len(acted)} action(s): players in seat order, then the banker, each by the draw rule"
+
+    def hands(self) -> str:
+        """Every bet_settled follows from the hands it compares (those of the hands_revealed before it)."""
+        rules, options = self.rules, self.options
+        shown: dict[int, list[str]] = {}
+        count = 0
+        for event in self.events:
+            data = event["data"]
+            if event["kind"] == "hands_revealed":
+                shown = {seat: list(cards) for seat, cards in data["hands"]}
+            elif event["kind"] == "bet_settled":
+                player, banker = Hand(rules, options, shown[data["seat"]]), Hand(rules, options, shown[0])
+                want = expected_bet(rules, player, banker, data["stake"])
+                where = f"event {event['position']} (seat {data['seat']}, {data['player']})"
+                _require(
+                    data["outcome"] == want["outcome"], f"{where}: {data['outcome']}, the hands say {want['outcome']}"
+                )
+                _require(
+                    data["multiplier"] == str(want["multiplier"]),
+                    f"{where}: multiplier {data['multiplier']}, the hands say {want['multiplier']}",
+                )
+                _require(
+                    (data["hand"], data["banker_hand"]) == (player.label, banker.label),
+                    f"{where}: hands {data['hand']!r} and {data['banker_hand']!r}, not {player.label!r} and "
+                    f"{banker.label!r}",
+                )
+                count += 1
+        return f"{count} stake(s): each outcome, multiplier and hand as docs/rules.md compares the hands"
+
+    def money(self) -> str:
+        """§ Money: each stake's arithmetic, the side bets, reservations, and the round's books to zero."""
+        rules, opened = self.rules, self.opening
+        banker = opened["banker_player"]
+        reserved: dict[str, int] = {}  # in the order wallets first reserve
+        nets: dict[str, int] = {}
+        banker_reserved = banker_sum = player_commission = 0
+        stakes: dict[tuple[int, str], int] = {}
+        for event in self.events:
+            data, where = event["data"], f"event {event['position']} ({event['kind']})"
+            if event["kind"] == "bet_placed":
+                stake = data["stake"]
+                _require(stake > 0 and (rules["comparison"] != "ante" or stake % 2 == 0), f"{where}: stake {stake}")
+                _require(opened["min_stake"] <= stake <= opened["max_stake"], f"{where}: outside the table's limits")
+                _require(data["reserved"] == stake * rules["reserve"], f"{where}: reserves {data['reserved']}")
+                want = stake * rules["reserve"] if banker else 0
+                _require(data["banker_reserved"] == want, f"{where}: the banker reserves {data['banker_reserved']}")
+                reserved[data["player"]] = reserved.get(data["player"], 0) + data["reserved"]
+                banker_reserved += data["banker_reserved"]
+                _require(
+                    (data["seat"], data["player"]) not in stakes, f"{where}: a second stake of one wallet on a seat"
+                )
+                stakes[(data["seat"], data["player"])] = stake
+            elif event["kind"] == "side_bet_placed":
+                _require(
+                    data["stake"] == data["reserved"] == stakes[(data["seat"], data["player"])],
+                    f"{where}: a side bet equals its main stake and reserves it",
+                )
+                reserved[data["player"]] = reserved.get(data["player"], 0) + data["reserved"]
+            elif event["kind"] == "side_bets_settled":
+                dealt = self.first("cards_dealt")
+                assert dealt is not None
+                two = [c for seat, c in dealt["data"]["cards"] if seat == 0]
+                natural = taem(two) >= 8
+                _require(data["natural"] == natural, f"{where}: natural is {natural}")
+                for _seat, player, stake, net in data["results"]:
+                    want = stake * rules["side_bet"].numerator // rules["side_bet"].denominator if natural else -stake
+                    _require(net == want, f"{where}: the side bet of {player} nets {net}, not {want}")
+                    nets[player] = nets.get(player, 0) + net
+                    banker_sum -= net
+            elif event["kind"] == "bet_settled":
+                self._stake_arithmetic(rules, data, where)
+                nets[data["player"]] = nets.get(data["player"], 0) + data["net"]
+                banker_sum -= data["net"] + data["commission"]
+                player_commission += data["commission"]
+        settled, voided = self.first("round_settled"), self.first("round_voided")
+        paid = [(e["data"]["seat"], e["data"]["player"]) for e in self.all("bet_settled")]
+        _require(len(paid) == len(set(paid)) and set(paid) <= set(stakes), "a stake settled twice, or one not placed")
+        _require(voided is not None or set(paid) == set(stakes), "a stake of the round was never settled")
+        if voided is not None:
+            want_released = [[p, r] for p, r in reserved.items()] + (
+                [[banker, banker_reserved]] if banker_reserved else []
+            )
+            _require(
+                [list(w) for w in voided["data"]["wallets"]] == want_released,
+                "the void does not release every reservation",
+            )
+            return f"voided: {len(want_released)} reservation(s) released, no money moved"
+        assert settled is not None
+        data = settled["data"]
+        owed = 0
+        rate = rules.get("banker_commission")
+        if banker and rate and banker_sum > 0:
+            owed = -(-banker_sum * rate.numerator // rate.denominator)  # rounded up, on the round's net
+        wallets = [[p, r, nets.get(p, 0)] for p, r in reserved.items()]
+        if banker:
+            wallets.append([banker, banker_reserved, banker_sum - owed])
+        house = 0 if banker else banker_sum
+        _require([list(w) for w in data["wallets"]] == wallets, f"round_settled's wallets, not {wallets}")
+        _require(
+            data["banker_net_before_commission"] == banker_sum, f"the banker's net before commission is {banker_sum}"
+        )
+        _require(data["banker_commission"] == owed, f"the banker's commission is {owed}")
+        _require(data["commission"] == player_commission + owed, f"the commission is {player_commission + owed}")
+        _require(data["house_net"] == house, f"the house net is {house}")
+        total = sum(w[2] for w in wallets) + house + data["commission"]
+        _require(total == 0, f"wallets + house + commission = {total}")
+        return (
+            f"every stake's payout, commission and net; wallets {sum(w[2] for w in wallets)} + house {house} + "
+            f"commission {data['commission']} = 0"
+        )
+
+    @staticmethod
+    def _stake_arithmetic(rules: dict[str, Any], data: dict[str, Any], where: str) -> None:
+        m = Fraction(data["multiplier"])
+        stake, gross, commission, net, outcome = (data[k] for k in ("stake", "gross", "commission", "net", "outcome"))
+        _require(m >= 0 and str(m) == data["multiplier"], f"{where}: multiplier {data['multiplier']!r}")
+        _require(gross == stake * m.numerator // m.denominator, f"{where}: gross {gross} is not floor({stake} x {m})")
+        if outcome == "player_wins":
+            rate = rules.get("player_commission", Fraction(0))
+            want = -(-gross * rate.numerator // rate.denominator)
+            _require(commission == want, f"{where}: commission {commission} is not ceil({gross} x {rate}) = {want}")
+            _require(net == gross - commission, f"{where}: net {net} is not gross - commission")
+        elif outcome == "banker_wins":
+            _require(commission == 0 and net == -gross, f"{where}: a lost stake nets -gross, with no commission")
+        else:
+            _require(outcome == "tie" and gross == commission == net == 0, f"{where}: a tie moves nothing")
+        if rules["comparison"] == "ante":
+            _require(net == data["ante_net"] + data["bet_net"], f"{where}: net is not ante_net + bet_net")
+            _require(
+                {abs(data["ante_net"]), abs(data["bet_net"])} <= {0, stake // 2}, f"{where}: ante and bet are halves"
+            )
+        else:
+            _require(data["ante_net"] is None and data["bet_net"] is None, f"{where}: ante_net and bet_net are null")
+
+    # -- 3. what the bundle restates -----------------------------------------------------
+
+    def copies(self) -> str:
+        b, opened = self.bundle, self.opening
+        profile = {"name": opened["profile_name"], "version": opened["profile_version"], "options": self.options}
+        _require(b["profile"] == profile, f"profile {b['profile']} is not the opening's {profile}")
+        _require(b["engine_version"] == opened["engine_version"], "engine_version is not the opening's")
+        _require(b["payouts"] == [e["data"] for e in self.all("bet_settled")], "payouts are not the bet_settled events")
+        settled = self.first("round_settled")
+        _require(b["settlement"] == (settled["data"] if settled else None), "settlement is not round_settled")
+        times = {"opened": self.events[0]["timestamp"], "closed": self.events[-1]["timestamp"]}
+        _require(b["times"] == times, "times are not the first and last events' times")
+        for event in self.events:
+            _require(
+                re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00", event["timestamp"]) is not None,
+                f"event {event['position']}: time {event['timestamp']!r} is not ISO 8601 UTC",
+            )
+        names = [self._command_of(group) for group in self._groups()]
+        _require([d["command"] for d in b["decisions"]] == names, f"decisions are not the commands {names}")
+        return f"profile, engine, payouts, settlement, times and {len(names)} decisions as the events say"
+
+    def _groups(self) -> list[list[dict[str, Any]]]:
+        groups: list[list[dict[str, Any]]] = []
+        for event in self.events:
+            if groups and groups[-1][0]["command_id"] == event["command_id"]:
+                groups[-1].append(event)
+            else:
+                groups.append([event])
+        return groups
+
+    @staticmethod
+    def _command_of(group: list[dict[str, Any]]) -> str:
+        kind, data = group[0]["kind"], group[0]["data"]
+        if kind in ("card_drawn", "player_stood"):
+            return ("banker_" if data["seat"] == 0 else "") + ("draw" if kind == "card_drawn" else "stay")
+        if kind == "hands_revealed" and data["selective"]:
+            return "banker_reveal"
+        names = {
+            "round_opened": "open_round",
+            "bet_placed": "place_bet",
+            "client_seed_contributed": "contribute_seed",
+            "client_seed_fixed": "deal",
+            "cards_dealt": "deal",
+            "side_bet_placed": "place_side_bet",
+            "side_bets_settled": "close_side_bets",
+            "turn_timed_out": "time_out_turn",
+            "round_voided": "void_round",
+        }
+        _require(kind in names, f"event {group[0]['position']} ({kind}) starts no command")
+        return names[kind]
+
+    def balances(self) -> str:
+        settled = self.first("round_settled")
+        nets = {p: n for p, _r, n in settled["data"]["wallets"]} if settled else {}
+        seen = set()
+        for entry in self.bundle["balances"]:
+            wallet = entry["wallet"]
+            _require(wallet in nets and wallet not in seen, f"wallet {wallet!r} has no (single) net in the settlement")
+            _require(
+                entry["net"] == nets[wallet] and entry["after"] - entry["before"] == entry["net"],
+                f"wallet {wallet}: before {entry['before']} + net {nets[wallet]} != after {entry['after']}",
+            )
+            seen.add(wallet)
+        return f"{len(seen)} wallet(s): after = before + the round's net"
+
+    # -- 4. proofs -----------------------------------------------------------------------
+
+    def inclusion(self) -> str:
+        proof = self.bundle["inclusion"]
+        leaf = leaf_hash(self.bundle["round_id"], self.bundle["chain"]["last"])
+        self.say(f"checkpoint leaf: {leaf.hex()}")
+        _require(leaf.hex() == proof["leaf"], "the leaf is not the hash of the round id and its last digest")
+        _require(proof["table_id"] == self.bundle["table_id"], "a checkpoint of another table")
+        trace: list[str] = []
+        root = root_from_inclusion(
+            leaf, proof["index"], proof["size"], [bytes.fromhex(h) for h in proof["path"]], trace
+        )
+        for step in trace:
+            self.say(f"checkpoint path: {step}")
+        _require(root is not None and root.hex() == proof["root"], "the path does not lead to the checkpoint's root")
+        return f"leaf {proof['index']} of {proof['size']} under root {proof['root']} ({proof['period']!r})"
+
+    def anchor(self, verdict: Verdict) -> None:
+        anchor = self.bundle.get("log")
+        if anchor is None:
+            text = "unanchored: no signed tree head covers this round"
+            if self.keys:
+                verdict.add("anchor", False, text)
+            else:
+                verdict.warnings.append(text)
+            return
+
+        def included() -> str:
+            head = anchor["head"]
+            _require(head["format"] == "pokdeng-signed-tree-head" and head["format_version"] == 1, "not a tree head")
+            leaf = leaf_hash(self.bundle["round_id"], self.bundle["chain"]["last"])
+            self.say(
+                f"log leaf: SHA-256(0x00 || {self.bundle['round_id'].encode().hex()} || 00 || "
+                f"{self.bundle['chain']['last']}) = {leaf.hex()}"
+            )
+            _require(leaf.hex() == anchor["leaf"], "the leaf is not the hash of the round id and its last digest")
+            trace: list[str] = []
+            path = [bytes.fromhex(h) for h in anchor["path"]]
+            root = root_from_inclusion(leaf, anchor["index"], head["tree_size"], path, trace)
+            for step in trace:
+                self.say(f"log path: {step}")
+            _require(root is not None and root.hex() == head["root_hash"], "the path does not lead to the head's root")
+            return f"leaf {anchor['index']} of {head['tree_size']} under root {head['root_hash']}"
+
+        if not _check(verdict, "log inclusion", included):
+            return
+
+        def signed() -> str:
+            head = anchor["head"]
+            message = head_signed_bytes(head)
+            self.say(f"signed bytes ({len(message)}): {message.hex()}")
+            self.say(f"  context {message[:21].hex()} | log id {message[21 : 22 + message[21]].hex()}")
+            rest = message[22 + message[21] :]
+            self.say(f"  key id {rest[: 1 + rest[0]].hex()} | timestamp {rest[1 + rest[0] : 9 + rest[0]].hex()}")
+            self.say(f"  tree size {rest[9 + rest[0] : 17 + rest[0]].hex()} | root {rest[17 + rest[0] :].hex()}")
+            public = self.keys.get(head["key_id"])
+            _require(public is not None, f"signed by key {head['key_id']}, not among the keys given")
+            assert public is not None
+            try:
+                Ed25519PublicKey.from_public_bytes(public).verify(bytes.fromhex(head["signature"]), message)
+            except (InvalidSignature, ValueError):
+                raise Failed(f"the signature does not verify with key {head['key_id']}") from None
+            return f"Ed25519 signature of key {head['key_id']}: log {head['log_id']}, size {head['tree_size']}"
+
+        if self.keys:
+            for ident, public in self.keys.items():
+                self.say(f"key {ident}: the first 8 bytes of SHA-256 of the public key {public.hex()}")
+            _check(verdict, "anchor", signed)
+        else:
+            head = anchor["head"]
+            self.say(f"signed bytes: {head_signed_bytes(head).hex()}")
+            verdict.warnings.append(f"unanchored: the signature of key {head['key_id']} was not checked (give --key)")
+
+
+def read_keys(values: Sequence[str]) -> dict[str, bytes]:
+    """Public keys by key id, from 64 hex digits or files of ``[KEY_ID] PUBLIC_KEY`` lines."""
+    keys: dict[str, bytes] = {}
+    for value in values:
+        lines = [value] if re.fullmatch(r"[0-9a-fA-F]{64}", value) else Path(value).read_text().splitlines()
+        for line in lines:
+            words = line.split("#", 1)[0].split()
+            if words:
+                raw = bytes.fromhex(words[-1])
+                if len(raw) != 32:
+                    raise ValueError(f"not an Ed25519 public key: {words[-1]}")
+                keys[key_id(raw)] = raw
+    return keys
+
+
+def verify(raw: bytes, keys: dict[str, bytes] | None = None, explain: Callable[[str], None] | None = None) -> Verdict:
+    return BundleCheck(raw, keys or {}, explain or (lambda _text: None)).run()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Verify a pokdeng round bundle from the docs alone.")
+    parser.add_argument("bundle", help="a bundle file (pokdeng export)")
+    parser.add_argument("--key", action="append", default=[], help="an Ed25519 public key (hex) or a file of keys")
+    parser.add_argument("--explain", action="store_true", help="print every value the checks compute")
+    args = parser.parse_args(argv)
+    try:
+        raw = Path(args.bundle).read_bytes()
+        keys = read_keys(args.key)
+    except (OSError, ValueError) as error:
+        print(f"cannot read: {error}", file=sys.stderr)
+        return 2
+    verdict = verify(raw, keys, print if args.explain else None)
+    print(verdict.render())
+    return 0 if verdict.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

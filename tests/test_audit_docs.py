@@ -1,0 +1,540 @@
+"""docs/audit.md is enough to verify a round: its worked example, and a verifier written from the docs alone.
+
+``docs/examples/worked_round.py`` checks a round bundle without importing pokdeng. These tests run it
+on the worked example (``docs/examples/worked_round.json``) and on bundles the service exports now,
+edit the example and expect the failed check to be named, hold every hex value docs/audit.md quotes
+to the bundle and the script's output (so the docs cannot drift from either), prove the script's
+primitives (canonical JSON, chain links, Merkle proofs, the signed bytes, the shuffle) equal to the
+service's, and check that ``docs/examples/make_worked_round.py`` still writes the example's bytes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import random
+import re
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+from pokdeng_core.machine import Phase
+from pokdeng_core.shuffle import derive_client_seed, shuffled_deck
+from pokdeng_service import audit
+from pokdeng_service.application import PokdengApp
+from pokdeng_service.audit.bundle import for_player
+from pokdeng_service.store import codec, merkle
+from pokdeng_service.store.signing import SigningKey, TreeHead
+from pokdeng_service.store.vault import SeedVault
+
+from .service import play
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "docs" / "examples"
+SCRIPT = EXAMPLES / "worked_round.py"
+BUNDLE = EXAMPLES / "worked_round.json"
+MAKER = EXAMPLES / "make_worked_round.py"
+AUDIT_MD = ROOT / "docs" / "audit.md"
+TEST_KEY = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"  # RFC 8032 test 1 (public)
+HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{16,}(?![0-9A-Za-z])")
+
+
+def _load(path: Path, name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # (dataclass-free, but importlib wants it registered for annotations)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def wr() -> ModuleType:
+    """The standalone verifier, imported from its file (it imports nothing of pokdeng)."""
+    return _load(SCRIPT, "worked_round_standalone")
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def _failed(output: str) -> set[str]:
+    """The names of the checks a verdict marks BAD."""
+    return {m.group(1) for m in re.finditer(r"^  BAD  ([^:]+):", output, flags=re.MULTILINE)}
+
+
+# --- (1) the worked example verifies --------------------------------------------------------------
+
+
+def test_the_script_imports_nothing_of_pokdeng() -> None:
+    source = SCRIPT.read_text(encoding="utf-8")
+    imported = re.findall(r"^\s*(?:from|import)\s+([\w.]+)", source, flags=re.MULTILINE)
+    assert imported and not [name for name in imported if name.startswith("pokdeng")], imported
+    allowed = {"argparse", "hashlib", "hmac", "json", "re", "struct", "sys", "collections", "fractions", "pathlib"}
+    allowed |= {"typing", "__future__", "cryptography"}
+    assert {name.split(".")[0] for name in imported} <= allowed, imported
+
+
+def test_the_worked_example_verifies() -> None:
+    result = _run(str(BUNDLE), "--key", TEST_KEY)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.stdout.startswith("PASS  bundle of round demo#1"), result.stdout
+    assert not _failed(result.stdout) and "WARN" not in result.stdout
+    for check in ("form", "bundle digest", "chain", "cards", "turns", "hands", "money", "inclusion", "anchor"):
+        assert f"  ok   {check}:" in result.stdout, check
+    unanchored = _run(str(BUNDLE))  # no key: it passes, and says the head was not checked
+    assert unanchored.returncode == 0 and "WARN unanchored" in unanchored.stdout, unanchored.stdout
+    other_key = _run(str(BUNDLE), "--key", SigningKey.from_hex(play.SIGNING_KEY).public.hex())
+    assert other_key.returncode == 1 and _failed(other_key.stdout) == {"anchor"}, other_key.stdout
+
+
+def test_the_service_verifies_the_worked_example_too() -> None:
+    from pokdeng_service.store.signing import PublicKeys
+
+    verdict = audit.verify_bundle(BUNDLE.read_bytes(), PublicKeys([bytes.fromhex(TEST_KEY)]))
+    assert verdict.ok and not verdict.warnings, verdict.render()
+
+
+# --- (2) edits fail, naming what failed ----------------------------------------------------------
+
+
+def _redigest(bundle: dict[str, Any], wr: ModuleType) -> bytes:
+    body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
+    bundle["bundle_digest"] = hashlib.sha256(wr.canonical(body)).hexdigest()
+    return bytes(wr.canonical(bundle)) + b"\n"
+
+
+def _rechain(bundle: dict[str, Any], wr: ModuleType) -> None:
+    """Recompute every link, as a forger without any key can."""
+    previous = wr.genesis(bundle["round_id"])
+    for event in bundle["events"]:
+        event["digest"] = wr.link(
+            previous, event["kind"], event["data"], event["position"], event["command_id"], event["timestamp"]
+        )
+        previous = event["digest"]
+    bundle["chain"]["last"] = previous
+
+
+def _event(bundle: dict[str, Any], kind: str, n: int = 0) -> dict[str, Any]:
+    found: dict[str, Any] = [e for e in bundle["events"] if e["kind"] == kind][n]
+    return found
+
+
+def _card(bundle: dict[str, Any]) -> None:
+    _event(bundle, "cards_dealt")["data"]["cards"][0][1] = "6D"  # ann's first card: 5D in the shoe
+
+
+def _amount(bundle: dict[str, Any]) -> None:
+    _event(bundle, "bet_settled")["data"]["net"] = -401  # ann's loss: -400
+
+
+def _contribution(bundle: dict[str, Any]) -> None:
+    _event(bundle, "client_seed_contributed", 1)["data"]["client_seed"] = "ann-lucky-8"
+
+
+Edit = Callable[[bytes, Any], bytes]
+
+
+def _json_edit(change: Callable[[dict[str, Any]], None], *, rechain: bool = False, redigest: bool = True) -> Edit:
+    def edit(raw: bytes, wr: Any) -> bytes:
+        bundle = json.loads(raw)
+        change(bundle)
+        if rechain:
+            _rechain(bundle, wr)
+        return _redigest(bundle, wr) if redigest else bytes(wr.canonical(bundle)) + b"\n"
+
+    return edit
+
+
+def _set(path: tuple[Any, ...], value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(bundle: dict[str, Any]) -> None:
+        target: Any = bundle
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = value
+
+    return change
+
+
+EDITS: dict[str, tuple[Edit, set[str], bool]] = {
+    # name: (edit, the checks that must fail, whether exactly those fail)
+    "a byte after the newline": (lambda raw, _wr: raw + b" ", {"form"}, True),
+    "the newline removed": (lambda raw, _wr: raw[:-1], {"form"}, True),
+    "a space in the file": (lambda raw, _wr: raw.replace(b'{"balances":', b'{ "balances":', 1), {"form"}, True),
+    "two keys swapped": (
+        lambda raw, _wr: raw.replace(
+            b'"format":"pokdeng-round-bundle","format_version":1',
+            b'"format_version":1,"format":"pokdeng-round-bundle"',
+            1,
+        ),
+        {"form"},
+        True,
+    ),
+    "a card in the file": (
+        lambda raw, _wr: raw.replace(b'"cards":[[1,"5D"]', b'"cards":[[1,"6D"]', 1),
+        {"bundle digest", "chain", "cards"},
+        True,
+    ),
+    "a card, re-digested": (_json_edit(_card), {"chain", "cards"}, True),
+    "a card, every digest recomputed": (_json_edit(_card, rechain=True), {"cards", "inclusion", "log inclusion"}, True),
+    "an amount, re-digested": (_json_edit(_amount), {"chain", "money"}, False),
+    "an amount, every digest recomputed": (_json_edit(_amount, rechain=True), {"money", "log inclusion"}, False),
+    "a stored digest": (_json_edit(_set(("events", 5, "digest"), "0" * 64)), {"chain"}, True),
+    "a payout's copy": (_json_edit(_set(("payouts", 0, "net"), 0)), {"copies"}, True),
+    "the server seed": (_json_edit(_set(("shuffle", "server_seed"), "00" * 32)), {"commitment"}, False),
+    "a contribution, every digest recomputed": (
+        _json_edit(_contribution, rechain=True),
+        {"client seed", "log inclusion"},
+        False,
+    ),
+    "the deck order": (_json_edit(_set(("shuffle", "deck_order", 51), "5D")), {"shuffle"}, False),
+    "a balance": (_json_edit(_set(("balances", 0, "after"), 9700)), {"balances"}, True),
+    "the head's signature": (_json_edit(_set(("log", "head", "signature"), "00" * 64)), {"anchor"}, True),
+    "the head's size": (_json_edit(_set(("log", "head", "tree_size"), 6)), {"anchor"}, True),
+    "the head's time": (_json_edit(_set(("log", "head", "timestamp"), 1773500966660)), {"anchor"}, True),
+    "the head's root": (_json_edit(_set(("log", "head", "root_hash"), "11" * 32)), {"log inclusion"}, True),
+    "the checkpoint's root": (_json_edit(_set(("inclusion", "root"), "22" * 32)), {"inclusion"}, True),
+}
+
+
+@pytest.mark.parametrize("name", list(EDITS))
+def test_an_edit_fails_the_check_it_belongs_to(wr: ModuleType, name: str, tmp_path: Path) -> None:
+    edit, expected, exactly = EDITS[name]
+    edited = tmp_path / "edited.json"
+    edited.write_bytes(edit(BUNDLE.read_bytes(), wr))
+    result = _run(str(edited), "--key", TEST_KEY)
+    assert result.returncode == 1, result.stdout
+    assert result.stdout.startswith("FAIL  bundle"), result.stdout
+    failed = _failed(result.stdout)
+    if exactly:
+        assert failed == expected, result.stdout
+    else:
+        assert expected <= failed, result.stdout
+
+
+def test_unreadable_input_exits_2(tmp_path: Path) -> None:
+    assert _run(str(tmp_path / "missing.json")).returncode == 2
+    assert _run(str(BUNDLE), "--key", "not-a-key-file").returncode == 2
+    garbage = tmp_path / "garbage.json"
+    garbage.write_bytes(b"not json\n")
+    result = _run(str(garbage))
+    assert result.returncode == 1 and _failed(result.stdout) == {"form"}, result.stdout
+
+
+# --- (3) the docs quote the bundle and the script's output ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def explained() -> str:
+    result = _run(str(BUNDLE), "--key", TEST_KEY, "--explain")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def _worked_section(text: str) -> str:
+    start = text.index("## Worked example")
+    end = text.find("\n## ", start + 1)
+    return text[start:] if end < 0 else text[start:end]
+
+
+def test_every_hex_value_of_the_docs_comes_from_the_bundle_or_the_script(wr: ModuleType, explained: str) -> None:
+    text = AUDIT_MD.read_text(encoding="utf-8")
+    maker = _load(MAKER, "make_worked_round_constants")  # (constants only: build() is not called)
+    jcs_example = wr.canonical({"b": [1, True, None], "a": "é\n", "A": '\u001f"/'}).hex()
+    haystack = "\n".join([BUNDLE.read_text(encoding="utf-8"), explained, maker.SIGNING_KEY, jcs_example])
+    quoted = HEX.findall(text)
+    assert len(quoted) > 60, "docs/audit.md quotes the worked example's values"
+    missing = sorted({value for value in quoted if value not in haystack})
+    assert not missing, f"docs/audit.md quotes values that are not the worked example's: {missing}"
+
+
+def test_the_worked_example_quotes_every_value_it_promises(explained: str) -> None:
+    section = _worked_section(AUDIT_MD.read_text(encoding="utf-8"))
+    bundle = json.loads(BUNDLE.read_bytes())
+    head = bundle["log"]["head"]
+    wanted = [e["digest"] for e in bundle["events"]]
+    wanted += [bundle["chain"]["genesis"], bundle["chain"]["last"], bundle["bundle_digest"]]
+    wanted += [bundle["shuffle"][k] for k in ("server_seed", "commitment", "client_seed")]
+    wanted += [bundle["log"]["leaf"], *bundle["log"]["path"], head["root_hash"], head["signature"], head["key_id"]]
+    wanted += [bundle["inclusion"]["root"], *bundle["inclusion"]["path"], TEST_KEY]
+    wanted += re.findall(r"log path: .* = ([0-9a-f]{64})", explained)  # every node of the proof's walk
+    wanted += re.findall(r"signed bytes \(112\): ([0-9a-f]+)", explained)  # the head's signed bytes, whole
+    geneses = re.findall(r"\(the genesis of .*: ([0-9a-f]{64})\)", explained)  # the table's and the wallets'
+    assert len(geneses) == 3, explained
+    wanted += geneses
+    missing = [value for value in wanted if value not in section]
+    assert not missing, f"the worked example of docs/audit.md lacks {missing}"
+    assert f"{len(BUNDLE.read_bytes()):,}" in section  # the file's size
+    body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
+    assert f"{len(codec.canonical_bytes(body)):,}" in section  # the body's size
+
+
+def test_the_docs_links_resolve() -> None:
+    headings: dict[str, set[str]] = {}
+    for name in ("audit.md", "checkpoints.md", "shuffle.md"):
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        headings[name] = {_anchor(line.lstrip("#").strip()) for line in text.splitlines() if line.startswith("#")}
+    for name in headings:
+        text = (ROOT / "docs" / name).read_text(encoding="utf-8")
+        for target, anchor in re.findall(r"\]\(([\w./-]*?)(?:#([\w-]+))?\)", text):
+            page = target or name
+            if target:
+                assert (ROOT / "docs" / target).exists(), f"{name} links to {target}, which does not exist"
+            if anchor:
+                assert page in headings and anchor in headings[page], (
+                    f"{name} links to {page}#{anchor}: no such heading"
+                )
+
+
+def _anchor(heading: str) -> str:
+    """A heading's anchor as GitHub makes it: lowercase, punctuation dropped, spaces as hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.lower()).replace(" ", "-")
+
+
+# --- the script's primitives are the service's ----------------------------------------------------
+
+
+def _values(rng: random.Random, depth: int = 0) -> Any:
+    """Arbitrary values of the canonical domain (text with escapes, characters beyond U+FFFF, big integers)."""
+    alphabet = [
+        "a",
+        "Z",
+        "é",
+        "\n",
+        "\t",
+        "\u0000",
+        "\u001f",
+        '"',
+        "\\",
+        "/",
+        "\u007f",
+        "\u2028",
+        "😀",
+        "｡",
+        "ป",
+        "\ufeff",
+    ]
+    kind = rng.randrange(7 if depth < 3 else 4)
+    if kind == 0:
+        return rng.choice([0, 1, -1, 2**53 - 1, -(2**53 - 1), rng.randrange(-(10**12), 10**12)])
+    if kind == 1:
+        return "".join(rng.choice(alphabet) for _ in range(rng.randrange(6)))
+    if kind == 2:
+        return rng.choice([True, False, None])
+    if kind == 3:
+        return rng.randrange(100)
+    if kind == 4:
+        return [_values(rng, depth + 1) for _ in range(rng.randrange(4))]
+    return {
+        "".join(rng.choice(alphabet) for _ in range(rng.randrange(1, 4))): _values(rng, depth + 1) for _ in range(4)
+    }
+
+
+def test_canonical_json_is_the_services(wr: ModuleType) -> None:
+    rng = random.Random(8785)
+    for _ in range(2000):
+        value = _values(rng)
+        assert wr.canonical(value) == codec.canonical_bytes(value), value
+    for outside in (2**53, -(2**53), 1.5, {1: "x"}):
+        with pytest.raises(wr.DomainError):
+            wr.canonical(outside)
+
+
+def test_chain_links_are_the_services(wr: ModuleType) -> None:
+    for stream in ("demo#1", "table:demo", "wallet:ann", "t/shard#12", "ป๊อก#1"):
+        assert wr.genesis(stream) == codec.genesis_digest(stream)
+    data = {"seat": 1, "player": "ann", "stake": 200, "reserved": 1000, "banker_reserved": 0}
+    previous = codec.genesis_digest("demo#1")
+    stamp = "2026-03-14T15:09:26+00:00"
+    assert wr.link(previous, "bet_placed", data, 6, "r-1", stamp) == codec.chain_digest(
+        previous, "bet_placed", data, 6, "r-1", stamp
+    )
+    args = ("Deposited", {"amount": 5, "request_id": "d"}, 2, stamp, 5, {"t#1": 10})
+    assert wr.wallet_link(previous, *args) == codec.wallet_digest(previous, *args)
+
+
+def test_merkle_proofs_are_the_services(wr: ModuleType) -> None:
+    leaves = [merkle.leaf_hash(f"t#{i}", hashlib.sha256(str(i).encode()).hexdigest()) for i in range(41)]
+    assert wr.leaf_hash("t#0", hashlib.sha256(b"0").hexdigest()) == leaves[0]
+    assert wr.merkle_root([]) == merkle.EMPTY_ROOT
+    for size in range(1, 41):
+        root = merkle.root(leaves[:size])
+        assert wr.merkle_root(leaves[:size]) == root
+        for index in range(size):
+            path = merkle.inclusion_proof(leaves[:size], index)
+            assert wr.root_from_inclusion(leaves[index], index, size, path) == root, (size, index)
+            assert wr.root_from_inclusion(leaves[index], index, size + 1, path) != merkle.root(leaves[: size + 1])
+            if path:
+                assert wr.root_from_inclusion(leaves[index], index, size, path[:-1]) != root
+        for first in range(size + 1):
+            proof = merkle.consistency_proof(leaves[:size], first)
+            old = merkle.root(leaves[:first])
+            assert wr.verify_consistency(first, size, old, root, proof), (first, size)
+            assert merkle.verify_consistency(first, size, old, root, proof)
+            if 0 < first < size:
+                assert not wr.verify_consistency(first, size, leaves[0], root, proof) or first == 1
+                assert not wr.verify_consistency(first, size, old, leaves[1], proof)
+
+
+def test_signed_bytes_and_key_ids_are_the_services(wr: ModuleType) -> None:
+    key = SigningKey.from_hex(play.SIGNING_KEY)
+    head = key.sign("pokdeng-0123456789abcdef", 7, hashlib.sha256(b"root").digest(), 1_773_500_966_659)
+    assert wr.head_signed_bytes(head.as_dict()) == TreeHead.from_dict(head.as_dict()).signed_bytes()
+    assert wr.key_id(key.public) == key.key_id
+
+
+def test_the_shuffle_is_the_services(wr: ModuleType) -> None:
+    rng = random.Random(52)
+    for _ in range(20):
+        seed = rng.randbytes(32)
+        client = "".join(rng.choice("ab😀ป\u0000") for _ in range(rng.randrange(8)))
+        nonce, decks = rng.randrange(2**64), rng.choice([1, 8])
+        assert wr.shuffle(seed, client, nonce, decks) == [str(c) for c in shuffled_deck(seed, client, nonce, decks)]
+    pairs = [("bob", "🎲 roll"), ("alice", "lucky-7"), ("", "table 9 round 12")]
+    assert wr.derive_client_seed(pairs) == derive_client_seed(pairs)
+
+
+# --- (4) bundles the service exports now verify with the script -----------------------------------
+
+
+def _rounds(d: play.Driver, profile: str, count: int, table: str, **table_args: Any) -> Iterator[str]:
+    names = [f"{table}-p{i}" for i in range(1, 4)]
+    play.open_wallets(d, names)
+    if profile == "ante":
+        play.open_table(d, table, profile, min_stake=100, max_stake=1000)
+    elif profile == "room":
+        banker = f"{table}-banker"
+        play.open_wallets(d, [banker], 10_000_000)
+        play.open_table(d, table, profile, [(1, names[0]), (2, names[1]), (3, banker)])
+        play.hold_banker_bid(d, table, [(banker, 10), (names[0], 0), (names[1], 0)])
+    else:
+        if table_args.get("dealer"):
+            play.open_wallets(d, [table_args["dealer"]], 10_000_000)
+        play.open_table(d, table, profile, [(i + 1, n) for i, n in enumerate(names)], **table_args)
+    for n in range(count):
+        round_id = play.start_round(d, table, f"platform-{n}" if n % 2 else "")
+        if profile == "ante":
+            play.place_bets(d, round_id, [(1, names[0], 200), (3, names[1], 400), (3, names[2], 200)])
+        else:
+            play.seat_bets(d, round_id, 200)
+            if profile == "classic" and table_args.get("dealer") is None:
+                d.call("place_bet", round_id, 1, names[2], 100, client_seed=f"backer-{n}")  # a backer of seat 1
+                d.call("contribute_seed", round_id, names[1], "ป๊อก 😀")
+        play.drive_round(d, round_id)
+        yield round_id
+
+
+def _verify_both(wr: ModuleType, raw: bytes, keys: dict[str, bytes]) -> Any:
+    assert audit.verify_bundle(raw).ok, audit.verify_bundle(raw).render()
+    verdict = wr.verify(raw, keys)
+    assert verdict.ok, verdict.render()
+    return verdict
+
+
+def test_bundles_the_service_exports_verify_with_the_script(
+    wr: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seeds = random.Random(2026)  # the server seeds of these rounds, pinned: the same rounds on every run
+    monkeypatch.setattr("pokdeng_service.application.rounds.fresh_seed", lambda: seeds.randbytes(32))
+    app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.popo"})
+    try:
+        d = play.Driver(app, chooser=play.Chooser(random.Random(12), timeout=0.15, reveal=0.6))
+        rounds: list[str] = []
+        for profile in play.PROFILES:
+            rounds += _rounds(d, profile, 6, f"{profile}-t")
+        rounds += _rounds(d, "classic", 4, "straights-t", options={"straights": True, "ace_low": True})
+        rounds += _rounds(d, "classic", 4, "dealer-t", dealer="dealer-t-dealer")
+        before = play.start_round(d, "classic-t", "")  # voided before its deal: no client seed, no shoe
+        play.seat_bets(d, before, 100)
+        d.call("void_round", before, "dealer error")
+        after = ""
+        for _ in range(20):  # voided after its deal: the cards are on the record, nothing is paid
+            after = play.start_round(d, "classic-t", "")
+            play.seat_bets(d, after, 100)
+            d.call("deal", after)
+            if app.round_state(after).phase is not Phase.CLOSED:
+                d.call("void_round", after, "regulatory stop")
+                break
+        unanchored = [before, after]
+        d.call("checkpoint_table", "kingmaker-t", "shift 1")
+        d.call("sign_tree_head")
+        late = list(_rounds(d, "kingmaker", 1, "late-t"))  # closed after the last head: no anchor
+        public = SigningKey.from_hex(play.SIGNING_KEY).public
+        keys = {wr.key_id(public): public}
+        for round_id in [*rounds, *unanchored]:
+            bundle = app.export_bundle(round_id)
+            raw = audit.bundle_bytes(bundle)
+            verdict = _verify_both(wr, raw, keys)
+            assert not verdict.warnings, verdict.render()
+            for entry in bundle["balances"][:1]:  # a player's own bundle: its balances only
+                _verify_both(wr, audit.bundle_bytes(for_player(bundle, entry["wallet"])), keys)
+        late_raw = audit.bundle_bytes(app.export_bundle(late[0]))
+        assert wr.verify(late_raw, keys).ok is False  # with keys, a bundle no head covers fails its anchor
+        assert any("unanchored" in w for w in wr.verify(late_raw).warnings)
+        events = [e for r in rounds for e in app.export_bundle(r)["events"]]
+        kinds = {e["kind"] for e in events} | {"selective" for e in events if e["data"].get("selective")}
+        assert {"turn_timed_out", "side_bets_settled", "selective", "card_drawn", "pok_declared"} <= kinds, kinds
+        for profile in play.PROFILES:  # the command line too, once per profile
+            path = tmp_path / f"{profile}.json"
+            path.write_bytes(audit.bundle_bytes(app.export_bundle(f"{profile}-t#1")))
+            result = _run(str(path), "--key", public.hex())
+            assert result.returncode == 0 and not _failed(result.stdout), result.stdout
+    finally:
+        app.close()
+
+
+def test_a_round_voided_without_its_seed_verifies_as_withheld(wr: ModuleType, tmp_path: Path) -> None:
+    """The lost-key procedure (docs/operations.md): the round closes without revealing its seed."""
+    env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "store.sqlite")}
+    app = play.make_app(env)
+    d = play.Driver(app)
+    play.open_wallets(d, ["a", "b"])
+    play.open_table(d, "k", "classic", [(1, "a"), (2, "b")])
+    dealt = ""
+    for _ in range(30):
+        dealt = play.start_round(d, "k")
+        play.seat_bets(d, dealt, 100)
+        d.call("deal", dealt)
+        if app.round_state(dealt).phase is Phase.PLAYER_TURNS:
+            break
+        play.drive_round(d, dealt)
+    app.close()
+    lost = PokdengApp(env, vault=SeedVault.from_hex("0f" * 32))  # the old key is gone
+    try:
+        lost.void_round("void-1", dealt, "vault key lost")
+        verdict = wr.verify(audit.bundle_bytes(lost.export_bundle(dealt)))
+        assert verdict.ok, verdict.render()
+        assert any("withheld" in warning for warning in verdict.warnings)
+    finally:
+        lost.close()
+
+
+# --- the example is what the service makes ---------------------------------------------------------
+
+
+def test_make_worked_round_writes_the_example_again(tmp_path: Path) -> None:
+    """If the service's records change, regenerate the example and its values in docs/audit.md:
+    ``python docs/examples/make_worked_round.py``, then ``python docs/examples/worked_round.py
+    docs/examples/worked_round.json --key <TEST_KEY> --explain`` for the values."""
+    out = tmp_path / "again.json"
+    result = subprocess.run(
+        [sys.executable, str(MAKER), "-o", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert out.read_bytes() == BUNDLE.read_bytes(), "the service now exports another bundle: regenerate the example"
+
+
+def test_the_example_is_a_small_classic_round_with_proofs() -> None:
+    bundle = json.loads(BUNDLE.read_bytes())
+    assert bundle["profile"]["name"] == "classic" and len(bundle["payouts"]) == 2
+    assert bundle["log"]["head"]["tree_size"] == 5 and len(bundle["log"]["path"]) == 3
+    assert bundle["inclusion"]["size"] == 2 and len(bundle["inclusion"]["path"]) == 1
+    assert bundle["log"]["head"]["key_id"] == SigningKey.from_hex(_load(MAKER, "mwr").SIGNING_KEY).key_id
