@@ -7,7 +7,6 @@ from typing import Any
 from pokdeng_core.errors import WrongPhase
 from pokdeng_service import audit
 from pokdeng_service.api import convert
-from pokdeng_service.audit.bundle import for_player
 from pokdeng_service.api.observe import verification_failed
 from pokdeng_service.api.queries import readable_round
 from pokdeng_service.api.requests import Fields
@@ -15,6 +14,7 @@ from pokdeng_service.api.rpcs import READERS, Call, Env, Rpc, query
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.application.principal import Role
+from pokdeng_service.audit.bundle import for_player
 
 
 def _auditable(env: Env, call: Call, request: Any) -> str:

@@ -10,7 +10,8 @@
 
 A call carries ``authorization: Bearer <token>``. No (or an unknown) token gives
 UNAUTHENTICATED; a role that may not call the method, or a player acting for
-someone else, gives PERMISSION_DENIED. Health and reflection need no token.
+someone else, gives PERMISSION_DENIED. Health needs no token; reflection needs a valid
+token of any role, except in development mode (no token file).
 
 Two layers: the one wrapper (``pokdeng_service.api.rpcs.wrap``) authenticates every call
 once and checks the method's declared roles (deny by default: an undeclared method is not

@@ -8,7 +8,6 @@ table's ledger entry are saved together. Stakes are reserved in the bet's own tr
 from __future__ import annotations
 
 import logging
-
 from collections.abc import Callable, Iterable
 
 from eventsourcing.domain import Aggregate
@@ -42,8 +41,8 @@ from pokdeng_service.application.pipeline import Attempt, Outcome, handler
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed
 from pokdeng_service.store.vault import SEAL_AAD_VERSION, VaultError, fresh_seed
 
-
 log = logging.getLogger("pokdeng.rounds")
+
 
 @handler(StartRound)
 def start_round(attempt: Attempt, command: StartRound) -> Outcome:

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any, cast
 
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
+from pokdeng_core.machine import RoundState, evolve
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.audit.anchors import check_anchor
@@ -30,10 +32,11 @@ from pokdeng_service.audit.replay import (
     decisions,
     recorded_client_seed,
     revealed_seed,
+    voided_without_seed,
 )
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
-from pokdeng_service.store.codec import CHAIN_VERSION, canonical_json, genesis_digest
+from pokdeng_service.store.codec import CHAIN_VERSION, canonical_json, from_data, genesis_digest
 from pokdeng_service.store.facts import Recorded
 from pokdeng_service.store.signing import PublicKeys
 
@@ -55,14 +58,10 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
         raise DomainError(f"round {round_id} is still open: bundles are for closed rounds (the seed is secret)")
     events = list(app.round_events(round_id))
     facts = _facts(events)
-    seed = revealed_seed(facts)
-    profile = state.rules
-    fixed = seed is not None and state.seed_fixed  # (voided before a deal that fixes the client seed: no shoe)
-    deck = shuffled_deck(seed, state.client_seed, state.nonce, profile.decks) if seed is not None and fixed else ()
-    settled = next((e.data for e in facts if e.kind == re.RoundSettled.kind), None)
+    copies = restated(round_id, facts, state)
     balances = []
-    if settled is not None:
-        for player, _reserved, net in settled["wallets"]:
+    if copies["settlement"] is not None:
+        for player, _reserved, net in copies["settlement"]["wallets"]:
             after = _balance_after(app, player, round_id)
             if after is not None:
                 balances.append({"wallet": player, "before": after - net, "after": after, "net": net})
@@ -70,6 +69,52 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
         "format": BUNDLE_FORMAT,
         "format_version": BUNDLE_VERSION,
         "round_id": round_id,
+        **copies,
+        "balances": balances,
+        "events": [_event_dict(e) for e in facts],
+        "inclusion": app.inclusion_proof(round_id),
+        "log": _log_anchor(app, round_id),
+    }
+    body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
+    return {k: body[k] for k in _ORDER if k in body}
+
+
+# The bundle's fields in their documented order (canonical JSON sorts them anyway).
+_ORDER = (
+    "format",
+    "format_version",
+    "round_id",
+    "table_id",
+    "round_no",
+    "profile",
+    "engine_version",
+    "shuffle",
+    "decisions",
+    "payouts",
+    "settlement",
+    "balances",
+    "times",
+    "events",
+    "chain",
+    "inclusion",
+    "log",
+    "bundle_digest",
+)
+
+
+def restated(round_id: str, facts: Sequence[Recorded], state: RoundState | None = None) -> dict[str, Any]:
+    """What a bundle restates from its round's events, computed from those events alone: the table,
+    round number, profile, engine, shuffle (seeds, contributions, deck order), decisions, payouts,
+    settlement, times and chain ends. An offline verifier computes the same and compares."""
+    if state is None:
+        state = RoundState()
+        for fact in facts:
+            state = evolve(state, from_data(re.EVENT_BY_KIND[fact.kind], fact.data))
+    seed = revealed_seed(facts)
+    profile = state.rules
+    fixed = seed is not None and state.seed_fixed  # (voided before a deal that fixes the client seed: no shoe)
+    deck = shuffled_deck(seed, state.client_seed, state.nonce, profile.decks) if seed is not None and fixed else ()
+    return {
         "table_id": state.table_id,
         "round_no": state.round_no,
         "profile": {"name": profile.name, "version": profile.version, "options": profile.options},
@@ -84,18 +129,12 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
             "deck_order": [str(c) for c in deck],
             **_contributions(state.client_seed_rule, state.contributions),
         },
-        "decisions": [_decision_text(c) for c in decisions(events)],
+        "decisions": [_decision_text(c) for c in decisions(facts)],
         "payouts": [e.data for e in facts if e.kind == re.BetSettled.kind],
-        "settlement": settled,
-        "balances": balances,
+        "settlement": next((e.data for e in facts if e.kind == re.RoundSettled.kind), None),
         "times": {"opened": facts[0].timestamp, "closed": facts[-1].timestamp},
-        "events": [_event_dict(e) for e in facts],
         "chain": {"version": CHAIN_VERSION, "genesis": genesis_digest(round_id), "last": facts[-1].digest},
-        "inclusion": app.inclusion_proof(round_id),
-        "log": _log_anchor(app, round_id),
     }
-    body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
-    return body
 
 
 def _contributions(rule: str, contributions: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -176,12 +215,17 @@ def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
     try:
         events = [RecordedEvent(**e) for e in bundle["events"]]
         shuffle = bundle["shuffle"]
-        seed = bytes.fromhex(shuffle["server_seed"])
-        verdict.add("commitment", commitment(seed) == shuffle["commitment"], "SHA-256 of the server seed")
-        _check_shuffle(verdict, shuffle, seed, recorded_client_seed(events))
+        withheld = not shuffle["server_seed"] and voided_without_seed(_facts(events))
+        seed = None if withheld else bytes.fromhex(shuffle["server_seed"])
+        if seed is not None:
+            verdict.add("commitment", commitment(seed) == shuffle["commitment"], "SHA-256 of the server seed")
+            _check_shuffle(verdict, shuffle, seed, recorded_client_seed(events))
         last = check_chain(verdict, bundle["round_id"], events)
         verdict.add("chain end", last == bundle["chain"]["last"], "the last digest matches the bundle's")
         check_replay(verdict, events, seed)
+        again = canonical_json(restated(bundle["round_id"], _facts(events)))
+        copied = canonical_json({k: bundle.get(k) for k in json.loads(again)})
+        verdict.add("copies", again == copied, "every field the bundle restates is what its events say")
         nets = check_money(verdict, events)
         inclusion = bundle.get("inclusion")
         if inclusion is not None:

@@ -70,6 +70,8 @@ class _FailFast:
                 self.failed_at = time.monotonic()  # no connection, or it broke: not a slow or refused statement
             raise
         self.failed_at = None
+
+
 _CONNECT_KEYS = ("dbname", "host", "port", "user", "password")
 
 

@@ -63,7 +63,8 @@ def test_reflection_lists_and_describes_the_services(local: Served) -> None:
     pool = DescriptorPool(database)
     method = pool.FindServiceByName("pokdeng.v1.Tables").methods_by_name["PlaceBet"]
     assert method.input_type.full_name == "pokdeng.v1.PlaceBetRequest"
-    assert [f.name for f in method.input_type.fields] == ["request_id", "round_id", "seat", "player", "stake", "client_seed"]
+    fields = ["request_id", "round_id", "seat", "player", "stake", "client_seed"]
+    assert [f.name for f in method.input_type.fields] == fields
     subscribe = pool.FindServiceByName("pokdeng.v1.Events").methods_by_name["SubscribeEvents"]
     assert subscribe.server_streaming
 

@@ -123,3 +123,11 @@ def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_the_settings_table_of_the_operations_guide_names_every_setting() -> None:
+    guide = (ROOT / "docs" / "operations.md").read_text(encoding="utf-8")
+    for name in ServeSettings.model_fields:
+        assert f"`POKDENG_{name.upper()}`" in guide, name
+    for flag in FLAGS:
+        assert f"`{flag}`" in guide, flag

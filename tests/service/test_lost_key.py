@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from pokdeng_core.machine import Phase
+from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.store.vault import SeedVault
 
@@ -46,5 +47,7 @@ def test_with_the_vault_key_lost_open_rounds_are_voided_and_the_rest_verifies(
         verdict = lost.verify_round(dealt)
         assert verdict.ok, verdict.render()
         assert "withheld" in verdict.render()
+        offline = audit.verify_bundle(audit.bundle_bytes(lost.export_bundle(dealt)))  # the bundle, too
+        assert offline.ok and "withheld" in offline.render(), offline.render()
     finally:
         lost.close()
