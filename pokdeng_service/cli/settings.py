@@ -198,6 +198,10 @@ def configure_logging(log_format: str = "json", level: str = "INFO") -> logging.
 
     formatter = JsonFormatter() if log_format == "json" else TextFormatter()
     handler = BatchingHandler(sys.stderr, formatter)
+    # no line shows them: spare every record the look-ups (a record is made for every call)
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
     root = logging.getLogger()
     for old in list(root.handlers):
         root.removeHandler(old)

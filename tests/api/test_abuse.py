@@ -23,7 +23,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
-from pokdeng_service.api.errors import details_of
+from pokdeng_service.api.errors import ResourceExhausted, details_of
 from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
 
@@ -316,3 +316,28 @@ def test_streams_that_keep_the_server_waiting_are_ended(tmp_path: Path, start_se
     finally:
         served.stop()
         app.close()
+
+
+def test_the_reaper_cancels_only_streams_that_wait_on_their_client_past_the_limit() -> None:
+    from pokdeng_service.api.rpcs import Limits, Runtime
+
+    class Context:
+        cancelled = False
+
+        def cancel(self) -> None:
+            self.cancelled = True
+
+    runtime = Runtime(Limits(max_streams={"events": 3}, stream_idle=0.2))
+    stalled, working, fresh = Context(), Context(), Context()
+    watches = [runtime.open_stream("events", c) for c in (stalled, working, fresh)]  # type: ignore[arg-type]
+    with pytest.raises(ResourceExhausted):  # the cap (RESOURCE_EXHAUSTED through the wrapper)
+        runtime.open_stream("events", Context())  # type: ignore[arg-type]
+    watches[0].waiting()  # a reply the client does not take
+    watches[1].working()  # the server is busy (or waits for events): not the client's doing
+    time.sleep(0.3)
+    watches[2].waiting()  # waiting, but not for long yet
+    assert runtime.reap() == 1 and stalled.cancelled and not working.cancelled and not fresh.cancelled
+    assert watches[0].reaped and runtime.reap() == 0  # once
+    for watch in watches:
+        runtime.close_stream("events", watch)
+    assert not runtime.streams
