@@ -80,6 +80,7 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
         self.signing_keys = signing_keys or KeyRing()  # signed tree heads (no key: SignTreeHead is refused)
         self._shoes: OrderedDict[str, Shoe] = OrderedDict()
         self._shoes_lock = threading.Lock()
+        self.log_lock = threading.Lock()  # held by a command from its load of the round log to its save
         self._names: dict[UUID, str] = {}
         self._view_cache: OrderedDict[UUID, tuple[RecordedEvent, ...]] = OrderedDict()
         self._view_lock = threading.Lock()

@@ -39,6 +39,7 @@ def round_log(attempt: Attempt, *, create: bool = False) -> RoundLog | None:
     """The store's log, loaded once an attempt; a new one if ``create`` and the store has none."""
     found = attempt.loaded.get(_LOADED)
     if found is None:
+        attempt.hold(attempt.app.log_lock)  # every close writes the log: closes in this process take turns
         found = attempt.app.load_round_log()
         if found is None:
             if not create:

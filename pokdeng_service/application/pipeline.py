@@ -21,6 +21,7 @@ evicts the cached aggregates and tries again, at most ``MAX_ATTEMPTS`` times.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -78,6 +79,8 @@ class Record(Protocol):
     def returned_in_time(self, table: TableRecord) -> bool: ...
     def load_round_log(self) -> RoundLog | None: ...
 
+    log_lock: threading.Lock
+
 
 MAX_ATTEMPTS = 8
 C = TypeVar("C", bound=Command)
@@ -91,6 +94,18 @@ class Attempt:
     principal: Principal
     request_id: str
     loaded: dict[Any, Aggregate] = field(default_factory=dict)
+    held: list[threading.Lock] = field(default_factory=list)
+
+    def hold(self, lock: threading.Lock) -> None:
+        """Hold ``lock`` until this attempt's save is done (a stream that every command of a kind writes,
+        such as the store's log of closed rounds: this process's commands take turns instead of
+        conflicting and retrying)."""
+        lock.acquire()
+        self.held.append(lock)
+
+    def release(self) -> None:
+        while self.held:
+            self.held.pop().release()
 
     def wallet(self, wallet_id: str) -> Wallet:
         found = self.loaded.get(("wallet", wallet_id))
@@ -210,44 +225,47 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
     record_id = ag.command_uuid(request_id, principal.scope)
     for _attempt in range(MAX_ATTEMPTS):
         attempt = Attempt(app, principal, request_id)
-        done = None
         try:
-            outcome = run(attempt, command)
-        except Exception as error:
-            done = app.command_record(record_id)
-            if done is None:
-                disclosed = _disclosed(principal, error)
-                if disclosed is not error:
-                    raise disclosed from None
-                raise
-        if done is not None:  # (outside the except clause: a DuplicateRequest has no context)
-            return _replayed(app, done, fingerprint)
-        target = outcome.target
-        pending = list(target.pending_events)
-        before = target.version - len(pending)
-        result = {"stream": outcome.stream, "id": outcome.stream_id, "from": before + 1, "to": target.version}
-        record = CommandRecord(request_id, fingerprint, result, principal.scope)
-        started = time.perf_counter()
-        try:
-            app.save(*outcome.saved, record)
-        except IntegrityError:
-            done = app.command_record(record_id)
-            if done is not None:
+            done = None
+            try:
+                outcome = run(attempt, command)
+            except Exception as error:
+                done = app.command_record(record_id)
+                if done is None:
+                    disclosed = _disclosed(principal, error)
+                    if disclosed is not error:
+                        raise disclosed from None
+                    raise
+            if done is not None:  # (outside the except clause: a DuplicateRequest has no context)
                 return _replayed(app, done, fingerprint)
-            app.evict(outcome.saved)
-            telemetry.retried(command.name)
-            continue
-        events = tuple(app.to_recorded(item) for item in pending)
-        app.after_save(outcome.saved, outcome.stream, events)
-        telemetry.saved(target, events, time.perf_counter() - started)
-        return CommandResult(
-            request_id=request_id,
-            stream=outcome.stream,
-            id=outcome.stream_id,
-            events=events,
-            replayed=False,
-            view=app.view_of(target),
-        )
+            target = outcome.target
+            pending = list(target.pending_events)
+            before = target.version - len(pending)
+            result = {"stream": outcome.stream, "id": outcome.stream_id, "from": before + 1, "to": target.version}
+            record = CommandRecord(request_id, fingerprint, result, principal.scope)
+            started = time.perf_counter()
+            try:
+                app.save(*outcome.saved, record)
+            except IntegrityError:
+                done = app.command_record(record_id)
+                if done is not None:
+                    return _replayed(app, done, fingerprint)
+                app.evict(outcome.saved)
+                telemetry.retried(command.name)
+                continue
+            events = tuple(app.to_recorded(item) for item in pending)
+            app.after_save(outcome.saved, outcome.stream, events)
+            telemetry.saved(target, events, time.perf_counter() - started)
+            return CommandResult(
+                request_id=request_id,
+                stream=outcome.stream,
+                id=outcome.stream_id,
+                events=events,
+                replayed=False,
+                view=app.view_of(target),
+            )
+        finally:
+            attempt.release()
     raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
 
 
