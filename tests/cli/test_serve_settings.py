@@ -11,6 +11,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -66,6 +67,19 @@ def _free_port() -> int:
         return port
 
 
+def _ready(process: subprocess.Popen[str], health: health_pb2_grpc.HealthStub) -> Any:
+    """The server's first health answer; a server that exited instead fails with what it said."""
+    deadline = time.monotonic() + 60  # (a loaded machine starts a Python server slowly)
+    while True:
+        if process.poll() is not None:
+            raise AssertionError(f"the server exited with {process.returncode}: {process.communicate()[1][-2000:]}")
+        try:
+            return health.Check(health_pb2.HealthCheckRequest(), wait_for_ready=True, timeout=2)
+        except grpc.RpcError:
+            if time.monotonic() > deadline:
+                raise
+
+
 def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
     """POKDENG_* only: the port, tokens, metrics, JSON logs and a short shutdown grace (a health watch
     held open is cut off after it, not after the default 10 s)."""
@@ -95,7 +109,7 @@ def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             health = health_pb2_grpc.HealthStub(channel)
-            answer = health.Check(health_pb2.HealthCheckRequest(), wait_for_ready=True, timeout=30)
+            answer = _ready(process, health)
             assert answer.status == health_pb2.HealthCheckResponse.SERVING
             metadata = (("authorization", f"Bearer {TOKEN}"),)
             opened = pb_grpc.WalletsStub(channel).OpenWallet(
