@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import json
 import random
-import sqlite3
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
-import psycopg
 import pytest
 
 from pokdeng_service import audit
@@ -21,6 +18,7 @@ from pokdeng_service.application import PokdengApp
 from pokdeng_service.store.aggregates import round_uuid
 
 from . import play
+from .rows import StoredRows
 
 
 def _play_rounds(d: play.Driver, profile: str, rounds: int, table: str | None = None) -> list[str]:
@@ -98,98 +96,27 @@ def test_seed_is_secret_until_the_round_closes(app: PokdengApp, driver: play.Dri
 
 
 class Rows:
-    """Direct access to the stored events of one round, in SQLite or PostgreSQL."""
+    """One stream's stored rows (a round's, unless ``id`` is set to another stream): ``StoredRows`` bound to it."""
 
     def __init__(self, env: dict[str, str], round_id: str) -> None:
-        self.env = env
+        self.rows = StoredRows(env)
         self.id = round_uuid(round_id)
-        self.postgres = env["PERSISTENCE_MODULE"].endswith("postgres")
-
-    @contextmanager
-    def _cursor(self) -> Iterator[Any]:
-        if self.postgres:
-            with psycopg.connect(
-                dbname=self.env["POSTGRES_DBNAME"],
-                host=self.env["POSTGRES_HOST"],
-                port=int(self.env["POSTGRES_PORT"]),
-                user=self.env["POSTGRES_USER"],
-                password=self.env["POSTGRES_PASSWORD"],
-                autocommit=True,
-            ) as conn:
-                yield conn.cursor()
-        else:
-            conn = sqlite3.connect(self.env["SQLITE_DBNAME"])
-            try:
-                yield conn.cursor()
-                conn.commit()
-            finally:
-                conn.close()
-
-    @property
-    def _table(self) -> str:
-        return "pokdeng_events" if self.postgres else "stored_events"
-
-    def _key(self) -> Any:
-        return self.id if self.postgres else self.id.hex
-
-    def _mark(self) -> str:
-        return "%s" if self.postgres else "?"
+        self.postgres = self.rows.postgres
 
     def read(self) -> list[tuple[int, str, dict[str, Any]]]:
-        m = self._mark()
-        with self._cursor() as cur:
-            cur.execute(
-                f"SELECT originator_version, topic, state FROM {self._table} WHERE originator_id = {m} "
-                "ORDER BY originator_version",
-                (self._key(),),
-            )
-            return [(v, t, json.loads(bytes(s))) for v, t, s in cur.fetchall()]
+        return self.rows.read(self.id)
 
     def write(self, version: int, state: dict[str, Any]) -> None:
-        m = self._mark()
-        payload = json.dumps(state).encode()
-        with self._cursor() as cur:
-            cur.execute(
-                f"UPDATE {self._table} SET state = {m} WHERE originator_id = {m} AND originator_version = {m}",
-                (payload, self._key(), version),
-            )
-            assert cur.rowcount == 1
+        self.rows.write(self.id, version, state)
 
     def delete(self, version: int) -> None:
-        m = self._mark()
-        with self._cursor() as cur:
-            cur.execute(
-                f"DELETE FROM {self._table} WHERE originator_id = {m} AND originator_version = {m}",
-                (self._key(), version),
-            )
-            assert cur.rowcount == 1
+        self.rows.delete(self.id, version)
 
     def renumber(self, old: int, new: int) -> None:
-        m = self._mark()
-        with self._cursor() as cur:
-            cur.execute(
-                f"UPDATE {self._table} SET originator_version = {m} WHERE originator_id = {m} "
-                f"AND originator_version = {m}",
-                (new, self._key(), old),
-            )
+        self.rows.renumber(self.id, old, new)
 
     def insert_copy(self, version: int, new_version: int) -> None:
-        m = self._mark()
-        with self._cursor() as cur:
-            if self.postgres:
-                cur.execute(
-                    f"INSERT INTO {self._table} (originator_id, originator_version, topic, state) "
-                    f"SELECT originator_id, {m}, topic, state FROM {self._table} "
-                    f"WHERE originator_id = {m} AND originator_version = {m}",
-                    (new_version, self._key(), version),
-                )
-            else:
-                cur.execute(
-                    f"INSERT INTO {self._table} (originator_id, originator_version, topic, state) "
-                    f"SELECT originator_id, {m}, topic, state FROM {self._table} "
-                    f"WHERE originator_id = {m} AND originator_version = {m}",
-                    (new_version, self._key(), version),
-                )
+        self.rows.insert_copy(self.id, version, new_version)
 
 
 def _bet_version(rows: Rows) -> int:
