@@ -39,6 +39,7 @@ class OpenRound(RoundCommand):
     """``""``: ``client_seed`` is the shuffle's client seed, recorded with the commitment (the rounds of
     engines before 1.1.0). ``shuffle.CLIENT_SEED_RULE``: the client seed is derived at the deal from the
     contributions made during betting, and ``client_seed`` (if not empty) is the platform's first one."""
+    currency: str = "THB"  # ISO 4217: the table's currency, recorded in round_opened
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,7 @@ class PlaceSideBet(RoundCommand):
 @dataclass(frozen=True, slots=True)
 class CloseSideBets(RoundCommand):
     name: ClassVar[str] = "close_side_bets"
+    by: str = ""  # who closed them: recorded in side_bets_settled
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,9 +124,11 @@ class TimeOutTurn(RoundCommand):
     """The table's turn timer ran out for whoever is to act: the automatic action applies."""
 
     name: ClassVar[str] = "time_out_turn"
+    by: str = ""  # who sent it (an operator, the turn clock): recorded in turn_timed_out
 
 
 @dataclass(frozen=True, slots=True)
 class VoidRound(RoundCommand):
     name: ClassVar[str] = "void_round"
     reason: str
+    by: str = ""  # who voids it: recorded in round_voided

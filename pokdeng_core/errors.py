@@ -59,3 +59,9 @@ class SealedShoe(DomainError):
     """Cards are needed but the round's shoe was not attached (the server seed is missing)."""
 
     code = "sealed_shoe"
+
+
+class CurrencyMismatch(DomainError):
+    """A wallet stakes at a table of another currency (every stake is in its table's currency)."""
+
+    code = "currency_mismatch"

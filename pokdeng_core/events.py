@@ -32,6 +32,7 @@ class RoundOpened(RoundEvent):
     seats: tuple[tuple[int, str | None], ...]  # (seat, holder); ante positions have no holder
     min_stake: int
     max_stake: int
+    currency: str = "THB"  # ISO 4217, the table's (rounds opened before currencies: THB)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +134,7 @@ class SideBetsSettled(RoundEvent):
     kind: ClassVar[str] = "side_bets_settled"
     natural: bool
     results: tuple[tuple[int, str, int, int], ...]  # (seat, player, side stake, net)
+    by: str = ""  # who closed the side bets (CloseSideBets, or the TimeOutTurn that closed them)
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,7 @@ class TurnTimedOut(RoundEvent):
     kind: ClassVar[str] = "turn_timed_out"
     seat: int
     action: str  # "draw" or "stay"
+    by: str = ""  # who timed the turn out (an operator, the turn clock)
 
 
 @dataclass(frozen=True, slots=True)
@@ -214,6 +217,7 @@ class RoundVoided(RoundEvent):
     kind: ClassVar[str] = "round_voided"
     reason: str
     wallets: tuple[tuple[str, int], ...]  # (player, reserved) released
+    by: str = ""  # who voided it (the operator's principal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,3 +256,14 @@ EVENT_TYPES: tuple[type[RoundEvent], ...] = (
 )
 EVENT_BY_KIND: Mapping[str, type[RoundEvent]] = MappingProxyType({cls.kind: cls for cls in EVENT_TYPES})
 """Each event class by its ``kind`` (read-only: the kinds are written once, in the classes)."""
+
+ADDED_FIELDS: Mapping[str, Mapping[str, object]] = MappingProxyType(
+    {
+        RoundOpened.kind: MappingProxyType({"currency": "THB"}),
+        SideBetsSettled.kind: MappingProxyType({"by": ""}),
+        TurnTimedOut.kind: MappingProxyType({"by": ""}),
+        RoundVoided.kind: MappingProxyType({"by": ""}),
+    }
+)
+"""Fields added to an event with a default after rounds were recorded without them (docs/events.md): a
+stored payload that lacks one reads as the default, and equals a replayed event that has the default."""

@@ -36,10 +36,12 @@ MAX_BID_ROUNDS = 1000
 """Rounds a banker bid may offer to bank."""
 MAX_STATEMENT_PAGE = 1000
 """Lines in one page of a wallet statement."""
+MAX_LIST_PAGE = 1000
+"""Tables or wallets in one page of ListTables or ListWallets."""
 MAX_EVENT_BATCH = 1000
 """Events in one batch of the event feed."""
 MAX_RECENT_ROUNDS = 100
-"""Rounds in one answer of the recent-rounds list."""
+"""Rounds in one page of ListRounds."""
 MAX_POSITION = 2**63 - 1
 """Log positions and stream versions are int64 in every store."""
 

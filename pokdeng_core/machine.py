@@ -91,6 +91,7 @@ class RoundState:
     seats: tuple[tuple[int, str | None], ...] = ()
     min_stake: int = 0
     max_stake: int = 0
+    currency: str = "THB"
     commitment: str = ""
     client_seed: str = ""  # the shuffle's client seed once fixed ("" before, in a round with contributions)
     nonce: int = 0
@@ -274,6 +275,7 @@ def _on_round_opened(state: RoundState, event: e.RoundOpened) -> RoundState:
             "seats": event.seats,
             "min_stake": event.min_stake,
             "max_stake": event.max_stake,
+            "currency": event.currency,
         },
     )
 
@@ -617,6 +619,7 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
             tuple(sorted(cmd.seats)),
             cmd.min_stake,
             cmd.max_stake,
+            cmd.currency,
         )
     )
     if not cmd.client_seed_rule:  # the client seed is given now (engines before 1.1.0)
@@ -811,7 +814,7 @@ def _place_side_bet(run: _Run, cmd: c.PlaceSideBet) -> None:
     run.emit(e.SideBetPlaced(cmd.seat, cmd.player, stake, stake))
 
 
-def _close_side_bets(run: _Run, _cmd: c.RoundCommand) -> None:
+def _close_side_bets(run: _Run, cmd: c.CloseSideBets | c.TimeOutTurn) -> None:
     state = run.state
     _require_phase(state, Phase.SIDE_BETS, doing="close the side bets")
     profile = state.rules
@@ -819,7 +822,7 @@ def _close_side_bets(run: _Run, _cmd: c.RoundCommand) -> None:
     results = tuple(
         (b.seat, b.player, b.stake, settle_side_bet(profile, natural, b.stake).net) for b in state.side_bets
     )
-    run.emit(e.SideBetsSettled(natural, results))
+    run.emit(e.SideBetsSettled(natural, results, cmd.by))
     if _banker_pok(run):
         return
     _advance(run)
@@ -892,10 +895,10 @@ def _banker_play(run: _Run, cmd: c.BankerDraw | c.BankerStay) -> None:
     _showdown(run)
 
 
-def _time_out(run: _Run, _cmd: c.TimeOutTurn) -> None:
+def _time_out(run: _Run, cmd: c.TimeOutTurn) -> None:
     state = run.state
     if state.phase is Phase.SIDE_BETS:
-        _close_side_bets(run, _cmd)
+        _close_side_bets(run, cmd)
         return
     _require_phase(state, Phase.PLAYER_TURNS, Phase.BANKER_TURN, doing="time out a turn")
     if state.phase is Phase.BANKER_TURN and state.banker_done:
@@ -905,7 +908,7 @@ def _time_out(run: _Run, _cmd: c.TimeOutTurn) -> None:
     rule = profile.player_draw if seat else profile.banker_draw
     assert seat is not None and rule is not None
     draws = rule.timeout_draws(_taem(state.cards(seat)))
-    run.emit(e.TurnTimedOut(seat, "draw" if draws else "stay"))
+    run.emit(e.TurnTimedOut(seat, "draw" if draws else "stay", cmd.by))
     if draws:
         run.emit(e.CardDrawn(seat, run.next_text(), "timeout"))
     else:
@@ -987,7 +990,7 @@ def _void(run: _Run, cmd: c.VoidRound) -> None:
     wallets = list(state.reserved)
     if state.banker_player is not None and state.banker_reserved:
         wallets.append((state.banker_player, state.banker_reserved))
-    run.emit(e.RoundVoided(reason, tuple(wallets)))
+    run.emit(e.RoundVoided(reason, tuple(wallets), cmd.by))
     _reveal_seed_and_close(run, "voided")
 
 

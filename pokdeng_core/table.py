@@ -15,6 +15,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, NamedTuple
 
+from .currencies import DEFAULT as DEFAULT_CURRENCY
+from .currencies import currency_problem
 from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, UnknownSeat, WrongPhase
 from .limits import DEFAULT_TURN_TIMEOUT, MAX_ID, MAX_SEATS, MAX_TURN_TIMEOUT, check_id
 from .profiles import BankerKind, Profile, ProfileError, get_profile
@@ -100,6 +102,7 @@ class TableState:
     seat_count: int = 0
     dealer: str | None = None
     turn_timeout: int = DEFAULT_TURN_TIMEOUT
+    currency: str = DEFAULT_CURRENCY
     seats: tuple[tuple[int, str], ...] = ()
     banker: str | None = None
     tenure_left: int = 0
@@ -168,6 +171,7 @@ def evolve_table(state: TableState, event: TableEvent) -> TableState:
             seat_count=event.seats,
             dealer=event.dealer,
             turn_timeout=event.turn_timeout,
+            currency=event.currency,
         )
     if isinstance(event, PlayerSeated):
         return replace(state, seats=tuple(sorted((*state.seats, (event.seat, event.player)))))
@@ -299,6 +303,9 @@ def _open_table(run: _Run, cmd: OpenTable) -> None:
         check_id(cmd.dealer, "dealer")
     if not _is_int(cmd.turn_timeout) or not 1 <= cmd.turn_timeout <= MAX_TURN_TIMEOUT:
         raise InvalidCommand(f"the turn timeout is 1 to {MAX_TURN_TIMEOUT} seconds", field="turn_timeout")
+    problem = currency_problem(cmd.currency, "currency")
+    if problem is not None:
+        raise InvalidCommand(problem, field="currency")
     run.emit(
         TableOpened(
             cmd.table_id,
@@ -310,6 +317,7 @@ def _open_table(run: _Run, cmd: OpenTable) -> None:
             seats,
             cmd.dealer,
             cmd.turn_timeout,
+            cmd.currency,
         )
     )
 

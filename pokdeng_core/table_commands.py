@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .currencies import DEFAULT as DEFAULT_CURRENCY
 from .limits import DEFAULT_TURN_TIMEOUT
 from .profiles import Profile
 
@@ -21,6 +22,7 @@ class OpenTable:
     seats: int
     dealer: str | None = None
     turn_timeout: int = DEFAULT_TURN_TIMEOUT  # seconds
+    currency: str = DEFAULT_CURRENCY  # ISO 4217: every stake at the table is in it
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,6 +28,7 @@ class TableOpened(TableEvent):
     seats: int
     dealer: str | None  # classic: a player named as dealer; None: the house (or, in room, the bid winner)
     turn_timeout: int  # seconds
+    currency: str = "THB"  # ISO 4217 (tables opened before currencies: THB)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core.errors import WrongPhase
 from pokdeng_service import audit
 from pokdeng_service.api import convert
 from pokdeng_service.api.observe import verification_failed
-from pokdeng_service.api.queries import readable_round
 from pokdeng_service.api.requests import Fields
+from pokdeng_service.api.rounds import readable_round
 from pokdeng_service.api.rpcs import READERS, Call, Env, Rpc, query
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.application.principal import Role
 from pokdeng_service.audit.bundle import for_player
@@ -34,7 +34,7 @@ def replay_round(env: Env, call: Call, request: pb.ReplayRoundRequest) -> pb.Rep
     return convert.replay(round_id, verdict, replayed)
 
 
-def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.Verdict:
+def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.VerifyRoundResponse:
     round_id = _auditable(env, call, request)
     verdict = env.service.app_for(round_id, "round").verify_round(round_id)
     if not verdict.ok:
@@ -42,24 +42,24 @@ def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.Ver
     return convert.verdict(round_id, verdict)
 
 
-def export_round(env: Env, call: Call, request: pb.ExportRoundRequest) -> pb.RoundBundle:
+def export_round(env: Env, call: Call, request: pb.ExportRoundRequest) -> pb.ExportRoundResponse:
     round_id = _auditable(env, call, request)
     bundle = env.service.app_for(round_id, "round").export_bundle(round_id)
     if call.principal.role is Role.PLAYER and call.principal.player:  # its own money only
         bundle = for_player(bundle, call.principal.player)
-    return pb.RoundBundle(
+    return pb.ExportRoundResponse(
         round_id=round_id,
         bundle_json=audit.bundle_bytes(bundle).decode("utf-8"),
         bundle_digest=str(bundle.get("bundle_digest", "")),
     )
 
 
-def get_inclusion_proof(env: Env, call: Call, request: pb.GetInclusionProofRequest) -> pb.InclusionProof:
+def get_inclusion_proof(env: Env, call: Call, request: pb.GetInclusionProofRequest) -> pb.GetInclusionProofResponse:
     round_id = _auditable(env, call, request)
     proof = env.service.app_for(round_id, "round").inclusion_proof(round_id)
     if proof is None:
         raise NotFound(f"no checkpoint covers round {round_id!r} yet", round=round_id)
-    return pb.InclusionProof(
+    return pb.GetInclusionProofResponse(
         round_id=round_id,
         table_id=str(proof["table_id"]),
         period=str(proof["period"]),
@@ -74,8 +74,8 @@ def get_inclusion_proof(env: Env, call: Call, request: pb.GetInclusionProofReque
 
 
 RPCS: tuple[Rpc, ...] = (
-    query("Audit", "ReplayRound", READERS, replay_round),
-    query("Audit", "VerifyRound", READERS, verify_round),
-    query("Audit", "ExportRound", READERS, export_round),
-    query("Audit", "GetInclusionProof", READERS, get_inclusion_proof),
+    query("AuditService", "ReplayRound", READERS, replay_round),
+    query("AuditService", "VerifyRound", READERS, verify_round),
+    query("AuditService", "ExportRound", READERS, export_round),
+    query("AuditService", "GetInclusionProof", READERS, get_inclusion_proof),
 )

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import json
 
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core import limits
 from pokdeng_service.api.requests import Fields
 from pokdeng_service.api.rpcs import OPERATOR, Call, Env, Rpc, command, query
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import commands as c
 from pokdeng_service.application.views import CommandResult
 from pokdeng_service.store.roundlog import HEAD_SIGNED
@@ -25,16 +27,17 @@ def signed_tree_head(head: TreeHead) -> pb.SignedTreeHead:
         key_id=head.key_id,
         tree_size=head.tree_size,
         root_hash=head.root_hash,
-        timestamp=head.timestamp,
+        timestamp_ms=head.timestamp,
         signature=head.signature,
         head_json=json.dumps(head.as_dict(), sort_keys=True, separators=(",", ":")),
+        sign_time=Timestamp(seconds=head.timestamp // 1000, nanos=head.timestamp % 1000 * 1_000_000),
     )
 
 
-def head_reply(_env: Env, _call: Call, result: CommandResult) -> pb.SignedTreeHead:
+def head_reply(_env: Env, _call: Call, result: CommandResult) -> dict[str, pb.SignedTreeHead]:
     data = next(e.data for e in reversed(result.events) if e.kind == HEAD_SIGNED)
     fields = {k: v for k, v in data.items() if k != "time_ms"}
-    return signed_tree_head(TreeHead.from_dict({**fields, "timestamp": data["time_ms"]}))
+    return {"head": signed_tree_head(TreeHead.from_dict({**fields, "timestamp": data["time_ms"]}))}
 
 
 def _store_key(f: Fields, shard: str) -> str:
@@ -43,22 +46,24 @@ def _store_key(f: Fields, shard: str) -> str:
     return c.SignTreeHead(shard).key
 
 
-def get_signed_tree_head(env: Env, _call: Call, request: pb.GetSignedTreeHeadRequest) -> pb.SignedTreeHead:
+def get_signed_tree_head(env: Env, _call: Call, request: pb.GetSignedTreeHeadRequest) -> pb.GetSignedTreeHeadResponse:
     f = Fields()
     key = _store_key(f, request.shard)
     size = f.between("tree_size", request.tree_size, 0, limits.MAX_POSITION)
     f.done()
-    return signed_tree_head(env.service.app_for(key, "log").tree_head(size))
+    return pb.GetSignedTreeHeadResponse(head=signed_tree_head(env.service.app_for(key, "log").tree_head(size)))
 
 
-def get_consistency_proof(env: Env, _call: Call, request: pb.GetConsistencyProofRequest) -> pb.ConsistencyProof:
+def get_consistency_proof(
+    env: Env, _call: Call, request: pb.GetConsistencyProofRequest
+) -> pb.GetConsistencyProofResponse:
     f = Fields()
     key = _store_key(f, request.shard)
     first = f.between("first", request.first, 0, limits.MAX_POSITION)
     second = f.between("second", request.second, 0, limits.MAX_POSITION)
     f.done()
     proof = env.service.app_for(key, "log").consistency_proof(first, second)
-    return pb.ConsistencyProof(
+    return pb.GetConsistencyProofResponse(
         log_id=str(proof["log_id"]),
         first=int(proof["first"]),
         second=int(proof["second"]),
@@ -67,7 +72,7 @@ def get_consistency_proof(env: Env, _call: Call, request: pb.GetConsistencyProof
 
 
 RPCS: tuple[Rpc, ...] = (
-    command("Audit", "SignTreeHead", OPERATOR, lambda r: c.SignTreeHead(r.shard), head_reply),
-    query("Audit", "GetSignedTreeHead", OPERATOR, get_signed_tree_head),
-    query("Audit", "GetConsistencyProof", OPERATOR, get_consistency_proof),
+    command("AuditService", "SignTreeHead", OPERATOR, lambda r: c.SignTreeHead(r.shard), head_reply),
+    query("AuditService", "GetSignedTreeHead", OPERATOR, get_signed_tree_head),
+    query("AuditService", "GetConsistencyProof", OPERATOR, get_consistency_proof),
 )

@@ -12,17 +12,24 @@ kingmaker banker's up card, and the number of cards of every hand, not their fac
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
+from google.protobuf.duration_pb2 import Duration
+from google.protobuf.timestamp_pb2 import Timestamp
+
+from pokdeng_client import events as typed
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_core import currencies
 from pokdeng_core import events as re
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_core import table_events as te
 from pokdeng_service.application.access import participants as participants  # re-exported
 from pokdeng_service.application.views import (
-    CommandResult,
     Notification,
     RecordedEvent,
+    Reservation,
     RoundView,
     StatementLine,
     TableView,
@@ -54,37 +61,96 @@ PHASE_TO_PB: dict[str, pb.RoundPhase.ValueType] = {
 OVER = frozenset({"settled", "closed"})
 
 
+# --- shared values -------------------------------------------------------------------------------
+
+
+def timestamp(text: str) -> Timestamp:
+    """An RFC 3339 time as stored (``datetime.isoformat()`` of a UTC time) as a Timestamp (exact to the microsecond)."""
+    stamp = Timestamp()
+    if text:
+        stamp.FromDatetime(datetime.fromisoformat(text))
+    return stamp
+
+
+def currency(code: str) -> pb.Currency:
+    return pb.Currency(code=code, exponent=currencies.exponent(code))
+
+
+OUTCOME_TO_PB: dict[str, pb.RoundOutcome.ValueType] = {
+    "settled": pb.ROUND_OUTCOME_SETTLED,
+    "voided": pb.ROUND_OUTCOME_VOIDED,
+}
+OUTCOME_FROM_PB: dict[int, str] = {int(v): k for k, v in OUTCOME_TO_PB.items()}
+
+COMMAND_TO_PB: dict[str, pb.CommandKind.ValueType] = {
+    name: pb.CommandKind.Value("COMMAND_KIND_" + name.upper())
+    for name in (
+        "place_bet",
+        "deal",
+        "place_side_bet",
+        "close_side_bets",
+        "draw",
+        "stay",
+        "banker_reveal",
+        "banker_draw",
+        "banker_stay",
+        "time_out_turn",
+        "void_round",
+        "contribute_seed",
+    )
+}
+
+
 # --- wallets -----------------------------------------------------------------------------------
 
 
-def wallet(view: WalletView) -> pb.Wallet:
+def wallet(view: WalletView, *, with_reservations: bool = True) -> pb.Wallet:
     return pb.Wallet(
         wallet_id=view.wallet_id,
         balance=view.balance,
         reserved=view.reserved,
         available=view.available,
         version=view.version,
-        reservations=[pb.Reservation(round_id=r.round_id, amount=r.amount) for r in view.reservations],
+        reservations=[_reservation(r) for r in view.reservations] if with_reservations else [],
+        currency=currency(view.currency),
     )
 
 
-def statement(wallet_id: str, lines: Sequence[StatementLine], after: int) -> pb.WalletStatement:
-    return pb.WalletStatement(
-        wallet_id=wallet_id,
-        entries=[
-            pb.StatementEntry(
-                sequence=line.position,
-                kind=line.kind,
-                amount=line.amount,
-                reserved_change=line.reserved_change,
-                balance=line.balance_after,
-                round_id=line.round_id,
-                reference=line.reference,
-                recorded_at=line.at,
-            )
-            for line in lines
-        ],
-        next_after=lines[-1].position if lines else after,
+def wallet_balance(w: Any) -> pb.Wallet:
+    """A wallet from the read models' directory (``readmodels.WalletBalance``), without its reservations."""
+    return pb.Wallet(
+        wallet_id=w.wallet_id,
+        balance=w.balance,
+        reserved=w.reserved,
+        available=w.available,
+        version=w.version,
+        currency=currency(w.currency),
+    )
+
+
+def _reservation(r: Reservation) -> pb.Reservation:
+    return pb.Reservation(round_id=r.round_id, amount=r.amount)
+
+
+STATEMENT_KINDS: dict[str, pb.StatementEntryKind.ValueType] = {
+    "Deposited": pb.STATEMENT_ENTRY_KIND_DEPOSITED,
+    "Withdrawn": pb.STATEMENT_ENTRY_KIND_WITHDRAWN,
+    "FundsReserved": pb.STATEMENT_ENTRY_KIND_FUNDS_RESERVED,
+    "RoundSettled": pb.STATEMENT_ENTRY_KIND_ROUND_SETTLED,
+    "ReservationReleased": pb.STATEMENT_ENTRY_KIND_RESERVATION_RELEASED,
+}
+
+
+def statement_entry(line: StatementLine) -> pb.StatementEntry:
+    return pb.StatementEntry(
+        sequence=line.position,
+        kind=STATEMENT_KINDS.get(line.kind, pb.STATEMENT_ENTRY_KIND_UNSPECIFIED),
+        amount=line.amount,
+        reserved_change=line.reserved_change,
+        balance=line.balance_after,
+        round_id=line.round_id,
+        reference=line.reference,
+        record_time=timestamp(line.at),
     )
 
 
@@ -101,7 +167,7 @@ def table(view: TableView) -> pb.Table:
         max_stake=view.max_stake,
         seats=view.seat_count,
         dealer=view.dealer or "",
-        turn_timeout=view.turn_timeout,
+        turn_timeout=Duration(seconds=view.turn_timeout),
         seated=[pb.Seat(seat=s.seat, player=s.player) for s in view.seats],
         banker=view.banker or "",
         banker_rounds_left=view.banker_rounds_left,
@@ -111,6 +177,23 @@ def table(view: TableView) -> pb.Table:
         house_net=view.house_net,
         commission=view.commission,
         version=view.version,
+        currency=currency(view.currency),
+    )
+
+
+def table_summary(t: Any) -> pb.TableSummary:
+    """A table from the read models' directory (``readmodels.TableSummary``)."""
+    return pb.TableSummary(
+        table_id=t.table_id,
+        profile=PROFILE_TO_PB.get(t.profile, pb.PROFILE_UNSPECIFIED),
+        profile_version=t.profile_version,
+        seats=t.seats,
+        min_stake=t.min_stake,
+        max_stake=t.max_stake,
+        currency=currency(t.currency),
+        round_no=t.round_no,
+        current_round_id=t.current_round_id or "",
+        open_time=timestamp(t.opened_at),
     )
 
 
@@ -170,21 +253,53 @@ def _redacted(event: RecordedEvent, seen: Visibility) -> dict[str, Any] | None:
     return None
 
 
-def recorded_event(event: RecordedEvent, seen: Visibility = EVERYTHING) -> pb.RecordedEvent:
-    redacted = _redacted(event, seen)
-    return pb.RecordedEvent(
+def recorded_event(
+    event: RecordedEvent,
+    stream: str = "round",
+    seen: Visibility = EVERYTHING,
+    wallet_after: WalletView | None = None,
+    redacted: dict[str, Any] | None = None,
+) -> pb.RecordedEvent:
+    """A stored event of a ``stream`` ("round", "table", "wallet") as its typed message; ``redacted``: the
+    payload the caller may see, when it is not the whole (hidden cards are found from ``seen``)."""
+    if redacted is None:
+        redacted = _redacted(event, seen)
+    data = redacted if redacted is not None else event.data
+    message = pb.RecordedEvent(
         sequence=event.position,
-        kind=event.kind,
-        payload_json=canonical_json(redacted if redacted is not None else event.data),
         chain_digest=event.digest,
-        recorded_at=event.timestamp,
+        record_time=timestamp(event.timestamp),
         request_id=event.command_id,
         redacted=redacted is not None,
+        canonical_data=b"" if redacted is not None else canonical_json(event.data).encode("utf-8"),
     )
+    member = typed.member_of(stream, event.kind)
+    if member is not None:
+        typed.set_event(message, member, data)
+    if wallet_after is not None:
+        message.wallet_after.balance = wallet_after.balance
+        message.wallet_after.reservations.extend(
+            _reservation(r) for r in sorted(wallet_after.reservations, key=lambda r: r.round_id)
+        )
+    return message
 
 
-def recorded_events(events: Iterable[RecordedEvent], seen: Visibility = EVERYTHING) -> list[pb.RecordedEvent]:
-    return [recorded_event(e, seen) for e in events]
+def recorded_events(
+    events: Iterable[RecordedEvent], stream: str = "round", seen: Visibility = EVERYTHING
+) -> list[pb.RecordedEvent]:
+    return [recorded_event(e, stream, seen) for e in events]
+
+
+def table_events(events: Iterable[RecordedEvent], player: str | None = None) -> list[pb.RecordedEvent]:
+    """A table's facts as ``player`` (None: an operator or auditor) may see them: another bidder's
+    capital (its wallet's available funds) is blanked to 0, and the event marked redacted."""
+    out = []
+    for event in events:
+        hidden = None
+        if player is not None and event.kind == te.BankerBidPlaced.kind and event.data.get("player") != player:
+            hidden = {**event.data, "capital": 0}
+        out.append(recorded_event(event, "table", redacted=hidden))
+    return out
 
 
 # --- rounds ------------------------------------------------------------------------------------
@@ -232,11 +347,17 @@ def round_(view: RoundView, seen: Visibility = EVERYTHING, *, with_events: bool 
         nonce=view.nonce,
         algorithm=str(shuffle.get("algorithm", "")),
         server_seed=view.server_seed,
-        outcome=view.outcome,
+        outcome=OUTCOME_TO_PB.get(view.outcome, pb.ROUND_OUTCOME_UNSPECIFIED),
         version=view.version,
         min_stake=int(opened.get("min_stake", 0)),
         max_stake=int(opened.get("max_stake", 0)),
+        currency=currency(str(opened.get("currency", currencies.DEFAULT))),
     )
+    if view.events:
+        message.open_time.CopyFrom(timestamp(view.events[0].timestamp))
+        closing = view.events[-1]
+        if closing.kind == re.RoundClosed.kind:
+            message.close_time.CopyFrom(timestamp(closing.timestamp))
     if view.turn is not None:
         message.turn = view.turn
     settled = data.get(re.RoundSettled.kind)
@@ -248,47 +369,62 @@ def round_(view: RoundView, seen: Visibility = EVERYTHING, *, with_events: bool 
     elif voided is not None:
         message.results.extend(pb.WalletResult(player=p, reserved=r, net=0) for p, r in voided["wallets"])
     if with_events:
-        message.events.extend(recorded_events(view.events, seen))
+        message.events.extend(recorded_events(view.events, "round", seen))
     return message
-
-
-def command_events(result: CommandResult, seen: Visibility = EVERYTHING) -> list[pb.RecordedEvent]:
-    return recorded_events(result.events, seen)
 
 
 # --- the log and audits ------------------------------------------------------------------------
 
+STREAM_KINDS: dict[str, pb.StreamKind.ValueType] = {
+    "wallet": pb.STREAM_KIND_WALLET,
+    "table": pb.STREAM_KIND_TABLE,
+    "round": pb.STREAM_KIND_ROUND,
+    "seed": pb.STREAM_KIND_SEED,
+    "request": pb.STREAM_KIND_REQUEST,
+    "log": pb.STREAM_KIND_LOG,
+}
+
 
 def notification(item: Notification) -> pb.Notification:
+    event = pb.RecordedEvent(
+        sequence=item.stream_version,
+        record_time=timestamp(item.timestamp),
+        canonical_data=canonical_json(item.data).encode("utf-8"),
+    )
+    member = typed.member_of(item.stream, item.kind)
+    if member is not None:
+        typed.set_event(event, member, item.data)
     return pb.Notification(
         position=item.position,
-        aggregate_kind=item.stream,
-        aggregate_id=item.stream_id,
-        sequence=item.stream_version,
-        kind=item.kind,
-        payload_json=canonical_json(item.data),
-        recorded_at=item.timestamp,
+        stream_kind=STREAM_KINDS.get(item.stream, pb.STREAM_KIND_UNSPECIFIED),
+        stream_id=item.stream_id,
+        event=event,
     )
 
 
-def verdict(round_id: str, result: Verdict) -> pb.Verdict:
-    return pb.Verdict(
-        round_id=round_id,
-        ok=result.ok,
-        checks=[pb.Check(name=c.name, passed=c.ok, detail=c.detail) for c in result.checks],
-        first_difference=result.first_difference,
+def checks(result: Verdict) -> list[pb.Check]:
+    return [pb.Check(name=c.name, passed=c.ok, detail=c.detail) for c in result.checks]
+
+
+def verdict(round_id: str, result: Verdict) -> pb.VerifyRoundResponse:
+    return pb.VerifyRoundResponse(
+        round_id=round_id, ok=result.ok, checks=checks(result), first_difference=result.first_difference
     )
 
 
 def replay(round_id: str, result: Verdict, events: Iterable[re.RoundEvent]) -> pb.ReplayRoundResponse:
     from pokdeng_service.store.codec import to_data
 
-    return pb.ReplayRoundResponse(
-        round_id=round_id,
-        ok=result.ok,
-        checks=[pb.Check(name=c.name, passed=c.ok, detail=c.detail) for c in result.checks],
-        events=[pb.ReplayedEvent(kind=e.kind, payload_json=canonical_json(_plain(to_data(e)))) for e in events],
-    )
+    replayed = []
+    for e in events:
+        member = typed.member_of("round", e.kind)
+        replayed.append(
+            pb.ReplayedEvent(
+                kind=typed.event_kind(member) if member else pb.EVENT_KIND_UNSPECIFIED,
+                canonical_data=canonical_json(_plain(to_data(e))).encode("utf-8"),
+            )
+        )
+    return pb.ReplayRoundResponse(round_id=round_id, ok=result.ok, checks=checks(result), events=replayed)
 
 
 def _plain(value: Any) -> Any:

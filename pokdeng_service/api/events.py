@@ -6,16 +6,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core.limits import MAX_EVENT_BATCH, MAX_POSITION
 from pokdeng_service.api import convert
 from pokdeng_service.api.errors import Unavailable
 from pokdeng_service.api.requests import Fields
 from pokdeng_service.api.rpcs import AUDITORS, Call, Env, Rpc, stream
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.views import Notification
 
 
-def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -> Iterator[pb.EventBatch]:
+def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -> Iterator[pb.SubscribeEventsResponse]:
     f = Fields()
     if not 0 <= request.after_position < MAX_POSITION:
         f.bad("after_position", f"after_position is 0 to {MAX_POSITION - 1}")
@@ -35,7 +35,7 @@ def _read(env: Env, after: int, batch: int, partition: int) -> Sequence[Notifica
 
 def _follow(
     env: Env, call: Call, after: int, batch: int, stop_at_head: bool, partition: int
-) -> Iterator[pb.EventBatch]:
+) -> Iterator[pb.SubscribeEventsResponse]:
     hub, context = env.hub, call.context
     told_caught_up = False
     last_sent = time.monotonic()
@@ -47,7 +47,7 @@ def _follow(
         if items:
             after = items[-1].position
             caught_up = len(items) < batch
-            yield pb.EventBatch(
+            yield pb.SubscribeEventsResponse(
                 events=[convert.notification(n) for n in items],
                 last_position=after,
                 caught_up=caught_up,
@@ -57,11 +57,11 @@ def _follow(
             if not caught_up:
                 continue
         elif not told_caught_up or time.monotonic() - last_sent >= env.heartbeat:
-            yield pb.EventBatch(last_position=after, caught_up=True, partition=partition)  # or a heartbeat
+            yield pb.SubscribeEventsResponse(last_position=after, caught_up=True, partition=partition)  # or a heartbeat
             told_caught_up, last_sent = True, time.monotonic()
         if stop_at_head:
             return
         hub.wait(generation, env.poll)
 
 
-RPCS: tuple[Rpc, ...] = (stream("Events", "SubscribeEvents", AUDITORS, subscribe_events, kind="events"),)
+RPCS: tuple[Rpc, ...] = (stream("EventService", "SubscribeEvents", AUDITORS, subscribe_events, kind="events"),)

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from pokdeng_service.api import audit, checkpoints, events, queries, tables, wallets
+from pokdeng_service.api import audit, checkpoints, events, rounds, tables, wallets, watch
 from pokdeng_service.api.rpcs import Rpc
 from pokdeng_service.application.principal import Role
 
 RPCS: tuple[Rpc, ...] = (
     *wallets.RPCS,
     *tables.RPCS,
-    *queries.RPCS,
+    *rounds.RPCS,
+    *watch.RPCS,
     *audit.RPCS,
     *checkpoints.RPCS,
     *events.RPCS,

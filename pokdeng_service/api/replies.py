@@ -1,13 +1,19 @@
-"""Replies to commands, built from the command's result (the stream's view as saved: no read back)."""
+"""Replies to commands, built from the command's result (the stream's view as saved: no read back).
+
+Each returns the fields of the method's own response message (``OpenWalletResponse``,
+``PlaceBetResponse``, ...): every command response of a stream has the same three fields.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from pokdeng_service.api import convert
 from pokdeng_service.api.rpcs import Call, Env
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import access
 from pokdeng_service.application.principal import Role
-from pokdeng_service.application.views import CommandResult, RoundView, TableView, WalletView
+from pokdeng_service.application.views import CommandResult, Reservation, RoundView, TableView, WalletView
+from pokdeng_service.store.aggregates import wallet_step, wallet_uuid
 
 
 def viewer(call: Call) -> str | None:
@@ -15,34 +21,59 @@ def viewer(call: Call) -> str | None:
     return call.principal.player if call.principal.role is Role.PLAYER else None
 
 
-def wallet_reply(env: Env, _call: Call, result: CommandResult) -> pb.WalletCommandResponse:
+def wallet_reply(env: Env, _call: Call, result: CommandResult) -> dict[str, Any]:
     view = result.view
     if not isinstance(view, WalletView):  # a retry: read the wallet as it is now
         view = env.service.app_for(result.id, "wallet").get_wallet(result.id)
-    return pb.WalletCommandResponse(
-        request_id=result.request_id, events=convert.recorded_events(result.events), wallet=convert.wallet(view)
-    )
+    app = env.service.app_for(result.id, "wallet")
+    after = _balances_after(app, result.id, [e.position for e in result.events])
+    events = [convert.recorded_event(e, "wallet", wallet_after=after.get(e.position)) for e in result.events]
+    return {"request_id": result.request_id, "events": events, "wallet": convert.wallet(view)}
 
 
-def table_reply(env: Env, call: Call, result: CommandResult) -> pb.TableCommandResponse:
+def _balances_after(app: Any, wallet_id: str, positions: list[int]) -> dict[int, WalletView]:
+    """The wallet's balances after each of its events at ``positions`` (what the wallet chain covers), folded
+    from its stream: the same on a retry, however the wallet moved since."""
+    if not positions:
+        return {}
+    balance, reservations, out = 0, dict[str, int](), {}
+    wanted = set(positions)
+    for event in app.stream_events(wallet_uuid(wallet_id), lte=max(positions)):
+        if event.position == 1:
+            continue
+        balance, reservations = wallet_step(balance, reservations, event.kind, event.data)
+        if event.position in wanted:
+            held = tuple(Reservation(round_id=k, amount=v) for k, v in reservations.items())
+            reserved = sum(reservations.values())
+            out[event.position] = WalletView(
+                wallet_id=wallet_id,
+                balance=balance,
+                reserved=reserved,
+                available=balance - reserved,
+                reservations=held,
+                version=event.position,
+            )
+    return out
+
+
+def table_reply(env: Env, call: Call, result: CommandResult) -> dict[str, Any]:
     view = result.view
     if not isinstance(view, TableView):
         view = env.service.app_for(result.id).get_table(result.id)
     view = access.table_for(call.principal, view)
-    return pb.TableCommandResponse(
-        request_id=result.request_id, events=convert.recorded_events(result.events), table=convert.table(view)
-    )
+    events = convert.table_events(result.events, viewer(call))
+    return {"request_id": result.request_id, "events": events, "table": convert.table(view)}
 
 
-def round_reply(env: Env, call: Call, result: CommandResult) -> pb.RoundCommandResponse:
+def round_reply(env: Env, call: Call, result: CommandResult) -> dict[str, Any]:
     app = env.service.app_for(result.id, "round")
     view = result.view
     player = viewer(call)
     if not isinstance(view, RoundView):  # a retry: read the round as it is now
         view = app.get_round(result.id)
     seen = convert.visibility_for(player, view)
-    return pb.RoundCommandResponse(
-        request_id=result.request_id,
-        events=convert.recorded_events(result.events, seen),
-        round=convert.round_(view, seen, with_events=False),
-    )
+    return {
+        "request_id": result.request_id,
+        "events": convert.recorded_events(result.events, "round", seen),
+        "round": convert.round_(view, seen, with_events=False),
+    }

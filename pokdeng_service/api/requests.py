@@ -32,6 +32,13 @@ class Fields:
             self.bad(field, f"{field} must be {low} to {high}" + (" (0: the default)" if default is not None else ""))
         return value
 
+    def page_size(self, value: int, most: int, default: int) -> int:
+        """A page size: 0 is ``default``, more than ``most`` is ``most`` (AIP-158), negative is refused."""
+        if value < 0:
+            self.bad("page_size", "page_size must not be negative")
+            return default
+        return default if value == 0 else min(value, most)
+
     def done(self) -> None:
         if self.violations:
             raise RequestInvalid(self.violations)

@@ -47,6 +47,7 @@ from typing import Any, NoReturn, Protocol
 import grpc
 from grpc_status import rpc_status
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.api.auth import Authenticator
 from pokdeng_service.api.errors import (
@@ -57,10 +58,9 @@ from pokdeng_service.api.errors import (
     status_for,
 )
 from pokdeng_service.api.hub import EventHub
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.app import PokdengApp
 from pokdeng_service.application.commands import Command
-from pokdeng_service.application.errors import PermissionDenied
+from pokdeng_service.application.errors import NoReadModels, PermissionDenied
 from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.application.views import CommandResult
 
@@ -86,10 +86,27 @@ class Service(Protocol):
 
 
 class RecentRounds(Protocol):
-    """A read model that lists closed rounds (``pokdeng_service.readmodels.ReadModels``)."""
+    """The read models the List methods read (``readmodels.ReadModels``, ``PartitionedReadModels``)."""
 
     def last_rounds(self, table_id: str | None = None, player: str | None = None, limit: int = 10) -> Sequence[Any]:
         """Summaries with a ``round_id``, oldest first."""
+        ...
+
+    def list_tables(self, after: str | None, limit: int, profile: str | None = None) -> Sequence[Any]: ...
+
+    def list_wallets(self, after: str | None, limit: int) -> Sequence[Any]: ...
+
+    def page_rounds(
+        self,
+        table_id: str | None = None,
+        player: str | None = None,
+        closed_from: str | None = None,
+        closed_to: str | None = None,
+        outcome: str | None = None,
+        cursor: Sequence[int] | None = None,
+        limit: int = 10,
+    ) -> Any:
+        """A ``readmodels.RoundsPage``: closed rounds newest first and ``next_cursor`` (None: the last page)."""
         ...
 
 
@@ -102,6 +119,12 @@ class Env:
     recent: RecentRounds | None = None
     poll: float = 0.2
     heartbeat: float = 15.0
+
+    def lists(self) -> RecentRounds:
+        """The read models, for the List methods (FAILED_PRECONDITION on a server that keeps none)."""
+        if self.recent is None:
+            raise NoReadModels("this server keeps no read models: it cannot list (serve with read models on)")
+        return self.recent
 
 
 @dataclass(frozen=True)
@@ -162,21 +185,31 @@ class Rpc:
         return self.kind or self.name
 
 
+Reply = Callable[[Env, Call, CommandResult], Mapping[str, Any]]
+"""A command's reply: the fields of the method's response message (``XxxResponse``), from the result."""
+
+
+def response_class(service: str, method: str) -> Any:
+    """The response message class of ``pokdeng.v1.<service>/<method>``."""
+    return getattr(pb, pb.DESCRIPTOR.services_by_name[service].methods_by_name[method].output_type.name)
+
+
 def command(
     service: str,
     method: str,
     roles: frozenset[Role],
     to_command: Callable[[Any], Command],
-    reply: Callable[[Env, Call, CommandResult], Any],
+    reply: Reply,
 ) -> Rpc:
     """A command method: map the request, let the application handle it, reply from the result."""
+    response = response_class(service, method)
 
     def body(env: Env, call: Call, request: Any) -> Any:
         result = env.service.handle(call.principal, request.request_id, to_command(request))
         call.context.set_trailing_metadata(((REPLAYED, "true" if result.replayed else "false"),))
         if not result.replayed:
             env.hub.notify()
-        return reply(env, call, result)
+        return response(**reply(env, call, result))
 
     return Rpc(service, method, roles, body)
 

@@ -34,6 +34,7 @@ from typing import Any
 
 import grpc
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.auth import Authenticator, TokenStore
 from pokdeng_service.api.health import NOT_SERVING, SERVING, Health, StoreMonitor
 from pokdeng_service.api.health import SERVICE_NAME as HEALTH_SERVICE
@@ -41,7 +42,6 @@ from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.methods import RPCS
 from pokdeng_service.api.observe import CallObserver, MetricsEndpoint
 from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service, generic_handlers
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.telemetry import STORE_SECONDS
 
 log = logging.getLogger("pokdeng.server")
@@ -294,6 +294,7 @@ def create_server(
         "events": max_subscriptions or max(1, max_workers // 2),
         "health": 32,
         "reflection": 8,
+        "watch": max(4, max_workers),
         **(max_streams or {}),
     }
     limits = Limits(

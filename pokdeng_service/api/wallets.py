@@ -1,42 +1,70 @@
-"""The Wallets service: open, deposit, withdraw; a wallet and its statement."""
+"""The WalletService: open, deposit, withdraw; a wallet, the wallets, a wallet's statement."""
 
 from __future__ import annotations
 
-from pokdeng_core import limits
-from pokdeng_service.api import convert
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_core import currencies, limits
+from pokdeng_service.api import convert, paging
 from pokdeng_service.api.replies import wallet_reply
 from pokdeng_service.api.requests import Fields
-from pokdeng_service.api.rpcs import OPERATOR, READERS, Call, Env, Rpc, command, query
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.api.rpcs import AUDITORS, OPERATOR, READERS, Call, Env, Rpc, command, query
 from pokdeng_service.application import access
 from pokdeng_service.application.commands import Deposit, OpenWallet, Withdraw
 
+SERVICE = "WalletService"
 
-def get_wallet(env: Env, call: Call, request: pb.GetWalletRequest) -> pb.Wallet:
+
+def open_wallet(request: pb.OpenWalletRequest) -> OpenWallet:
+    return OpenWallet(request.wallet_id, request.currency_code or currencies.DEFAULT)
+
+
+def get_wallet(env: Env, call: Call, request: pb.GetWalletRequest) -> pb.GetWalletResponse:
     f = Fields()
     f.ident("wallet_id", request.wallet_id)
     f.done()
     access.require_reader(call.principal, request.wallet_id, "read the wallet")
-    return convert.wallet(env.service.app_for(request.wallet_id, "wallet").get_wallet(request.wallet_id))
+    view = env.service.app_for(request.wallet_id, "wallet").get_wallet(request.wallet_id)
+    return pb.GetWalletResponse(wallet=convert.wallet(view))
 
 
-def get_statement(env: Env, call: Call, request: pb.GetStatementRequest) -> pb.WalletStatement:
+def list_wallets(env: Env, _call: Call, request: pb.ListWalletsRequest) -> pb.ListWalletsResponse:
+    f = Fields()
+    size = f.page_size(request.page_size, limits.MAX_LIST_PAGE, default=100)
+    f.done()
+    cursor = paging.decode("ListWallets", {}, request.page_token)
+    after = paging.key_cursor(cursor) if cursor is not None else None
+    listed = env.lists().list_wallets(after, size + 1)
+    page, more = listed[:size], len(listed) > size
+    token = paging.encode("ListWallets", {}, page[-1].wallet_id) if more and page else ""
+    return pb.ListWalletsResponse(wallets=[convert.wallet_balance(w) for w in page], next_page_token=token)
+
+
+def list_statement_entries(
+    env: Env, call: Call, request: pb.ListStatementEntriesRequest
+) -> pb.ListStatementEntriesResponse:
     f = Fields()
     f.ident("wallet_id", request.wallet_id)
-    limit = f.between("limit", request.limit, 1, limits.MAX_STATEMENT_PAGE, default=100)
-    if request.after < 0:
-        f.bad("after", "after must not be negative")
+    size = f.page_size(request.page_size, limits.MAX_STATEMENT_PAGE, default=100)
     f.done()
+    filters = {"wallet_id": request.wallet_id}
+    cursor = paging.decode("ListStatementEntries", filters, request.page_token)
+    after = paging.int_cursor(cursor) if cursor is not None else 0
     access.require_reader(call.principal, request.wallet_id, "read the statement")
     app = env.service.app_for(request.wallet_id, "wallet")
-    lines = app.wallet_statement(request.wallet_id, after=request.after, limit=limit)
-    return convert.statement(request.wallet_id, lines, request.after)
+    lines = app.wallet_statement(request.wallet_id, after=after, limit=size)
+    last = lines[-1].position if lines else after
+    # A full page may have more after it; a short one reaches the end so far (its token reads what comes later).
+    token = paging.encode("ListStatementEntries", filters, last) if len(lines) == size else ""
+    return pb.ListStatementEntriesResponse(
+        wallet_id=request.wallet_id, entries=[convert.statement_entry(line) for line in lines], next_page_token=token
+    )
 
 
 RPCS: tuple[Rpc, ...] = (
-    command("Wallets", "OpenWallet", OPERATOR, lambda r: OpenWallet(r.wallet_id), wallet_reply),
-    command("Wallets", "Deposit", OPERATOR, lambda r: Deposit(r.wallet_id, r.amount), wallet_reply),
-    command("Wallets", "Withdraw", OPERATOR, lambda r: Withdraw(r.wallet_id, r.amount), wallet_reply),
-    query("Wallets", "GetWallet", READERS, get_wallet),
-    query("Wallets", "GetStatement", READERS, get_statement),
+    command(SERVICE, "OpenWallet", OPERATOR, open_wallet, wallet_reply),
+    command(SERVICE, "Deposit", OPERATOR, lambda r: Deposit(r.wallet_id, r.amount), wallet_reply),
+    command(SERVICE, "Withdraw", OPERATOR, lambda r: Withdraw(r.wallet_id, r.amount), wallet_reply),
+    query(SERVICE, "GetWallet", READERS, get_wallet),
+    query(SERVICE, "ListWallets", AUDITORS, list_wallets),
+    query(SERVICE, "ListStatementEntries", READERS, list_statement_entries),
 )

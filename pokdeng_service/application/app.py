@@ -43,6 +43,7 @@ from pokdeng_service.store.roundlog import RoundLog, round_log_uuid
 from pokdeng_service.store.signing import KeyRing
 from pokdeng_service.store.snapshots import CheckedSnapshots
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_service.wallet.port import INTERNAL, WalletPort
 
 __all__ = ["MAX_AMOUNT", "PokdengApp"]
 
@@ -88,6 +89,8 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
         # (seatings and bids push it on): where audits look first. Only a hint: what is
         # found there is checked, and the search falls back to walking the stream.
         self.audit_hints: dict[str, int] = {}
+        # Where the rounds' money is booked: the store's wallets, or the platform's (``wallet.remote.attach``).
+        self.wallet_port: WalletPort = INTERNAL
 
     # -- one store: the same surface as a partitioned service --------------------------------
 
@@ -102,6 +105,8 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
 
     def handle(self, principal: Principal, request_id: str, command: Command) -> CommandResult:
         """Run ``command`` for ``principal`` once per ``request_id`` (a retry answers the first result)."""
+        if self.wallet_port.remote:  # the platform's wallets: a stake is debited before it is placed (docs/wallet.md)
+            return self.wallet_port.handle(self, principal, request_id, command)
         return execute(self, principal, request_id, command)
 
     if TYPE_CHECKING:  # each command's method is installed below, from the command types

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Literal
 
 import orjson
 
-from pokdeng_core import limits
+from pokdeng_core import currencies, limits
 from pokdeng_core.profiles import PROFILE_NAMES
 from pokdeng_service.application.errors import FieldViolation
 
@@ -109,6 +109,10 @@ def _player(problems: _Problems, value: str | None, *, required: bool = True, fi
 class OpenWallet(Command):
     stream: ClassVar[Stream] = "wallet"
     wallet_id: str
+    currency: str = currencies.DEFAULT  # ISO 4217, with minor units
+
+    def _check(self, problems: _Problems) -> None:
+        problems.add("currency_code", currencies.currency_problem(self.currency))
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +151,7 @@ class OpenTable(Command):
     dealer: str | None = None
     turn_timeout: int = limits.DEFAULT_TURN_TIMEOUT
     profile_version: int | None = None
+    currency: str = currencies.DEFAULT  # ISO 4217, with minor units: every stake at the table is in it
 
     def _check(self, problems: _Problems) -> None:
         if self.profile not in PROFILE_NAMES:
@@ -163,6 +168,7 @@ class OpenTable(Command):
         if type(self.min_stake) is int and type(self.max_stake) is int and 0 < self.max_stake < self.min_stake:
             problems.add("max_stake", "max_stake must be at least min_stake")
         problems.add("seats", limits.seat_count_problem(self.seats))
+        problems.add("currency_code", currencies.currency_problem(self.currency))
         problems.add("turn_timeout", limits.int_problem(self.turn_timeout, "turn_timeout", 1, limits.MAX_TURN_TIMEOUT))
         if self.dealer is not None:
             problems.add("dealer", limits.id_problem(self.dealer, "dealer"))

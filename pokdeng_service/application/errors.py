@@ -58,6 +58,12 @@ def stream_forged(stream: str, ident: str, uuid: UUID | str, problem: str) -> St
     )
 
 
+class NoReadModels(DomainError):
+    """A List method on a server that keeps no read models (they answer lists)."""
+
+    code = "no_read_models"
+
+
 class AlreadyExists(DomainError):
     """Opening a table or wallet whose id is taken."""
 

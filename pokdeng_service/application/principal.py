@@ -59,6 +59,16 @@ class Principal:
             return "internal"
         return f"{self.role.value}:{self.player or self.name}"
 
+    @property
+    def actor(self) -> str:
+        """Who this is, as the record names the sender of an operator command (``round_voided.by``):
+        ``<role>:<token name>`` (``operator:ops-desk``), the role alone for an unnamed token, and
+        ``service:<name>`` for the service itself (``service:turn-clock``)."""
+        if self.internal:
+            return f"service:{self.name}"
+        who = self.player or self.name
+        return f"{self.role.value}:{who}" if who else self.role.value
+
     def describe(self) -> str:
         who = f"player {self.player!r}" if self.role is Role.PLAYER else f"an {self.role.value}"
         return who + (f" ({self.name})" if self.name else "")

@@ -52,6 +52,7 @@ def wallet_view(wallet: Wallet) -> WalletView:
         available=wallet.available,
         reservations=tuple(Reservation(round_id=k, amount=v) for k, v in wallet.reservations.items()),
         version=wallet.version,
+        currency=wallet.currency,
     )
 
 
@@ -73,6 +74,7 @@ def table_view(record: TableRecord) -> TableView:
         bids=s.bids,
         current_round=s.round_id,
         round_no=s.round_no,
+        currency=s.currency,
         turn_timeout=s.turn_timeout,
         house_net=s.house_net,
         commission=s.commission,

@@ -14,9 +14,8 @@ from eventsourcing.domain import Aggregate
 
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
-from pokdeng_core import limits
 from pokdeng_core import table as tc
-from pokdeng_core.errors import InvalidCommand, WrongPhase
+from pokdeng_core.errors import CurrencyMismatch, WrongPhase
 from pokdeng_core.machine import RoundState, decide_and_fold
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, SHUFFLE_ALGORITHM, commitment
 from pokdeng_service.application.checkpoints import log_closed_round
@@ -40,6 +39,7 @@ from pokdeng_service.application.errors import PermissionDenied
 from pokdeng_service.application.pipeline import Attempt, Outcome, handler
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed
 from pokdeng_service.store.vault import SEAL_AAD_VERSION, VaultError, fresh_seed
+from pokdeng_service.wallet.port import port_of
 
 log = logging.getLogger("pokdeng.rounds")
 
@@ -53,7 +53,8 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
     round_id = f"{command.table_id}#{state.round_no + 1}"
     funds: list[tuple[str, int]] = []
     if state.rules.banker_bid is not None:
-        funds = [(player, attempt.available(player)) for player in state.players]
+        port = port_of(attempt)  # (the store's wallets, or the platform's: docs/wallet.md)
+        funds = [(player, port.funds(attempt, player, state.currency, missing_ok=True)) for player in state.players]
     table.record(tc.decide_and_fold_table(state, tc.StartRound(round_id, tuple(funds))), attempt.request_id)
     state = table.state
     seed = fresh_seed()
@@ -71,6 +72,7 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
         state.round_no,
         SHUFFLE_ALGORITHM,
         CLIENT_SEED_RULE,
+        state.currency,
     )
     record = RoundRecord(round_id, command.table_id)
     record.record(decide_and_fold(record.state, opening), attempt.request_id)
@@ -99,46 +101,35 @@ def _play(attempt: Attempt, command: RoundCommand, make: CoreCommand, expected_v
 
 
 def _book_money(attempt: Attempt, record: RoundRecord, events: Iterable[re.RoundEvent]) -> list[Aggregate]:
-    """Apply the round's money events to the wallets (and, at the close, the table's ledger)."""
+    """Book the round's money events through the wallet port (``wallet.port``: the store's wallets, or the
+    platform's) and, at the close, on the table's ledger."""
     round_id = record.round_id
-    reserving = []
+    port = port_of(attempt)
     closed: re.RoundClosed | None = None
     house_net = commission = 0
     for event in events:
         if isinstance(event, re.BetPlaced):
-            wallet = attempt.wallet(event.player)
-            wallet.reserve(round_id, event.reserved)
-            reserving.append(wallet)
+            port.reserve(attempt, record, event.player, event.reserved, ("bet", event.seat, event.player))
             if event.banker_reserved:
                 banker = record.state.banker_player
                 assert banker is not None
-                banker_wallet = attempt.wallet(banker)
-                banker_wallet.reserve(round_id, event.banker_reserved)
-                reserving.append(banker_wallet)
+                port.reserve(attempt, record, banker, event.banker_reserved, ("cover", event.seat, event.player))
         elif isinstance(event, re.SideBetPlaced):
-            wallet = attempt.wallet(event.player)
-            wallet.reserve(round_id, event.reserved)
-            reserving.append(wallet)
+            port.reserve(attempt, record, event.player, event.reserved, ("side", event.seat, event.player))
         elif isinstance(event, re.RoundSettled):
             for player, reserved, net in event.wallets:
-                attempt.wallet(player).settle(round_id, reserved, net)
+                port.settle(attempt, record, player, reserved, net)
             house_net, commission = event.house_net, event.commission
         elif isinstance(event, re.RoundVoided):
             for player, reserved in event.wallets:
-                attempt.wallet(player).release(round_id, reserved, "round_voided")
+                port.release(attempt, record, player, reserved, "round_voided")
         elif isinstance(event, re.RoundClosed):
             closed = event
-    for wallet in reserving:  # staking only: a settlement is never refused
-        if wallet.balance + 2 * wallet.reserved > limits.MAX_AMOUNT:  # a win is at most 1.2x what is reserved
-            raise InvalidCommand(
-                f"wallet {wallet.wallet_id!r} is too large to stake more: its balance could pass {limits.MAX_AMOUNT}",
-                field="stake",
-            )
-    touched: list[Aggregate] = list(attempt.wallets())
+    touched: list[Aggregate] = port.touched(attempt)
     if closed is not None:
         table = attempt.table(record.table_id)
         banker = record.state.banker_player
-        banker_funds = attempt.wallet(banker).available if banker else None
+        banker_funds = port.closing_funds(attempt, record, banker) if banker else None
         finish = tc.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds, record.last_digest)
         table.record(tc.decide_and_fold_table(table.state, finish), attempt.request_id)
         touched.append(table)
@@ -149,9 +140,24 @@ def _book_money(attempt: Attempt, record: RoundRecord, events: Iterable[re.Round
 @handler(PlaceBet)
 def place_bet(attempt: Attempt, command: PlaceBet) -> Outcome:
     def make(attempt: Attempt, state: RoundState) -> rc.RoundCommand:
-        available = attempt.wallet(command.player).available
+        funds = port_of(attempt).stake_funds(attempt, command.round_id)  # the platform's: its debit was the check
+        if funds is not None:
+            banker_funds = funds if state.banker_player is not None else None
+            return rc.PlaceBet(command.seat, command.player, command.stake, funds, banker_funds, command.client_seed)
+        wallet = attempt.wallet(command.player)
         banker = state.banker_player
-        banker_available = attempt.wallet(banker).available if banker is not None else None
+        banker_wallet = attempt.wallet(banker) if banker is not None else None
+        for who in (wallet, banker_wallet):
+            if who is not None and who.currency != state.currency:
+                raise CurrencyMismatch(
+                    f"wallet {who.wallet_id!r} holds {who.currency}; round {command.round_id} is played in "
+                    f"{state.currency}",
+                    wallet=who.wallet_id,
+                    wallet_currency=who.currency,
+                    table_currency=state.currency,
+                )
+        available = wallet.available
+        banker_available = banker_wallet.available if banker_wallet is not None else None
         return rc.PlaceBet(
             command.seat, command.player, command.stake, available, banker_available, command.client_seed
         )
@@ -170,8 +176,13 @@ def place_side_bet(attempt: Attempt, command: PlaceSideBet) -> Outcome:
     return _play(
         attempt,
         command,
-        lambda a, _s: rc.PlaceSideBet(command.seat, command.player, a.wallet(command.player).available),
+        lambda a, _s: rc.PlaceSideBet(command.seat, command.player, _side_funds(a, command)),
     )
+
+
+def _side_funds(attempt: Attempt, command: PlaceSideBet) -> int:
+    funds = port_of(attempt).stake_funds(attempt, command.round_id)
+    return attempt.wallet(command.player).available if funds is None else funds
 
 
 @handler(Deal)
@@ -181,7 +192,7 @@ def deal(attempt: Attempt, command: Deal) -> Outcome:
 
 @handler(CloseSideBets)
 def close_side_bets(attempt: Attempt, command: CloseSideBets) -> Outcome:
-    return _play(attempt, command, lambda _a, _s: rc.CloseSideBets())
+    return _play(attempt, command, lambda a, _s: rc.CloseSideBets(a.principal.actor))
 
 
 @handler(Draw)
@@ -233,7 +244,7 @@ def banker_stay(attempt: Attempt, command: BankerStay) -> Outcome:
 def time_out_turn(attempt: Attempt, command: TimeOutTurn) -> Outcome:
     """The automatic action for whoever is to act. With ``expected_version`` (the turn clock), only
     if the round has not moved since: a turn that has just begun is never timed out at once."""
-    return _play(attempt, command, lambda _a, _s: rc.TimeOutTurn(), command.expected_version)
+    return _play(attempt, command, lambda a, _s: rc.TimeOutTurn(a.principal.actor), command.expected_version)
 
 
 @handler(VoidRound)
@@ -245,4 +256,4 @@ def void_round(attempt: Attempt, command: VoidRound) -> Outcome:
     except VaultError as error:
         log.warning("round %s is voided without revealing its seed: %s", command.round_id, error)
         attempt.round(command.round_id, sealed=True)
-    return _play(attempt, command, lambda _a, _s: rc.VoidRound(command.reason))
+    return _play(attempt, command, lambda a, _s: rc.VoidRound(command.reason, a.principal.actor))

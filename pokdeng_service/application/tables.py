@@ -19,6 +19,7 @@ from pokdeng_service.application.errors import AlreadyExists, NotFound
 from pokdeng_service.application.pipeline import Attempt, Outcome, handler
 from pokdeng_service.store import merkle
 from pokdeng_service.store.aggregates import TableRecord
+from pokdeng_service.wallet.port import port_of
 
 
 def _outcome(table: TableRecord) -> Outcome:
@@ -51,6 +52,7 @@ def open_table(attempt: Attempt, command: OpenTable) -> Outcome:
         command.seats,
         command.dealer,
         command.turn_timeout,
+        command.currency,
     )
     table = TableRecord(command.table_id)
     table.record(tc.decide_and_fold_table(tc.TableState(), opening), attempt.request_id)
@@ -70,7 +72,7 @@ def leave_seat(attempt: Attempt, command: LeaveSeat) -> Outcome:
 @handler(BidForBanker)
 def bid_for_banker(attempt: Attempt, command: BidForBanker) -> Outcome:
     table = attempt.table(command.table_id)
-    capital = attempt.wallet(command.player).available
+    capital = port_of(attempt).funds(attempt, command.player, table.state.currency)  # (docs/wallet.md)
     table.record(
         tc.decide_and_fold_table(table.state, tc.BidForBanker(command.player, command.rounds, capital)),
         attempt.request_id,

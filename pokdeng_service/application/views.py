@@ -25,6 +25,7 @@ class WalletView(_View):
     available: int
     reservations: tuple[Reservation, ...]
     version: int
+    currency: str = "THB"
 
 
 class StatementLine(_View):
@@ -62,6 +63,7 @@ class TableView(_View):
     house_net: int
     commission: int
     version: int
+    currency: str = "THB"
 
 
 def _held(value: Any, handler: ValidatorFunctionWrapHandler) -> RecordedEvent:

@@ -19,7 +19,7 @@ def open_wallet(attempt: Attempt, command: OpenWallet) -> Outcome:
     try:
         attempt.wallet(command.wallet_id)
     except NotFound:
-        return _outcome(Wallet(command.wallet_id))
+        return _outcome(Wallet(command.wallet_id, command.currency))
     raise AlreadyExists(f"wallet {command.wallet_id!r} already exists", wallet=command.wallet_id)
 
 

@@ -283,9 +283,11 @@ class Wallet(Aggregate):
     chain where it was: at the wallet's genesis, for a wallet that has only such events."""
 
     last_digest: str
+    currency: str = "THB"  # (a snapshot taken before currencies has none: THB)
 
     class Opened(Aggregate.Created):
         wallet_id: str
+        currency: str = "THB"  # ISO 4217 (absent from wallets opened before currencies: THB)
 
     class Deposited(_Movement, Aggregate.Event):
         amount: int
@@ -319,8 +321,9 @@ class Wallet(Aggregate):
         return wallet_uuid(wallet_id)
 
     @event(Opened)
-    def __init__(self, wallet_id: str) -> None:
+    def __init__(self, wallet_id: str, currency: str = "THB") -> None:
         self.wallet_id = wallet_id
+        self.currency = currency
         self.balance = 0
         self.reservations: dict[str, int] = {}
         self.last_digest = wallet_genesis(wallet_id)

@@ -13,6 +13,7 @@ player-banker plays the banker's hand with its own token.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -20,8 +21,9 @@ from typing import Any
 
 import grpc
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
+from pokdeng_client import events
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 
 PLAYERS = ("alice", "bob", "carol", "dave", "erin", "frank")
 TOKENS: dict[str, str] = {
@@ -30,12 +32,15 @@ TOKENS: dict[str, str] = {
     **{p: f"{p}-token-0123456789" for p in PLAYERS},
 }
 TIMEOUT = 30.0
+SERVICE_OF: dict[str, str] = {m.name: s.name for s in pb.DESCRIPTOR.services_by_name.values() for m in s.methods}
+"""Each method's service (method names are unique across the API's services)."""
 COMMANDS = frozenset(
     m.name
-    for s in ("Wallets", "Tables")
+    for s in ("WalletService", "TableService", "RoundService")
     for m in pb.DESCRIPTOR.services_by_name[s].methods
     if "request_id" in m.input_type.fields_by_name
 )
+"""The game's commands (the checkpoint signer's SignTreeHead is tested on its own)."""
 
 
 @dataclass
@@ -50,11 +55,7 @@ class Api:
 
     def __post_init__(self) -> None:
         self.stubs: dict[str, Any] = {
-            "Wallets": pb_grpc.WalletsStub(self.channel),
-            "Tables": pb_grpc.TablesStub(self.channel),
-            "Queries": pb_grpc.QueriesStub(self.channel),
-            "Audit": pb_grpc.AuditStub(self.channel),
-            "Events": pb_grpc.EventsStub(self.channel),
+            name: getattr(pb_grpc, f"{name}Stub")(self.channel) for name in pb.DESCRIPTOR.services_by_name
         }
 
     @property
@@ -62,6 +63,8 @@ class Api:
         return (("authorization", f"Bearer {self.token}"),) if self.token else ()
 
     def method(self, service: str, name: str) -> Any:
+        """The stub method ``name``; ``service`` must be its service."""
+        assert SERVICE_OF[name] == service, f"{name} is a method of {SERVICE_OF[name]}, not {service}"
         return getattr(self.stubs[service], name)
 
     def next_id(self) -> str:
@@ -92,18 +95,41 @@ class Api:
     # -- shortcuts ------------------------------------------------------------------------------
 
     def round(self, round_id: str) -> pb.Round:
-        result: pb.Round = self.get("Queries", "GetRound", pb.GetRoundRequest(round_id=round_id))
+        result: pb.Round = self.get("RoundService", "GetRound", pb.GetRoundRequest(round_id=round_id)).round
         return result
 
     def wallet(self, wallet_id: str) -> pb.Wallet:
-        result: pb.Wallet = self.get("Wallets", "GetWallet", pb.GetWalletRequest(wallet_id=wallet_id))
+        result: pb.Wallet = self.get("WalletService", "GetWallet", pb.GetWalletRequest(wallet_id=wallet_id)).wallet
+        return result
+
+    def table(self, table_id: str) -> pb.Table:
+        result: pb.Table = self.get("TableService", "GetTable", pb.GetTableRequest(table_id=table_id)).table
         return result
 
     def legal(self, round_id: str, seat: int | None = None) -> list[str]:
         request = pb.GetLegalCommandsRequest(round_id=round_id)
         if seat is not None:
             request.seat = seat
-        return list(self.get("Queries", "GetLegalCommands", request).commands)
+        commands = self.get("RoundService", "GetLegalCommands", request).commands
+        return [pb.CommandKind.Name(c.kind).removeprefix("COMMAND_KIND_").lower() for c in commands]
+
+
+def kind_of(event: Any) -> str:
+    """An event's kind in snake case: its typed member's name ("bet_placed", "wallet_deposited"), or for a
+    message without one (a replayed event) its EventKind without the prefix."""
+    if "event" in event.DESCRIPTOR.oneofs_by_name:
+        member: str | None = event.WhichOneof("event")
+        if member is not None:
+            return member
+    return pb.EventKind.Name(event.kind).removeprefix("EVENT_KIND_").lower()
+
+
+def payload(event: Any) -> dict[str, Any]:
+    """An event's stored data: its canonical JSON (a redacted event's typed member, mapped back)."""
+    if event.canonical_data:
+        data: dict[str, Any] = json.loads(event.canonical_data)
+        return data
+    return events.data_of(getattr(event, event.WhichOneof("event")))
 
 
 def error_of(call: Callable[[], Any]) -> grpc.RpcError:
@@ -121,8 +147,8 @@ def error_of(call: Callable[[], Any]) -> grpc.RpcError:
 def open_wallets(ops: Api, names: Mapping[str, int] | list[str], amount: int = 1_000_000) -> None:
     funds = names if isinstance(names, Mapping) else dict.fromkeys(names, amount)
     for name, money in funds.items():
-        ops.cmd("Wallets", "OpenWallet", pb.OpenWalletRequest(wallet_id=name))
-        ops.cmd("Wallets", "Deposit", pb.DepositRequest(wallet_id=name, amount=money))
+        ops.cmd("WalletService", "OpenWallet", pb.OpenWalletRequest(wallet_id=name))
+        ops.cmd("WalletService", "Deposit", pb.DepositRequest(wallet_id=name, amount=money))
 
 
 def open_table(
@@ -140,23 +166,23 @@ def open_table(
     )
     if dealer is not None:
         request.dealer = dealer
-    table: pb.Table = ops.cmd("Tables", "OpenTable", request).table
+    table: pb.Table = ops.cmd("TableService", "OpenTable", request).table
     return table
 
 
 def seat(player: Api, table_id: str, who: str, number: int) -> None:
-    player.cmd("Tables", "TakeSeat", pb.TakeSeatRequest(table_id=table_id, player=who, seat=number))
+    player.cmd("TableService", "TakeSeat", pb.TakeSeatRequest(table_id=table_id, player=who, seat=number))
 
 
 def start_round(ops: Api, table_id: str, client_seed: str = "grpc tests") -> pb.Round:
-    response = ops.cmd("Tables", "StartRound", pb.StartRoundRequest(table_id=table_id, client_seed=client_seed))
+    response = ops.cmd("RoundService", "StartRound", pb.StartRoundRequest(table_id=table_id, client_seed=client_seed))
     result: pb.Round = response.round
     return result
 
 
-def bet(player: Api, round_id: str, number: int, who: str, stake: int) -> pb.RoundCommandResponse:
+def bet(player: Api, round_id: str, number: int, who: str, stake: int) -> pb.PlaceBetResponse:
     request = pb.PlaceBetRequest(round_id=round_id, seat=number, player=who, stake=stake)
-    result: pb.RoundCommandResponse = player.cmd("Tables", "PlaceBet", request)
+    result: pb.PlaceBetResponse = player.cmd("RoundService", "PlaceBet", request)
     return result
 
 
@@ -181,7 +207,7 @@ def play_round(ops: Api, players: Mapping[str, Api], round_id: str, choices: Cho
         if phase == pb.ROUND_PHASE_CLOSED:
             return current
         if phase == pb.ROUND_PHASE_BETTING:
-            ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+            ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
             choices.seen.add("Deal")
         elif phase == pb.ROUND_PHASE_SIDE_BETS:
             holders = {s.seat: s.player for s in current.seats}
@@ -190,9 +216,9 @@ def play_round(ops: Api, players: Mapping[str, Api], round_id: str, choices: Cho
                 mine = holders.get(b.seat) == b.player and "place_side_bet" in api.legal(round_id, b.seat)
                 if mine and choices.rng.random() < choices.side_bet:
                     request = pb.PlaceSideBetRequest(round_id=round_id, seat=b.seat, player=b.player)
-                    api.cmd("Tables", "PlaceSideBet", request)
+                    api.cmd("RoundService", "PlaceSideBet", request)
                     choices.seen.add("PlaceSideBet")
-            ops.cmd("Tables", "CloseSideBets", pb.CloseSideBetsRequest(round_id=round_id))
+            ops.cmd("RoundService", "CloseSideBets", pb.CloseSideBetsRequest(round_id=round_id))
             choices.seen.add("CloseSideBets")
         elif phase == pb.ROUND_PHASE_PLAYER_TURNS:
             number = current.turn
@@ -201,10 +227,10 @@ def play_round(ops: Api, players: Mapping[str, Api], round_id: str, choices: Cho
             if "draw" in api.legal(round_id, number):
                 name = "Draw" if choices.rng.random() < choices.draw else "Stay"
                 request_type = pb.DrawRequest if name == "Draw" else pb.StayRequest
-                api.cmd("Tables", name, request_type(round_id=round_id, seat=number, player=holder))
+                api.cmd("RoundService", name, request_type(round_id=round_id, seat=number, player=holder))
                 choices.seen.add(name)
             else:  # pragma: no cover - the engine plays automatic steps itself
-                ops.cmd("Tables", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))
+                ops.cmd("RoundService", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))
         elif phase == pb.ROUND_PHASE_BANKER_TURN:
             banker = current.banker_player
             api = players[banker] if banker else ops
@@ -213,16 +239,18 @@ def play_round(ops: Api, players: Mapping[str, Api], round_id: str, choices: Cho
             if "banker_reveal" in legal and waiting and choices.rng.random() < choices.reveal:
                 chosen = sorted(choices.rng.sample(waiting, choices.rng.randint(1, len(waiting))))
                 api.cmd(
-                    "Tables", "BankerReveal", pb.BankerRevealRequest(round_id=round_id, seats=chosen, player=banker)
+                    "RoundService",
+                    "BankerReveal",
+                    pb.BankerRevealRequest(round_id=round_id, seats=chosen, player=banker),
                 )
                 choices.seen.add("BankerReveal")
             elif "banker_draw" in legal:
                 name = "BankerDraw" if choices.rng.random() < choices.banker_draw else "BankerStay"
                 banker_request = pb.BankerDrawRequest if name == "BankerDraw" else pb.BankerStayRequest
-                api.cmd("Tables", name, banker_request(round_id=round_id, player=banker))
+                api.cmd("RoundService", name, banker_request(round_id=round_id, player=banker))
                 choices.seen.add(name)
             else:  # pragma: no cover
-                ops.cmd("Tables", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))
+                ops.cmd("RoundService", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))
         else:  # pragma: no cover
             raise AssertionError(f"round {round_id} stuck in phase {pb.RoundPhase.Name(phase)}")
     raise AssertionError(f"round {round_id} did not close in {max_steps} steps")
@@ -230,7 +258,7 @@ def play_round(ops: Api, players: Mapping[str, Api], round_id: str, choices: Cho
 
 def assert_books(ops: Api, closed: pb.Round, before: Mapping[str, int]) -> dict[str, int]:
     """The round balances, every wallet moved by its net, nothing stays reserved; returns the nets."""
-    assert closed.phase == pb.ROUND_PHASE_CLOSED and closed.outcome == "settled"
+    assert closed.phase == pb.ROUND_PHASE_CLOSED and closed.outcome == pb.ROUND_OUTCOME_SETTLED
     nets = {r.player: r.net for r in closed.results}
     assert sum(nets.values()) + closed.house_net + closed.commission == 0
     for name, balance in before.items():

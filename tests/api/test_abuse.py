@@ -23,9 +23,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 from pokdeng_service.api.errors import ResourceExhausted, details_of
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
 
 from .client import TOKENS, Api, Choices, bet, error_of, open_table, open_wallets, play_round, seat, start_round
 from .conftest import Served, StartServer, make_app, sqlite_env
@@ -60,7 +60,7 @@ def _round(served: Served, timer: _Timer, channel: grpc.Channel, table: str, see
     bet(players["bob"], round_id, 2, "bob", 300)
     closed = play_round(ops, players, round_id, Choices(random.Random(seed)))
     assert closed.phase == pb.ROUND_PHASE_CLOSED
-    ops.cmd("Wallets", "OpenWallet", pb.OpenWalletRequest(wallet_id=f"new-{seed}"))  # the example
+    ops.cmd("WalletService", "OpenWallet", pb.OpenWalletRequest(wallet_id=f"new-{seed}"))  # the example
     return [seconds for _method, seconds in timer.calls]
 
 
@@ -99,7 +99,7 @@ class Abuser:
             health = health_pb2_grpc.HealthStub(hostile[i % 10])
             self.calls["health"].append(health.Watch(health_pb2.HealthCheckRequest()))  # no token
         for i in range(HOSTILE["events"]):
-            events = pb_grpc.EventsStub(hostile[i % 10])
+            events = pb_grpc.EventServiceStub(hostile[i % 10])
             self.calls["events"].append(events.SubscribeEvents(pb.SubscribeEventsRequest(), metadata=auditor))
         for kind in ("health", "events"):
             self._readers += [asyncio.ensure_future(self._read_first(kind, call)) for call in self.calls[kind]]
@@ -238,13 +238,13 @@ def test_one_caller_cannot_take_every_place_and_a_full_server_says_resource_exha
     try:
         ops, alice, bob = served.api("operator"), served.api("alice"), served.api("bob")
         open_wallets(ops, ["alice", "bob"])
-        stub = alice.method("Wallets", "GetWallet")
+        stub = alice.method("WalletService", "GetWallet")
         held = [stub.future(pb.GetWalletRequest(wallet_id="alice"), metadata=alice.metadata) for _ in range(2)]
         _until(lambda: len(entered) == 2, 5, "alice's calls did not start")
         flood = details_of(error_of(lambda: alice.wallet("alice")))  # alice has her two places
         assert flood.code == grpc.StatusCode.RESOURCE_EXHAUSTED, flood
         held += [
-            bob.method("Wallets", "GetWallet").future(pb.GetWalletRequest(wallet_id="bob"), metadata=bob.metadata)
+            bob.method("WalletService", "GetWallet").future(pb.GetWalletRequest(wallet_id="bob"), metadata=bob.metadata)
             for _ in range(2)
         ]
         _until(lambda: len(entered) == 4, 5, "bob's calls did not start")
@@ -252,7 +252,7 @@ def test_one_caller_cannot_take_every_place_and_a_full_server_says_resource_exha
         assert full.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "in flight" in full.message, full
         release.set()
         for future in held:
-            assert future.result(timeout=10).wallet_id in ("alice", "bob")
+            assert future.result(timeout=10).wallet.wallet_id in ("alice", "bob")
         assert ops.wallet("alice").wallet_id == "alice"  # and the places are free again
     finally:
         release.set()
@@ -272,7 +272,7 @@ def test_reflection_needs_a_token_outside_development_mode(local: Served) -> Non
     error = error_of(lambda: _reflect(local.channel, (("authorization", "Bearer nope"),)))
     assert error.code() == grpc.StatusCode.UNAUTHENTICATED
     answer = _reflect(local.channel, (("authorization", f"Bearer {TOKENS['alice']}"),))  # any valid token
-    assert "pokdeng.v1.Tables" in {s.name for s in answer.list_services_response.service}
+    assert "pokdeng.v1.TableService" in {s.name for s in answer.list_services_response.service}
 
 
 def test_reflection_is_open_in_development_mode(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -284,7 +284,7 @@ def test_reflection_is_open_in_development_mode(tmp_path: Path, capsys: pytest.C
         server.start()
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
             answer = _reflect(channel)
-        assert "pokdeng.v1.Tables" in {s.name for s in answer.list_services_response.service}
+        assert "pokdeng.v1.TableService" in {s.name for s in answer.list_services_response.service}
     finally:
         server.stop(0).wait(5)
         app.close()

@@ -10,12 +10,25 @@ from pathlib import Path
 import grpc
 import pytest
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service import auth
 from pokdeng_service.api.errors import details_of
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.auth import Principal, Role, TokenConfigError, TokenStore, bearer_token, token_digest
 
-from .client import Api, Choices, bet, error_of, open_table, open_wallets, play_round, seat, start_round
+from .client import (
+    SERVICE_OF,
+    Api,
+    Choices,
+    bet,
+    error_of,
+    kind_of,
+    open_table,
+    open_wallets,
+    payload,
+    play_round,
+    seat,
+    start_round,
+)
 from .conftest import Served
 
 Code = grpc.StatusCode
@@ -47,7 +60,18 @@ def _call(api: Api, service: str, method: object) -> grpc.StatusCode | None:
 def test_every_method_has_a_rule() -> None:
     methods = {f"/{m.full_name.rsplit('.', 1)[0]}/{m.name}" for _s, m in ALL_METHODS}
     assert methods == set(auth.METHOD_ROLES)
-    reads = {"GetWallet", "GetStatement", "GetTable", "GetRound", "GetLegalCommands", "ListRecentRounds"}
+    reads = {
+        "GetWallet",
+        "ListStatementEntries",
+        "GetTable",
+        "ListTables",
+        "WatchTable",
+        "GetRound",
+        "ListRounds",
+        "GetLegalCommands",
+        "WatchRound",
+        "ListWallets",
+    }
     reads |= {"ReplayRound", "VerifyRound", "ExportRound", "GetInclusionProof", "SubscribeEvents"}
     for name, roles in auth.METHOD_ROLES.items():
         method = name.rsplit("/", 1)[1]
@@ -126,9 +150,9 @@ def test_no_token_or_a_bad_token_is_unauthenticated(local: Served) -> None:
         for service, method in ALL_METHODS:
             assert _call(api, service, method) == Code.UNAUTHENTICATED, (api.token, method.full_name)
     basic = local.api(None)
-    error = error_of(lambda: basic.get("Queries", "GetTable", pb.GetTableRequest(table_id="t")))
+    error = error_of(lambda: basic.get("TableService", "GetTable", pb.GetTableRequest(table_id="t")))
     assert details_of(error).reason == "UNAUTHENTICATED"
-    raw = basic.method("Queries", "GetTable")
+    raw = basic.method("TableService", "GetTable")
     error = error_of(lambda: raw(pb.GetTableRequest(table_id="t"), metadata=(("authorization", "Basic b3A="),)))
     assert error.code() == Code.UNAUTHENTICATED
 
@@ -167,11 +191,11 @@ def test_a_player_acts_and_reads_only_for_itself(local: Served, table: str) -> N
     alice, ops = local.api("alice"), local.api("operator")
     assert alice.wallet("alice").balance == 1_000_000
     assert "bob" in _denied(lambda: alice.wallet("bob"))
-    _denied(lambda: alice.get("Wallets", "GetStatement", pb.GetStatementRequest(wallet_id="bob")))
-    assert alice.get("Wallets", "GetStatement", pb.GetStatementRequest(wallet_id="alice")).entries
-    _denied(lambda: alice.cmd("Tables", "TakeSeat", pb.TakeSeatRequest(table_id=table, player="bob", seat=3)))
-    _denied(lambda: alice.cmd("Tables", "LeaveSeat", pb.LeaveSeatRequest(table_id=table, player="bob")))
-    _denied(lambda: alice.cmd("Tables", "BidForBanker", pb.BidForBankerRequest(table_id=table, player="bob")))
+    _denied(lambda: alice.get("WalletService", "ListStatementEntries", pb.ListStatementEntriesRequest(wallet_id="bob")))
+    assert alice.get("WalletService", "ListStatementEntries", pb.ListStatementEntriesRequest(wallet_id="alice")).entries
+    _denied(lambda: alice.cmd("TableService", "TakeSeat", pb.TakeSeatRequest(table_id=table, player="bob", seat=3)))
+    _denied(lambda: alice.cmd("TableService", "LeaveSeat", pb.LeaveSeatRequest(table_id=table, player="bob")))
+    _denied(lambda: alice.cmd("TableService", "BidForBanker", pb.BidForBankerRequest(table_id=table, player="bob")))
     round_id = start_round(ops, table).round_id
     _denied(lambda: bet(alice, round_id, 2, "bob", 100))
     _denied(lambda: alice.legal(round_id))
@@ -181,15 +205,15 @@ def test_a_player_acts_and_reads_only_for_itself(local: Served, table: str) -> N
     bet(alice, round_id, 1, "alice", 100)
     bet(local.api("bob"), round_id, 2, "bob", 100)
     _denied(lambda: local.api("carol").round(round_id))  # carol takes no part
-    _denied(lambda: alice.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(table_id=table, player="bob")))
+    _denied(lambda: alice.get("RoundService", "ListRounds", pb.ListRoundsRequest(table_id=table, player="bob")))
     for name, request in [
         ("Draw", pb.DrawRequest(round_id=round_id, seat=2, player="bob")),
         ("Stay", pb.StayRequest(round_id=round_id, seat=2, player="bob")),
         ("PlaceSideBet", pb.PlaceSideBetRequest(round_id=round_id, seat=2, player="bob")),
     ]:
-        _denied(lambda n=name, r=request: alice.cmd("Tables", n, r))
+        _denied(lambda n=name, r=request: alice.cmd(SERVICE_OF[n], n, r))
     # an open round: a player may not audit it yet (its seed is secret)
-    error = error_of(lambda: alice.get("Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)))
+    error = error_of(lambda: alice.get("AuditService", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)))
     assert error.code() == Code.FAILED_PRECONDITION
 
 
@@ -199,8 +223,10 @@ def test_a_player_sees_other_hands_only_once_shown(local: Served, table: str) ->
         round_id = start_round(ops, table).round_id
         bet(alice, round_id, 1, "alice", 100)
         bet(bob, round_id, 2, "bob", 100)
-        dealt = ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
-        if dealt.round.phase == pb.ROUND_PHASE_PLAYER_TURNS and not any(e.kind == "pok_declared" for e in dealt.events):
+        dealt = ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
+        if dealt.round.phase == pb.ROUND_PHASE_PLAYER_TURNS and not any(
+            kind_of(e) == "pok_declared" for e in dealt.events
+        ):
             break
         play_round(ops, local.players(), round_id, Choices(random.Random(0)))
     else:  # pragma: no cover
@@ -208,16 +234,16 @@ def test_a_player_sees_other_hands_only_once_shown(local: Served, table: str) ->
     full = {h.seat: list(h.cards) for h in ops.round(round_id).hands}
     seen = alice.round(round_id)
     assert {h.seat: list(h.cards) for h in seen.hands} == {1: full[1], 2: ["", ""], 0: ["", ""]}
-    dealt_event = next(e for e in seen.events if e.kind == "cards_dealt")
+    dealt_event = next(e for e in seen.events if kind_of(e) == "cards_dealt")
     assert dealt_event.redacted and dealt_event.chain_digest
-    shown = json.loads(dealt_event.payload_json)["cards"]
+    shown = payload(dealt_event)["cards"]
     assert [c for s, c in shown if s == 1] == full[1] and all(c == "" for s, c in shown if s != 1)
-    operator_event = next(e for e in ops.round(round_id).events if e.kind == "cards_dealt")
-    assert not operator_event.redacted and all(c for _s, c in json.loads(operator_event.payload_json)["cards"])
+    operator_event = next(e for e in ops.round(round_id).events if kind_of(e) == "cards_dealt")
+    assert not operator_event.redacted and all(c for _s, c in payload(operator_event)["cards"])
     assert all(c for h in local.api("auditor").round(round_id).hands for c in h.cards)
     closed = play_round(ops, local.players(), round_id, Choices(random.Random(0)))
     assert alice.round(round_id).hands == closed.hands  # everything is shown at the close
-    assert alice.get("Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)).ok
+    assert alice.get("AuditService", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)).ok
 
 
 def test_only_the_player_banker_plays_the_bankers_hand(local: Served, table: str) -> None:
@@ -227,28 +253,30 @@ def test_only_the_player_banker_plays_the_bankers_hand(local: Served, table: str
         round_id = start_round(ops, table).round_id
         bet(alice, round_id, 1, "alice", 100)
         bet(bob, round_id, 2, "bob", 100)
-        ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+        ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
         current = ops.round(round_id)
         while current.phase == pb.ROUND_PHASE_PLAYER_TURNS:
             holder = {s.seat: s.player for s in current.seats}[current.turn]
-            players[holder].cmd("Tables", "Stay", pb.StayRequest(round_id=round_id, seat=current.turn, player=holder))
+            players[holder].cmd(
+                "RoundService", "Stay", pb.StayRequest(round_id=round_id, seat=current.turn, player=holder)
+            )
             current = ops.round(round_id)
         if current.phase == pb.ROUND_PHASE_BANKER_TURN:
             break
     else:  # pragma: no cover
         raise AssertionError("twenty rounds without a banker's turn")
     assert "not the banker" in _denied(
-        lambda: alice.cmd("Tables", "BankerStay", pb.BankerStayRequest(round_id=round_id, player="alice"))
+        lambda: alice.cmd("RoundService", "BankerStay", pb.BankerStayRequest(round_id=round_id, player="alice"))
     )
     assert "as itself" in _denied(
-        lambda: alice.cmd("Tables", "BankerStay", pb.BankerStayRequest(round_id=round_id, player="dave"))
+        lambda: alice.cmd("RoundService", "BankerStay", pb.BankerStayRequest(round_id=round_id, player="dave"))
     )
-    _denied(lambda: alice.cmd("Tables", "BankerDraw", pb.BankerDrawRequest(round_id=round_id)))
-    _denied(lambda: alice.cmd("Tables", "BankerReveal", pb.BankerRevealRequest(round_id=round_id, seats=[1])))
-    house = error_of(lambda: ops.cmd("Tables", "BankerStay", pb.BankerStayRequest(round_id=round_id)))
+    _denied(lambda: alice.cmd("RoundService", "BankerDraw", pb.BankerDrawRequest(round_id=round_id)))
+    _denied(lambda: alice.cmd("RoundService", "BankerReveal", pb.BankerRevealRequest(round_id=round_id, seats=[1])))
+    house = error_of(lambda: ops.cmd("RoundService", "BankerStay", pb.BankerStayRequest(round_id=round_id)))
     assert details_of(house).reason == "NOT_YOUR_TURN"  # the house is not this round's banker
     assert dave.legal(round_id, 0) == ["banker_reveal", "banker_draw", "banker_stay"]
-    done = dave.cmd("Tables", "BankerStay", pb.BankerStayRequest(round_id=round_id, player="dave"))
+    done = dave.cmd("RoundService", "BankerStay", pb.BankerStayRequest(round_id=round_id, player="dave"))
     assert done.round.phase == pb.ROUND_PHASE_CLOSED
 
 
@@ -259,12 +287,12 @@ def test_an_auditor_reads_and_verifies_but_changes_nothing(local: Served, table:
     closed = play_round(ops, local.players(), round_id, Choices(random.Random(2)))
     assert auditor.wallet("alice").reserved == 0
     assert auditor.round(round_id) == closed
-    assert auditor.get("Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)).ok
-    batches = auditor.get("Events", "SubscribeEvents", pb.SubscribeEventsRequest(stop_at_head=True))
+    assert auditor.get("AuditService", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)).ok
+    batches = auditor.get("EventService", "SubscribeEvents", pb.SubscribeEventsRequest(stop_at_head=True))
     assert sum(len(b.events) for b in batches) == local.app.max_position
     for name, request in [
         ("Deposit", pb.DepositRequest(wallet_id="alice", amount=1)),
         ("Withdraw", pb.WithdrawRequest(wallet_id="alice", amount=1)),
     ]:
-        _denied(lambda n=name, r=request: auditor.cmd("Wallets", n, r))
-    _denied(lambda: auditor.cmd("Tables", "StartRound", pb.StartRoundRequest(table_id=table)))
+        _denied(lambda n=name, r=request: auditor.cmd(SERVICE_OF[n], n, r))
+    _denied(lambda: auditor.cmd("RoundService", "StartRound", pb.StartRoundRequest(table_id=table)))

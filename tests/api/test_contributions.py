@@ -14,12 +14,12 @@ import random
 
 import grpc
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, derive_client_seed, shuffled_deck
 from pokdeng_service import audit
 from pokdeng_service.api.errors import details_of
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 
-from .client import Choices, error_of, open_table, open_wallets, play_round, seat
+from .client import Choices, error_of, kind_of, open_table, open_wallets, payload, play_round, seat
 from .conftest import Served
 
 Code = grpc.StatusCode
@@ -36,52 +36,56 @@ def test_players_contribute_through_the_bet_and_on_their_own(served: Served) -> 
     open_table(ops, "seeds", pb.PROFILE_CLASSIC, seats=4)
     for number, (who, api) in enumerate((("alice", alice), ("bob", bob), ("carol", carol)), start=1):
         seat(api, "seeds", who, number)
-    started = ops.cmd("Tables", "StartRound", pb.StartRoundRequest(table_id="seeds", client_seed="the platform first"))
+    started = ops.cmd(
+        "RoundService", "StartRound", pb.StartRoundRequest(table_id="seeds", client_seed="the platform first")
+    )
     opened = started.round
     round_id = opened.round_id
-    kinds = [e.kind for e in started.events]
+    kinds = [kind_of(e) for e in started.events]
     assert kinds[-4:] == ["round_opened", "contributions_opened", "shuffle_committed", "client_seed_contributed"]
     assert not opened.client_seed and len(opened.commitment) == 64  # committed; no client seed yet
 
     # alice contributes with her stake
     request = pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=200, client_seed="alice: 🍀")
-    placed = alice.cmd("Tables", "PlaceBet", request)
-    assert [e.kind for e in placed.events] == ["bet_placed", "client_seed_contributed"]
-    assert json.loads(placed.events[1].payload_json) == {"contributor": "alice", "client_seed": "alice: 🍀"}
+    placed = alice.cmd("RoundService", "PlaceBet", request)
+    assert [kind_of(e) for e in placed.events] == ["bet_placed", "client_seed_contributed"]
+    assert payload(placed.events[1]) == {"contributor": "alice", "client_seed": "alice: 🍀"}
     # bob stakes, then contributes on his own, and changes his mind
-    bob.cmd("Tables", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=2, player="bob", stake=200))
+    bob.cmd("RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=2, player="bob", stake=200))
     assert bob.legal(round_id, 2) == ["contribute_seed"]
-    first = bob.cmd("Tables", "ContributeSeed", contribute("bob", round_id, "bob's first"))
-    assert [e.kind for e in first.events] == ["client_seed_contributed"]
-    bob.cmd("Tables", "ContributeSeed", contribute("bob", round_id, "bob's second"))
+    first = bob.cmd("RoundService", "ContributeSeed", contribute("bob", round_id, "bob's first"))
+    assert [kind_of(e) for e in first.events] == ["client_seed_contributed"]
+    bob.cmd("RoundService", "ContributeSeed", contribute("bob", round_id, "bob's second"))
     # carol stakes without a seed; the operator contributes as the platform (no player)
-    carol.cmd("Tables", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=3, player="carol", stake=200))
-    ops.cmd("Tables", "ContributeSeed", contribute("", round_id, "the platform, later"))
+    carol.cmd("RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=3, player="carol", stake=200))
+    ops.cmd("RoundService", "ContributeSeed", contribute("", round_id, "the platform, later"))
 
     written = served.app.max_position
     # another player's token cannot contribute for someone else, neither on its own nor with a stake
-    forged = error_of(lambda: carol.cmd("Tables", "ContributeSeed", contribute("alice", round_id, "carol's")))
+    forged = error_of(lambda: carol.cmd("RoundService", "ContributeSeed", contribute("alice", round_id, "carol's")))
     assert forged.code() == Code.PERMISSION_DENIED
     forged_bet = pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=100, client_seed="carol's")
-    assert error_of(lambda: carol.cmd("Tables", "PlaceBet", forged_bet)).code() == Code.PERMISSION_DENIED
+    assert error_of(lambda: carol.cmd("RoundService", "PlaceBet", forged_bet)).code() == Code.PERMISSION_DENIED
     # a player is not the platform
-    platform = error_of(lambda: alice.cmd("Tables", "ContributeSeed", contribute("", round_id, "alice as house")))
+    platform = error_of(lambda: alice.cmd("RoundService", "ContributeSeed", contribute("", round_id, "alice as house")))
     assert platform.code() == Code.PERMISSION_DENIED
     # the auditor sends no command; a player without a stake does not contribute
-    by_auditor = error_of(lambda: auditor.cmd("Tables", "ContributeSeed", contribute("", round_id, "x")))
+    by_auditor = error_of(lambda: auditor.cmd("RoundService", "ContributeSeed", contribute("", round_id, "x")))
     assert by_auditor.code() == Code.PERMISSION_DENIED
-    stranger = error_of(lambda: players["dave"].cmd("Tables", "ContributeSeed", contribute("dave", round_id, "x")))
+    stranger = error_of(
+        lambda: players["dave"].cmd("RoundService", "ContributeSeed", contribute("dave", round_id, "x"))
+    )
     assert stranger.code() == Code.FAILED_PRECONDITION and details_of(stranger).reason == "NOT_YOUR_TURN"
     # malformed seeds
     empty = pb.PlaceBetRequest(round_id=round_id, seat=4, player="alice", stake=100, client_seed="")
-    assert error_of(lambda: alice.cmd("Tables", "PlaceBet", empty)).code() == Code.INVALID_ARGUMENT
+    assert error_of(lambda: alice.cmd("RoundService", "PlaceBet", empty)).code() == Code.INVALID_ARGUMENT
     long = contribute("alice", round_id, "s" * 257)
-    assert error_of(lambda: alice.cmd("Tables", "ContributeSeed", long)).code() == Code.INVALID_ARGUMENT
+    assert error_of(lambda: alice.cmd("RoundService", "ContributeSeed", long)).code() == Code.INVALID_ARGUMENT
     assert served.app.max_position == written  # nothing refused was written
 
-    dealt = ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
-    assert [e.kind for e in dealt.events][:2] == ["client_seed_fixed", "cards_dealt"]
-    fixed = json.loads(dealt.events[0].payload_json)
+    dealt = ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
+    assert [kind_of(e) for e in dealt.events][:2] == ["client_seed_fixed", "cards_dealt"]
+    fixed = payload(dealt.events[0])
     counted = {PLATFORM: "the platform, later", "alice": "alice: 🍀", "bob": "bob's second"}
     derived = derive_client_seed(counted.items())
     assert fixed == {
@@ -89,19 +93,19 @@ def test_players_contribute_through_the_bet_and_on_their_own(served: Served) -> 
         "rule": CLIENT_SEED_RULE,
         "contributions": [list(pair) for pair in sorted(counted.items())],
     }
-    late = error_of(lambda: alice.cmd("Tables", "ContributeSeed", contribute("alice", round_id, "too late")))
+    late = error_of(lambda: alice.cmd("RoundService", "ContributeSeed", contribute("alice", round_id, "too late")))
     assert late.code() == Code.FAILED_PRECONDITION and details_of(late).reason == "WRONG_PHASE"
 
     closed = play_round(ops, players, round_id, Choices(random.Random(7)))
     assert closed.client_seed == derived and closed.server_seed
     deck = shuffled_deck(bytes.fromhex(closed.server_seed), derived, closed.nonce, 1)
-    dealt_cards = [card for _seat, card in json.loads(dealt.events[1].payload_json)["cards"]]
+    dealt_cards = [card for _seat, card in payload(dealt.events[1])["cards"]]
     assert dealt_cards == [str(c) for c in deck[: len(dealt_cards)]]
-    verdict = auditor.get("Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id))
+    verdict = auditor.get("AuditService", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id))
     assert verdict.ok, verdict.first_difference
     check = next(c for c in verdict.checks if c.name == "client seed")
     assert check.passed and derived in check.detail
-    bundle = auditor.get("Audit", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
+    bundle = auditor.get("AuditService", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
     exported = json.loads(bundle.bundle_json)
     assert exported["shuffle"]["client_seed"] == derived
     assert exported["shuffle"]["contributions"] == [list(pair) for pair in sorted(counted.items())]

@@ -7,9 +7,9 @@ import json
 
 import grpc
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service import audit
 from pokdeng_service.api.errors import details_of
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 
 from .client import Choices, bet, error_of, open_table, open_wallets, play_round, seat, start_round
 from .conftest import Served
@@ -31,8 +31,8 @@ def test_a_players_bundle_and_refusals_show_only_its_own_money(local: Served) ->
     bet(alice, round_id, 1, "alice", 100)
     bet(bob, round_id, 2, "bob", 100)
     play_round(ops, local.players(), round_id, Choices(random.Random(1)))
-    mine = alice.get("Audit", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
-    everything = ops.get("Audit", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
+    mine = alice.get("AuditService", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
+    everything = ops.get("AuditService", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
     assert {b["wallet"] for b in json.loads(mine.bundle_json)["balances"]} == {"alice"}
     assert {b["wallet"] for b in json.loads(everything.bundle_json)["balances"]} >= {"alice", "bob", "dave"}
     assert "bob" not in json.dumps(json.loads(mine.bundle_json)["balances"])

@@ -9,17 +9,18 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, cast
 
 import grpc
 import pytest
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.errors import details_of
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.errors import Conflict
 
-from .client import Api, error_of, open_table, open_wallets, seat, start_round
+from .client import Api, error_of, kind_of, open_table, open_wallets, seat, start_round
 from .conftest import Served, StartServer, make_app, sqlite_env
 
 Code = grpc.StatusCode
@@ -40,7 +41,7 @@ def ops(local: Served) -> Api:
 
 def test_bad_input_lists_every_field_violation(local: Served, ops: Api) -> None:
     request = pb.DepositRequest(request_id="", wallet_id="x" * 129, amount=0)
-    details = refused(local, lambda: ops.get("Wallets", "Deposit", request))
+    details = refused(local, lambda: ops.get("WalletService", "Deposit", request))
     assert details.code == Code.INVALID_ARGUMENT and details.reason == "INVALID_ARGUMENT"
     assert [v.field for v in details.field_violations] == ["request_id", "wallet_id", "amount"]
     assert "Traceback" not in details.message
@@ -49,7 +50,7 @@ def test_bad_input_lists_every_field_violation(local: Served, ops: Api) -> None:
 def test_enum_values_and_options_are_checked(local: Served, ops: Api) -> None:
     for profile in (pb.PROFILE_UNSPECIFIED, cast(pb.Profile.ValueType, 99)):
         request = pb.OpenTableRequest(request_id="t", table_id="t", profile=profile, min_stake=1, max_stake=2, seats=2)
-        details = refused(local, lambda r=request: ops.get("Tables", "OpenTable", r))  # type: ignore[misc]
+        details = refused(local, lambda r=request: ops.get("TableService", "OpenTable", r))  # type: ignore[misc]
         assert details.code == Code.INVALID_ARGUMENT
         assert [v.field for v in details.field_violations] == ["profile"]
     request = pb.OpenTableRequest(
@@ -60,9 +61,9 @@ def test_enum_values_and_options_are_checked(local: Served, ops: Api) -> None:
         min_stake=5,
         max_stake=1,
         seats=40,
-        turn_timeout=99999,
+        turn_timeout=timedelta(seconds=99999),
     )
-    details = refused(local, lambda: ops.get("Tables", "OpenTable", request))
+    details = refused(local, lambda: ops.get("TableService", "OpenTable", request))
     assert [v.field for v in details.field_violations] == ["options", "max_stake", "seats", "turn_timeout"]
     request = pb.OpenTableRequest(
         request_id="t",
@@ -73,7 +74,7 @@ def test_enum_values_and_options_are_checked(local: Served, ops: Api) -> None:
         max_stake=2,
         seats=2,
     )
-    details = refused(local, lambda: ops.get("Tables", "OpenTable", request))
+    details = refused(local, lambda: ops.get("TableService", "OpenTable", request))
     assert [v.field for v in details.field_violations] == ["options.ace_low"]
 
 
@@ -83,7 +84,7 @@ def test_an_invalid_command_from_the_rules_names_its_field(local: Served, ops: A
     seat(local.api("alice"), "t", "alice", 1)
     round_id = start_round(ops, "t").round_id
     request = pb.PlaceBetRequest(request_id="b1", round_id=round_id, seat=1, player="alice", stake=5000)
-    details = refused(local, lambda: ops.get("Tables", "PlaceBet", request))
+    details = refused(local, lambda: ops.get("RoundService", "PlaceBet", request))
     assert details.code == Code.INVALID_ARGUMENT
     assert [v.field for v in details.field_violations] == ["stake"]
     assert "100..1000" in details.message
@@ -91,9 +92,9 @@ def test_an_invalid_command_from_the_rules_names_its_field(local: Served, ops: A
 
 def test_a_reused_request_id_is_a_duplicate_request(local: Served, ops: Api) -> None:
     open_wallets(ops, ["alice"])
-    ops.cmd("Wallets", "Deposit", pb.DepositRequest(request_id="dep-1", wallet_id="alice", amount=10))
+    ops.cmd("WalletService", "Deposit", pb.DepositRequest(request_id="dep-1", wallet_id="alice", amount=10))
     request = pb.DepositRequest(request_id="dep-1", wallet_id="alice", amount=11)
-    details = refused(local, lambda: ops.get("Wallets", "Deposit", request))
+    details = refused(local, lambda: ops.get("WalletService", "Deposit", request))
     assert details.code == Code.INVALID_ARGUMENT and details.reason == "DUPLICATE_REQUEST"
     assert [v.field for v in details.field_violations] == ["request_id"]
 
@@ -102,14 +103,16 @@ def test_wrong_phase(local: Served, ops: Api) -> None:
     open_wallets(ops, ["alice"])
     open_table(ops, "t", pb.PROFILE_ANTE, min_stake=100, max_stake=1000, seats=0)
     round_id = start_round(ops, "t").round_id
-    details = refused(local, lambda: ops.get("Tables", "Deal", pb.DealRequest(request_id="d0", round_id=round_id)))
+    details = refused(
+        local, lambda: ops.get("RoundService", "Deal", pb.DealRequest(request_id="d0", round_id=round_id))
+    )
     assert details.code == Code.FAILED_PRECONDITION and details.reason == "RULE_VIOLATION"  # nothing to deal
     local.api("alice").cmd(
-        "Tables", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=200)
+        "RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=200)
     )
-    ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))  # ante: the deal settles and closes the round
+    ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))  # ante: the deal settles and closes the round
     late = pb.PlaceBetRequest(request_id="late", round_id=round_id, seat=1, player="alice", stake=200)
-    details = refused(local, lambda: ops.get("Tables", "PlaceBet", late))
+    details = refused(local, lambda: ops.get("RoundService", "PlaceBet", late))
     assert details.code == Code.FAILED_PRECONDITION and details.reason == "WRONG_PHASE"
     assert details.metadata == {"phase": "closed"} and details.precondition_types == ("WRONG_PHASE",)
     assert "betting" in details.message
@@ -121,20 +124,20 @@ def test_not_your_turn_and_unknown_seat(local: Served, ops: Api) -> None:
     seat(local.api("alice"), "t", "alice", 1)
     seat(local.api("bob"), "t", "bob", 2)
     request = pb.TakeSeatRequest(request_id="s9", table_id="t", player="alice", seat=9)
-    details = refused(local, lambda: ops.get("Tables", "TakeSeat", request))
+    details = refused(local, lambda: ops.get("TableService", "TakeSeat", request))
     assert details.code == Code.FAILED_PRECONDITION and details.reason == "UNKNOWN_SEAT"
     assert details.metadata == {"seat": "9"}
     round_id = start_round(ops, "t").round_id
     alice = local.api("alice")
     on_bobs_seat = pb.PlaceBetRequest(request_id="x", round_id=round_id, seat=2, player="alice", stake=100)
-    details = refused(local, lambda: alice.get("Tables", "PlaceBet", on_bobs_seat))
+    details = refused(local, lambda: alice.get("RoundService", "PlaceBet", on_bobs_seat))
     assert details.code == Code.FAILED_PRECONDITION and details.reason == "NOT_YOUR_TURN"
 
 
 def test_insufficient_funds_carries_the_amounts(local: Served, ops: Api) -> None:
     open_wallets(ops, {"alice": 1000})
     request = pb.WithdrawRequest(request_id="w", wallet_id="alice", amount=1500)
-    details = refused(local, lambda: ops.get("Wallets", "Withdraw", request))
+    details = refused(local, lambda: ops.get("WalletService", "Withdraw", request))
     assert details.code == Code.FAILED_PRECONDITION and details.reason == "INSUFFICIENT_FUNDS"
     assert details.metadata == {"required": "1500", "available": "1000", "wallet": "alice"}
     assert details.precondition_types == ("INSUFFICIENT_FUNDS",)
@@ -142,7 +145,7 @@ def test_insufficient_funds_carries_the_amounts(local: Served, ops: Api) -> None
     seat(local.api("alice"), "t", "alice", 1)
     round_id = start_round(ops, "t").round_id
     bet = pb.PlaceBetRequest(request_id="b", round_id=round_id, seat=1, player="alice", stake=300)  # reserves 5x
-    details = refused(local, lambda: local.api("alice").get("Tables", "PlaceBet", bet))
+    details = refused(local, lambda: local.api("alice").get("RoundService", "PlaceBet", bet))
     assert details.code == Code.FAILED_PRECONDITION
     assert details.metadata == {"required": "1500", "available": "1000", "wallet": "alice"}
 
@@ -153,15 +156,15 @@ def test_unknown_ids_are_not_found(local: Served, ops: Api) -> None:
     details = refused(local, lambda: ops.round("nowhere#1"))
     assert details.code == Code.NOT_FOUND and details.resource == ("round", "nowhere#1")
     deposit = pb.DepositRequest(request_id="d", wallet_id="nobody", amount=5)
-    assert refused(local, lambda: ops.get("Wallets", "Deposit", deposit)).code == Code.NOT_FOUND
+    assert refused(local, lambda: ops.get("WalletService", "Deposit", deposit)).code == Code.NOT_FOUND
     deal = pb.DealRequest(request_id="d2", round_id="nowhere#1")
-    assert refused(local, lambda: ops.get("Tables", "Deal", deal)).code == Code.NOT_FOUND
+    assert refused(local, lambda: ops.get("RoundService", "Deal", deal)).code == Code.NOT_FOUND
 
 
 def test_a_taken_id_already_exists(local: Served, ops: Api) -> None:
     open_wallets(ops, ["alice"])
     again = pb.OpenWalletRequest(request_id="again", wallet_id="alice")
-    details = refused(local, lambda: ops.get("Wallets", "OpenWallet", again))
+    details = refused(local, lambda: ops.get("WalletService", "OpenWallet", again))
     assert details.code == Code.ALREADY_EXISTS and details.reason == "ALREADY_EXISTS"
 
 
@@ -212,7 +215,9 @@ def test_a_conflict_is_aborted_and_retryable(faulty: Callable[..., Served]) -> N
 
     served = faulty(deposit=conflict)
     ops = served.api("operator")
-    details = details_of(error_of(lambda: ops.cmd("Wallets", "Deposit", pb.DepositRequest(wallet_id="a", amount=1))))
+    details = details_of(
+        error_of(lambda: ops.cmd("WalletService", "Deposit", pb.DepositRequest(wallet_id="a", amount=1)))
+    )
     assert details.code == Code.ABORTED and details.reason == "CONFLICT"
 
 
@@ -245,7 +250,7 @@ def test_a_call_whose_deadline_passed_is_not_started(faulty: Callable[..., Serve
 
     served = faulty(get_wallet=slow_wallet)
     ops = served.api("operator")
-    stub = ops.method("Wallets", "GetWallet")
+    stub = ops.method("WalletService", "GetWallet")
     busy = [stub.future(pb.GetWalletRequest(wallet_id=f"slow{i}"), metadata=ops.metadata) for i in range(2)]
     deadline = time.monotonic() + 5
     while len(calls) < 2 and time.monotonic() < deadline:
@@ -270,28 +275,30 @@ def test_a_timeout_for_a_turn_already_played_is_refused(local: Served, ops: Api)
     for attempt in range(40):  # a deal where alice must choose (no pok, no automatic draw)
         round_id = start_round(ops, "clock", f"clock-{attempt}").round_id
         local.api("alice").cmd(
-            "Tables", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=100)
+            "RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=100)
         )
         local.api("bob").cmd(
-            "Tables", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=2, player="bob", stake=100)
+            "RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=2, player="bob", stake=100)
         )
-        dealt = ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id)).round
+        dealt = ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id)).round
         if dealt.phase == pb.ROUND_PHASE_PLAYER_TURNS and dealt.turn == 1:
             break
         if dealt.phase != pb.ROUND_PHASE_CLOSED:
-            ops.cmd("Tables", "VoidRound", pb.VoidRoundRequest(round_id=round_id, reason="not this deal"))
+            ops.cmd("RoundService", "VoidRound", pb.VoidRoundRequest(round_id=round_id, reason="not this deal"))
     else:
         pytest.fail("forty deals without alice to choose")
     armed = dealt.version
-    local.api("alice").cmd("Tables", "Stay", pb.StayRequest(round_id=round_id, seat=1, player="alice"))
+    local.api("alice").cmd("RoundService", "Stay", pb.StayRequest(round_id=round_id, seat=1, player="alice"))
     late = pb.TimeOutTurnRequest(request_id="late", round_id=round_id, expected_version=armed)
-    details = refused(local, lambda: ops.get("Tables", "TimeOutTurn", late))
+    details = refused(local, lambda: ops.get("RoundService", "TimeOutTurn", late))
     assert details.code == Code.FAILED_PRECONDITION and details.reason == "WRONG_PHASE"
     assert "moved on" in details.message
     now = ops.round(round_id)
     bad = pb.TimeOutTurnRequest(request_id="bad", round_id=round_id, expected_version=0)
-    details = refused(local, lambda: ops.get("Tables", "TimeOutTurn", bad))
+    details = refused(local, lambda: ops.get("RoundService", "TimeOutTurn", bad))
     assert details.code == Code.INVALID_ARGUMENT and [v.field for v in details.field_violations] == ["expected_version"]
     if now.phase == pb.ROUND_PHASE_PLAYER_TURNS:  # bob's turn: a timeout armed for it applies
-        timed = ops.cmd("Tables", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id, expected_version=now.version))
-        assert any(e.kind == "turn_timed_out" for e in timed.events)
+        timed = ops.cmd(
+            "RoundService", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id, expected_version=now.version)
+        )
+        assert any(kind_of(e) == "turn_timed_out" for e in timed.events)

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client import events
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .client import Api, bet, error_of, open_table, open_wallets, start_round
+from .client import Api, bet, error_of, open_table, open_wallets, payload, start_round
 from .conftest import Served, StartServer, make_app, sqlite_env
 
 
@@ -19,16 +19,16 @@ def _ante_round(ops: Api, players: dict[str, Api], table_id: str) -> None:
     round_id = start_round(ops, table_id).round_id
     for number, who in ((1, "alice"), (2, "bob"), (3, "alice")):
         bet(players[who], round_id, number, who, 200)
-    ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+    ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
 
 
 def _subscribe(
     api: Api, after: int, batch: int, *, stop_at_head: bool = False, partition: int = 0
-) -> Iterator[pb.EventBatch]:
+) -> Iterator[pb.SubscribeEventsResponse]:
     request = pb.SubscribeEventsRequest(
         after_position=after, batch_size=batch, stop_at_head=stop_at_head, partition=partition
     )
-    stream: Iterator[pb.EventBatch] = api.method("Events", "SubscribeEvents")(
+    stream: Iterator[pb.SubscribeEventsResponse] = api.method("EventService", "SubscribeEvents")(
         request, metadata=api.metadata, timeout=60
     )
     return stream
@@ -59,7 +59,7 @@ def test_every_event_once_in_order_across_a_reconnect(served: Served) -> None:
             break
     # live: a new command wakes the open stream at once
     started = time.monotonic()
-    ops.cmd("Wallets", "Deposit", pb.DepositRequest(wallet_id="alice", amount=5))
+    ops.cmd("WalletService", "Deposit", pb.DepositRequest(wallet_id="alice", amount=5))
     for batch in stream:
         received.extend(batch.events)
         if batch.last_position == served.app.max_position:
@@ -69,13 +69,18 @@ def test_every_event_once_in_order_across_a_reconnect(served: Served) -> None:
 
     expected = served.app.read_notifications(0, 10_000)
     assert [n.position for n in received] == [n.position for n in expected]  # once each, in order
-    assert [(n.aggregate_kind, n.aggregate_id, n.sequence, n.kind) for n in received] == [
-        (n.stream, n.stream_id, n.stream_version, n.kind) for n in expected
+    stream_kinds = {
+        n.stream_kind: pb.StreamKind.Name(n.stream_kind).removeprefix("STREAM_KIND_").lower() for n in received
+    }
+    assert [(stream_kinds[n.stream_kind], n.stream_id, n.event.sequence) for n in received] == [
+        (n.stream, n.stream_id, n.stream_version) for n in expected
     ]
-    assert all(json.loads(n.payload_json) == e.data for n, e in zip(received, expected, strict=True))
-    assert {n.aggregate_kind for n in received} >= {"wallet", "table", "round"}
-    last_wallet_event = [n for n in received if n.aggregate_kind == "wallet"][-1]
-    assert (last_wallet_event.kind, last_wallet_event.aggregate_id) == ("Deposited", "alice")
+    assert all(events.kind_text(n.event.WhichOneof("event")) == e.kind for n, e in zip(received, expected, strict=True))
+    assert all(payload(n.event) == e.data for n, e in zip(received, expected, strict=True))
+    assert set(stream_kinds.values()) >= {"wallet", "table", "round"}
+    last_wallet_event = [n for n in received if n.stream_kind == pb.STREAM_KIND_WALLET][-1]
+    assert last_wallet_event.event.WhichOneof("event") == "wallet_deposited" and last_wallet_event.stream_id == "alice"
+    assert last_wallet_event.event.wallet_deposited.amount == 5
     assert latency < 2.0, latency
 
 
@@ -133,12 +138,12 @@ def test_each_partition_has_its_own_feed(tmp_path: Path, start_server: StartServ
         round_id = start_round(ops, "asia/t").round_id
         bet(ops, round_id, 1, "asia/alice", 200)
         bet(ops, round_id, 2, "asia/bob", 200)
-        ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+        ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
         one = [n for b in _subscribe(auditor, 0, 1000, stop_at_head=True, partition=1) for n in b.events]
         zero = [n for b in _subscribe(auditor, 0, 1000, stop_at_head=True) for n in b.events]
         assert [n.position for n in one] == [n.position for n in service.apps[1].read_notifications(0, 1000)]
-        assert "asia/t" in {n.aggregate_id for n in one} and round_id in {n.aggregate_id for n in one}
-        assert not {n.aggregate_id for n in zero} & {"asia/t", round_id, "asia/alice"}
+        assert "asia/t" in {n.stream_id for n in one} and round_id in {n.stream_id for n in one}
+        assert not {n.stream_id for n in zero} & {"asia/t", round_id, "asia/alice"}
         error = error_of(lambda: next(_subscribe(auditor, 0, 10, partition=2)))
         assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
         served.stop()
@@ -147,7 +152,7 @@ def test_each_partition_has_its_own_feed(tmp_path: Path, start_server: StartServ
 
 
 def test_recall_reaches_every_partition(tmp_path: Path, start_server: StartServer) -> None:
-    """`pokdeng serve --partitions 2` keeps read models for each store: ListRecentRounds finds a
+    """`pokdeng serve --partitions 2` keeps read models for each store: ListRounds finds a
     table's and a player's rounds in whichever partition their shard puts them."""
     from pokdeng_service.application.config import StoreConfig
     from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels
@@ -166,16 +171,16 @@ def test_recall_reaches_every_partition(tmp_path: Path, start_server: StartServe
             for _ in range(3):
                 round_id = start_round(ops, table).round_id
                 bet(ops, round_id, 1, player, 200)
-                ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+                ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
                 played.setdefault(table, []).append(round_id)
                 played.setdefault(player, []).append(round_id)
         assert {service.partition("asia/t"), service.partition("t0")} == {0, 1}
         models.catch_up()
         for table, player in (("asia/t", "asia/alice"), ("t0", "alice")):
             for fields in ({"table_id": table}, {"player": player}):
-                listed = ops.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(**fields))  # type: ignore[arg-type]
+                listed = ops.get("RoundService", "ListRounds", pb.ListRoundsRequest(**fields))  # type: ignore[arg-type]
                 assert [r.round_id for r in listed.rounds] == list(reversed(played[table])), fields
-        everyone = ops.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(limit=100)).rounds
+        everyone = ops.get("RoundService", "ListRounds", pb.ListRoundsRequest(page_size=100)).rounds
         assert {r.round_id for r in everyone} == set(played["asia/t"]) | set(played["t0"])
         served.stop()
     finally:

@@ -1,6 +1,8 @@
 """The generated gRPC code is current: regenerating from proto/ gives the checked-in files, byte for byte.
 
-Also: every service, method, message, field, enum and enum value in the .proto is documented.
+Also: every service, method, message, field, enum and enum value in the .proto is documented. Each
+generated package (``generate.TARGETS``: the API, and the platform wallet protocol of docs/wallet.md)
+is checked.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ def _normalised(data: bytes) -> list[bytes]:
     return [line.rstrip() for line in data.rstrip().splitlines()]
 
 
-def test_generator_versions_match_the_checked_in_code() -> None:
-    recorded = gen.read_stamp(gen.ROOT / gen.PACKAGE_DIR / gen.STAMP_FILE)
+TARGETS = pytest.mark.parametrize("target", gen.TARGETS, ids=lambda t: t.package_dir.name if t is gen.API else "wallet")
+
+
+@TARGETS
+def test_generator_versions_match_the_checked_in_code(target: gen.Target) -> None:
+    recorded = gen.read_stamp(gen.ROOT / target.package_dir / gen.STAMP_FILE)
     installed = gen.tool_versions()
     differing = {
         name: (recorded.get(name), installed[name]) for name in installed if recorded.get(name) != installed[name]
@@ -37,31 +43,46 @@ def test_generator_versions_match_the_checked_in_code() -> None:
         )
 
 
-def test_regenerating_gives_the_checked_in_files(tmp_path: Path) -> None:
-    produced = gen.generate_into(tmp_path)
-    assert sorted(p.name for p in produced) == sorted((*gen.GENERATED_FILES, gen.STAMP_FILE))
+@TARGETS
+def test_regenerating_gives_the_checked_in_files(tmp_path: Path, target: gen.Target) -> None:
+    produced = gen.generate_into(tmp_path, target)
+    assert sorted(p.name for p in produced) == sorted((*target.generated_files, gen.STAMP_FILE))
     stale = []
     for path in produced:
-        checked_in = gen.ROOT / gen.PACKAGE_DIR / path.name
+        checked_in = gen.ROOT / target.package_dir / path.name
         if not checked_in.exists() or _normalised(checked_in.read_bytes()) != _normalised(path.read_bytes()):
             stale.append(path.name)
     if stale:
         pytest.fail(
-            f"{', '.join(stale)} in {gen.PACKAGE_DIR.as_posix()} differ from what proto/ generates: "
+            f"{', '.join(stale)} in {target.package_dir.as_posix()} differ from what proto/ generates: "
             f"run `{REGENERATE}` and commit the result.",
             pytrace=False,
         )
 
 
 def test_generated_modules_import_and_name_the_package() -> None:
-    from pokdeng_service.api.v1 import pokdeng_pb2, pokdeng_pb2_grpc
+    from pokdeng_client.v1 import pokdeng_pb2, pokdeng_pb2_grpc
 
     assert pokdeng_pb2.DESCRIPTOR.package == "pokdeng.v1"
-    assert set(pokdeng_pb2.DESCRIPTOR.services_by_name) == {"Wallets", "Tables", "Queries", "Audit", "Events"}
-    assert hasattr(pokdeng_pb2_grpc, "add_TablesServicer_to_server")
+    assert set(pokdeng_pb2.DESCRIPTOR.services_by_name) == {
+        "WalletService",
+        "TableService",
+        "RoundService",
+        "AuditService",
+        "EventService",
+    }
+    assert hasattr(pokdeng_pb2_grpc, "add_TableServiceServicer_to_server")
 
 
-def _descriptor_with_comments(tmp_path: Path) -> descriptor_pb2.FileDescriptorSet:
+def test_generated_wallet_modules_import_and_name_the_package() -> None:
+    from pokdeng_service.wallet.v1 import wallet_pb2, wallet_pb2_grpc
+
+    assert wallet_pb2.DESCRIPTOR.package == "pokdeng.wallet.v1"
+    assert set(wallet_pb2.DESCRIPTOR.services_by_name) == {"PlatformWalletService"}
+    assert hasattr(wallet_pb2_grpc, "add_PlatformWalletServiceServicer_to_server")
+
+
+def _descriptor_with_comments(tmp_path: Path, target: gen.Target = gen.API) -> descriptor_pb2.FileDescriptorSet:
     from grpc_tools import protoc  # type: ignore[import-untyped]
 
     out = tmp_path / "pokdeng.desc"
@@ -72,15 +93,16 @@ def _descriptor_with_comments(tmp_path: Path) -> descriptor_pb2.FileDescriptorSe
             f"--proto_path={Path(protoc.__file__).parent / '_proto'}",
             "--include_source_info",
             f"--descriptor_set_out={out}",
-            gen.PROTO_FILE.as_posix(),
+            target.proto_file.as_posix(),
         ]
     )
     assert code == 0
     return descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes())
 
 
-def test_every_element_of_the_proto_is_documented(tmp_path: Path) -> None:
-    (file,) = _descriptor_with_comments(tmp_path).file
+@TARGETS
+def test_every_element_of_the_proto_is_documented(tmp_path: Path, target: gen.Target) -> None:
+    (file,) = _descriptor_with_comments(tmp_path, target).file
     documented = {
         tuple(location.path) for location in file.source_code_info.location if location.leading_comments.strip()
     }
@@ -104,16 +126,26 @@ def test_every_element_of_the_proto_is_documented(tmp_path: Path) -> None:
         need((6, s), service.name)
         for r, method in enumerate(service.method):
             need((6, s, 2, r), f"{service.name}.{method.name}")
-    assert not missing, f"undocumented in proto/{gen.PROTO_FILE.as_posix()}: {', '.join(missing)}"
+    assert not missing, f"undocumented in proto/{target.proto_file.as_posix()}: {', '.join(missing)}"
 
 
 def test_every_command_carries_a_request_id(tmp_path: Path) -> None:
-    from pokdeng_service.api.v1 import pokdeng_pb2
+    from pokdeng_client.v1 import pokdeng_pb2
 
-    reads = {"GetWallet", "GetStatement", "GetTable", "GetRound", "GetLegalCommands", "ListRecentRounds"}
+    reads = {
+        "GetWallet",
+        "ListStatementEntries",
+        "GetTable",
+        "ListTables",
+        "WatchTable",
+        "GetRound",
+        "ListRounds",
+        "GetLegalCommands",
+        "WatchRound",
+    }
+    reads |= {"ReplayRound", "VerifyRound", "ExportRound", "GetInclusionProof", "GetSignedTreeHead"}
+    reads |= {"GetConsistencyProof", "SubscribeEvents", "ListWallets"}
     for service in pokdeng_pb2.DESCRIPTOR.services_by_name.values():
-        if service.name in ("Queries", "Audit", "Events"):
-            continue
         for method in service.methods:
             fields = method.input_type.fields_by_name
             if method.name in reads:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import random
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .client import COMMANDS, Api, Choices, bet, open_table, open_wallets, play_round, seat, start_round
+from .client import COMMANDS, Api, Choices, bet, kind_of, open_table, open_wallets, play_round, seat, start_round
 from .conftest import Served
 
 
@@ -23,14 +23,14 @@ def test_each_command_type_is_idempotent(served: Served) -> None:
     ops = served.api("operator", twice=True)
     players = served.players(twice=True)
     open_wallets(ops, {"alice": 100_000, "bob": 100_000, "carol": 100_000, "dave": 200_000})
-    ops.cmd("Wallets", "Withdraw", pb.WithdrawRequest(wallet_id="alice", amount=1))
+    ops.cmd("WalletService", "Withdraw", pb.WithdrawRequest(wallet_id="alice", amount=1))
 
     # classic, house banker: draws, stays, the banker's reveal, draw and stay, a time-out, a void
     open_table(ops, "c", pb.PROFILE_CLASSIC, seats=6)
     seat(players["alice"], "c", "alice", 1)
     seat(players["bob"], "c", "bob", 2)
     seat(players["carol"], "c", "carol", 3)
-    players["carol"].cmd("Tables", "LeaveSeat", pb.LeaveSeatRequest(table_id="c", player="carol"))
+    players["carol"].cmd("TableService", "LeaveSeat", pb.LeaveSeatRequest(table_id="c", player="carol"))
     choices = Choices(random.Random(8), reveal=0.5)
     wanted = {"Draw", "Stay", "BankerReveal", "BankerDraw", "BankerStay"}
     for _ in range(40):
@@ -44,35 +44,42 @@ def test_each_command_type_is_idempotent(served: Served) -> None:
     for _ in range(40):
         round_id = start_round(ops, "c").round_id
         bet(players["alice"], round_id, 1, "alice", 100)
-        if ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id)).round.phase == pb.ROUND_PHASE_PLAYER_TURNS:
-            ops.cmd("Tables", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))
+        if (
+            ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id)).round.phase
+            == pb.ROUND_PHASE_PLAYER_TURNS
+        ):
+            ops.cmd("RoundService", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))
             play_round(ops, players, round_id, choices)
             break
         play_round(ops, players, round_id, choices)
     round_id = start_round(ops, "c").round_id
     bet(players["alice"], round_id, 1, "alice", 100)
     contribution = pb.ContributeSeedRequest(round_id=round_id, player="alice", client_seed="alice's seed")
-    players["alice"].cmd("Tables", "ContributeSeed", contribution)
-    ops.cmd("Tables", "ContributeSeed", pb.ContributeSeedRequest(round_id=round_id, client_seed="the platform's"))
-    voided = ops.cmd("Tables", "VoidRound", pb.VoidRoundRequest(round_id=round_id, reason="dealer's error"))
-    assert voided.round.outcome == "voided" and ops.wallet("alice").reserved == 0
-    ops.cmd("Tables", "CheckpointTable", pb.CheckpointTableRequest(table_id="c"))
+    players["alice"].cmd("RoundService", "ContributeSeed", contribution)
+    ops.cmd("RoundService", "ContributeSeed", pb.ContributeSeedRequest(round_id=round_id, client_seed="the platform's"))
+    voided = ops.cmd("RoundService", "VoidRound", pb.VoidRoundRequest(round_id=round_id, reason="dealer's error"))
+    assert voided.round.outcome == pb.ROUND_OUTCOME_VOIDED and ops.wallet("alice").reserved == 0
+    ops.cmd("TableService", "CheckpointTable", pb.CheckpointTableRequest(table_id="c"))
 
     # room: the banker bid, and the banker's disconnection between rounds
     open_table(ops, "r", pb.PROFILE_ROOM, min_stake=100, max_stake=1000, seats=5)
     for number, who in enumerate(("alice", "bob", "dave"), start=1):
         seat(players[who], "r", who, number)
     for who, rounds in (("alice", 5), ("bob", 0), ("dave", 10)):
-        players[who].cmd("Tables", "BidForBanker", pb.BidForBankerRequest(table_id="r", player=who, rounds=rounds))
-    assert ops.cmd("Tables", "CloseBankerBid", pb.CloseBankerBidRequest(table_id="r")).table.banker == "dave"
+        players[who].cmd(
+            "TableService", "BidForBanker", pb.BidForBankerRequest(table_id="r", player=who, rounds=rounds)
+        )
+    assert ops.cmd("TableService", "CloseBankerBid", pb.CloseBankerBidRequest(table_id="r")).table.banker == "dave"
     round_id = start_round(ops, "r").round_id  # the banker drops out mid-round and is back at once
     bet(players["alice"], round_id, 1, "alice", 100)
-    ops.cmd("Tables", "DisconnectBanker", pb.DisconnectBankerRequest(table_id="r", player="dave"))
-    back = players["dave"].cmd("Tables", "ReconnectBanker", pb.ReconnectBankerRequest(table_id="r", player="dave"))
-    assert [e.kind for e in back.events] == ["banker_reconnected"] and back.table.banker == "dave"
+    ops.cmd("TableService", "DisconnectBanker", pb.DisconnectBankerRequest(table_id="r", player="dave"))
+    back = players["dave"].cmd(
+        "TableService", "ReconnectBanker", pb.ReconnectBankerRequest(table_id="r", player="dave")
+    )
+    assert [kind_of(e) for e in back.events] == ["banker_reconnected"] and back.table.banker == "dave"
     play_round(ops, players, round_id, Choices(random.Random(3)))
-    gone = ops.cmd("Tables", "DisconnectBanker", pb.DisconnectBankerRequest(table_id="r", player="dave"))
-    assert gone.table.banker == "" and [e.kind for e in gone.events] == ["banker_role_ended"]
+    gone = ops.cmd("TableService", "DisconnectBanker", pb.DisconnectBankerRequest(table_id="r", player="dave"))
+    assert gone.table.banker == "" and [kind_of(e) for e in gone.events] == ["banker_role_ended"]
 
     # kingmaker: side bets
     open_table(ops, "k", pb.PROFILE_KINGMAKER, min_stake=100, max_stake=100, seats=5)
@@ -94,9 +101,9 @@ def test_a_retry_answers_as_the_first_call_even_later(local: Served) -> None:
     """The events in a command's answer are those of the first call, whatever happened since."""
     ops: Api = local.api("operator")
     open_wallets(ops, ["alice"])
-    first = ops.cmd("Wallets", "Deposit", pb.DepositRequest(request_id="dep-x", wallet_id="alice", amount=7))
-    ops.cmd("Wallets", "Deposit", pb.DepositRequest(wallet_id="alice", amount=5))
-    again, call = ops.method("Wallets", "Deposit").with_call(
+    first = ops.cmd("WalletService", "Deposit", pb.DepositRequest(request_id="dep-x", wallet_id="alice", amount=7))
+    ops.cmd("WalletService", "Deposit", pb.DepositRequest(wallet_id="alice", amount=5))
+    again, call = ops.method("WalletService", "Deposit").with_call(
         pb.DepositRequest(request_id="dep-x", wallet_id="alice", amount=7), metadata=ops.metadata
     )
     assert list(again.events) == list(first.events) and again.request_id == "dep-x"

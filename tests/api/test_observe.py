@@ -16,8 +16,8 @@ import pytest
 from eventsourcing.persistence import IntegrityError
 from prometheus_client.parser import text_string_to_metric_families
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.observe import JsonFormatter
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.compose import Deployment
 
@@ -75,7 +75,7 @@ def test_the_metrics_endpoint_shows_the_series_after_a_round(
     seat(players["alice"], "m", "alice", 1)
     seat(players["bob"], "m", "bob", 2)
     before = _samples(server.metrics.url)
-    closed = _a_round(ops, players, "m", 3)
+    _a_round(ops, players, "m", 3)
     # a save that loses to another writer once: the command is tried again, and counted
     app = deployment.service.apps[0]
     save, lost = app.save, []
@@ -87,7 +87,7 @@ def test_the_metrics_endpoint_shows_the_series_after_a_round(
         return save(*objs, **kwargs)
 
     monkeypatch.setattr(app, "save", lose_once)
-    ops.cmd("Wallets", "Deposit", pb.DepositRequest(wallet_id="alice", amount=5))
+    ops.cmd("WalletService", "Deposit", pb.DepositRequest(wallet_id="alice", amount=5))
     monkeypatch.undo()
     still_open = start_round(ops, "m").round_id  # a round left open: the clock sees it
 
@@ -101,11 +101,13 @@ def test_the_metrics_endpoint_shows_the_series_after_a_round(
     def grew(name: str, **labels: str) -> float:
         return (_value(samples, name, **labels) or 0) - (_value(before, name, **labels) or 0)
 
-    assert grew("pokdeng_rpcs_total", method="pokdeng.v1.Tables/PlaceBet", code="OK") == 2
-    assert grew("pokdeng_rpcs_total", method="pokdeng.v1.Tables/StartRound", code="OK") == 2
-    assert grew("pokdeng_rpc_seconds_count", method="pokdeng.v1.Tables/PlaceBet") == 2
-    assert _value(samples, "pokdeng_rpc_seconds_bucket", method="pokdeng.v1.Tables/PlaceBet", le="+Inf") is not None
-    assert grew("pokdeng_rounds_closed_total", profile="classic", outcome=closed.outcome) == 1
+    assert grew("pokdeng_rpcs_total", method="pokdeng.v1.RoundService/PlaceBet", code="OK") == 2
+    assert grew("pokdeng_rpcs_total", method="pokdeng.v1.RoundService/StartRound", code="OK") == 2
+    assert grew("pokdeng_rpc_seconds_count", method="pokdeng.v1.RoundService/PlaceBet") == 2
+    assert (
+        _value(samples, "pokdeng_rpc_seconds_bucket", method="pokdeng.v1.RoundService/PlaceBet", le="+Inf") is not None
+    )
+    assert grew("pokdeng_rounds_closed_total", profile="classic", outcome="settled") == 1
     assert grew("pokdeng_commands_retried_total", command="deposit") == 1
     assert grew("pokdeng_store_seconds_count", operation="save") >= 6  # start, two bets, deal, deposit, start
     assert grew("pokdeng_store_seconds_count", operation="probe") >= 1
@@ -134,7 +136,7 @@ def test_one_log_line_per_call_with_its_fields_and_never_a_token_or_an_open_roun
     for _attempt in range(20):  # a round that stays open after the deal (its seed still sealed)
         open_id = start_round(ops, "l").round_id
         bet(players["alice"], open_id, 1, "alice", 100)
-        if ops.cmd("Tables", "Deal", pb.DealRequest(round_id=open_id)).round.phase != pb.ROUND_PHASE_CLOSED:
+        if ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=open_id)).round.phase != pb.ROUND_PHASE_CLOSED:
             break
     else:  # pragma: no cover
         raise AssertionError("twenty deals in a row closed at once")
@@ -148,15 +150,17 @@ def test_one_log_line_per_call_with_its_fields_and_never_a_token_or_an_open_roun
     for line in calls:
         assert {"method", "role", "code", "latency_ms"} <= set(line), line
         assert isinstance(line["latency_ms"], float) and line["latency_ms"] >= 0
-    bets = [line for line in calls if line["method"] == "pokdeng.v1.Tables/PlaceBet"]
+    bets = [line for line in calls if line["method"] == "pokdeng.v1.RoundService/PlaceBet"]
     assert bets and all(line["request_id"] and line["round_id"] and line["code"] == "OK" for line in bets)
     assert {line["role"] for line in bets} == {"player"} and {line["player"] for line in bets} == {"alice", "bob"}
-    started = [line for line in calls if line["method"] == "pokdeng.v1.Tables/StartRound"]
+    started = [line for line in calls if line["method"] == "pokdeng.v1.RoundService/StartRound"]
     assert all(line["table_id"] == "l" and line["round_id"] for line in started)
-    assert any(line["method"] == "pokdeng.v1.Wallets/OpenWallet" and line["wallet_id"] == "alice" for line in calls)
+    assert any(
+        line["method"] == "pokdeng.v1.WalletService/OpenWallet" and line["wallet_id"] == "alice" for line in calls
+    )
     refused = [line for line in calls if line["code"] == "PERMISSION_DENIED"]
     assert refused and refused[-1]["reason"] == "PERMISSION_DENIED" and refused[-1]["role"] == "player"
-    assert len([line for line in calls if line["method"] == "pokdeng.v1.Queries/GetRound"]) >= 2
+    assert len([line for line in calls if line["method"] == "pokdeng.v1.RoundService/GetRound"]) >= 2
 
     stream = io.StringIO()
     handler = logging.StreamHandler(stream)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.commands import COMMANDS, CheckpointTable, PlaceBet
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
@@ -47,11 +47,13 @@ def test_every_table_command_reaches_its_partition(
         open_table(ops, table, pb.PROFILE_ANTE, min_stake=100, max_stake=1000, seats=0)
         round_id = start_round(ops, table).round_id
         bet(ops, round_id, 1, player, 200)
-        ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+        ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
         assert ops.round(round_id).phase == pb.ROUND_PHASE_CLOSED
-        checkpointed = ops.cmd("Tables", "CheckpointTable", pb.CheckpointTableRequest(table_id=table, period="p1"))
+        checkpointed = ops.cmd(
+            "TableService", "CheckpointTable", pb.CheckpointTableRequest(table_id=table, period="p1")
+        )
         assert checkpointed.table.table_id == table
-        proof = ops.get("Audit", "GetInclusionProof", pb.GetInclusionProofRequest(round_id=round_id))
+        proof = ops.get("AuditService", "GetInclusionProof", pb.GetInclusionProofRequest(round_id=round_id))
         assert (proof.table_id, proof.size, proof.index) == (table, 1, 0)
         owner = service.apps[service.partition(table)]
         assert owner.get_table(table).version == checkpointed.table.version

@@ -1,4 +1,4 @@
-"""Game recall: ListRecentRounds gives the last closed rounds, newest first, with their cards and events."""
+"""Game recall: ListRounds gives the last closed rounds, newest first, with their cards and events."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.readmodels import ReadModels
 
 from .client import Api, Choices, bet, error_of, open_table, open_wallets, play_round, seat, start_round
@@ -34,7 +34,8 @@ def _history(served: Served) -> list[str]:
 
 
 def _listed(api: Api, **fields: object) -> list[str]:
-    answer = api.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(**fields))  # type: ignore[arg-type]
+    request = pb.ListRoundsRequest(view=pb.ROUND_VIEW_FULL, **fields)  # type: ignore[arg-type]
+    answer = api.get("RoundService", "ListRounds", request)
     assert all(
         r.phase == pb.ROUND_PHASE_CLOSED and r.events and all(c for h in r.hands for c in h.cards)
         for r in answer.rounds
@@ -46,11 +47,11 @@ def test_recall_by_table_without_read_models(local: Served) -> None:
     one, two, three = _history(local)
     ops = local.api("operator")
     assert _listed(ops, table_id="t") == [three, two, one]
-    assert _listed(ops, table_id="t", limit=2) == [three, two]
+    assert _listed(ops, table_id="t", page_size=2) == [three, two]
     assert _listed(local.api("auditor"), table_id="t", player="bob") == [three, two]
     assert _listed(local.api("bob"), table_id="t") == [three, two]  # a player's own rounds
     assert _listed(local.api("carol"), table_id="t") == []
-    error = error_of(lambda: ops.get("Queries", "ListRecentRounds", pb.ListRecentRoundsRequest(player="bob")))
+    error = error_of(lambda: ops.get("RoundService", "ListRounds", pb.ListRoundsRequest(player="bob")))
     assert error.code() == grpc.StatusCode.INVALID_ARGUMENT  # no index: a table is needed
 
 
@@ -70,8 +71,8 @@ def test_recall_by_player_from_the_read_models(indexed: Served) -> None:
     try:
         assert _listed(indexed.api("operator"), player="alice") == [three, two, one]
         assert _listed(indexed.api("bob")) == [three, two]
-        assert _listed(indexed.api("alice"), limit=1) == [three]
-        assert _listed(indexed.api("operator"), table_id="t", player="bob", limit=1) == [three]
+        assert _listed(indexed.api("alice"), page_size=1) == [three]
+        assert _listed(indexed.api("operator"), table_id="t", player="bob", page_size=1) == [three]
     finally:
         indexed.stop()
         indexed.models.close()  # type: ignore[attr-defined]

@@ -13,8 +13,8 @@ import random
 
 import grpc
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service import audit
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.store import merkle
 
 from .client import (
@@ -24,8 +24,10 @@ from .client import (
     balances,
     bet,
     error_of,
+    kind_of,
     open_table,
     open_wallets,
+    payload,
     play_round,
     seat,
     start_round,
@@ -34,15 +36,15 @@ from .conftest import Served
 
 
 def _audited(auditor: Api, round_id: str) -> None:
-    verdict = auditor.get("Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id))
+    verdict = auditor.get("AuditService", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id))
     assert verdict.ok, verdict.first_difference
     assert {c.name for c in verdict.checks} >= {"chain", "commitment", "replay", "money"}
-    bundle = auditor.get("Audit", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
+    bundle = auditor.get("AuditService", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
     offline = audit.verify_bundle(bundle.bundle_json.encode())
     assert offline.ok, offline.first_difference
     assert json.loads(bundle.bundle_json)["bundle_digest"] == bundle.bundle_digest
-    replay = auditor.get("Audit", "ReplayRound", pb.ReplayRoundRequest(round_id=round_id))
-    assert replay.ok and replay.events and replay.events[-1].kind == "round_closed"
+    replay = auditor.get("AuditService", "ReplayRound", pb.ReplayRoundRequest(round_id=round_id))
+    assert replay.ok and replay.events and kind_of(replay.events[-1]) == "round_closed"
 
 
 def test_classic_round_with_a_backer(served: Served) -> None:
@@ -64,7 +66,7 @@ def test_classic_round_with_a_backer(served: Served) -> None:
         bet(players["alice"], opened.round_id, 2, "alice", 200)
         bet(players["bob"], opened.round_id, 3, "bob", 300)
         response = bet(players["carol"], opened.round_id, 3, "carol", 150)  # carol backs bob's hand
-        assert [e.kind for e in response.events] == ["bet_placed"]
+        assert [kind_of(e) for e in response.events] == ["bet_placed"]
         assert ops.wallet("carol").reserved == 5 * 150
         closed = play_round(ops, players, opened.round_id, choices)
         nets = assert_books(ops, closed, before)
@@ -73,16 +75,20 @@ def test_classic_round_with_a_backer(served: Served) -> None:
         assert len(cards) == len(set(cards)) and all(cards)
         assert {h.seat for h in closed.hands} == {0, 1, 2, 3}
         _audited(auditor, closed.round_id)
-    assert ops.get("Queries", "GetTable", pb.GetTableRequest(table_id="classic-1")).round_no == 2
+    assert ops.get("TableService", "GetTable", pb.GetTableRequest(table_id="classic-1")).table.round_no == 2
     # a checkpoint of the table's closed rounds, and each round's inclusion proof
     missing = error_of(
-        lambda: auditor.get("Audit", "GetInclusionProof", pb.GetInclusionProofRequest(round_id="classic-1#1"))
+        lambda: auditor.get("AuditService", "GetInclusionProof", pb.GetInclusionProofRequest(round_id="classic-1#1"))
     )
     assert missing.code() == grpc.StatusCode.NOT_FOUND
-    checkpoint = ops.cmd("Tables", "CheckpointTable", pb.CheckpointTableRequest(table_id="classic-1", period="day 1"))
-    assert [e.kind for e in checkpoint.events] == ["checkpoint_recorded"]
+    checkpoint = ops.cmd(
+        "TableService", "CheckpointTable", pb.CheckpointTableRequest(table_id="classic-1", period="day 1")
+    )
+    assert [kind_of(e) for e in checkpoint.events] == ["checkpoint_recorded"]
     for round_id in ("classic-1#1", "classic-1#2"):
-        proof = players["alice"].get("Audit", "GetInclusionProof", pb.GetInclusionProofRequest(round_id=round_id))
+        proof = players["alice"].get(
+            "AuditService", "GetInclusionProof", pb.GetInclusionProofRequest(round_id=round_id)
+        )
         assert (proof.period, proof.size, proof.table_id) == ("day 1", 2, "classic-1")
         path = [bytes.fromhex(h) for h in proof.path]
         assert merkle.verify_inclusion(
@@ -101,14 +107,14 @@ def test_ante_round_on_betting_positions(served: Served) -> None:
     assert [s.seat for s in opened.seats] == [1, 2, 3, 4, 5] and not any(s.player for s in opened.seats)
     for number, who, stake in [(1, "alice", 200), (2, "alice", 400), (2, "bob", 200), (5, "carol", 1000)]:
         bet(players[who], opened.round_id, number, who, stake)
-    dealt = ops.cmd("Tables", "Deal", pb.DealRequest(round_id=opened.round_id))
-    kinds = [e.kind for e in dealt.events]
+    dealt = ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=opened.round_id))
+    kinds = [kind_of(e) for e in dealt.events]
     assert kinds[:2] == ["client_seed_fixed", "cards_dealt"] and kinds[-1] == "round_closed"
     assert kinds.count("bet_settled") == 4
     closed = ops.round(opened.round_id)
     assert len(closed.hands) == 6 and all(len(h.cards) == 2 for h in closed.hands)
     assert_books(ops, closed, before)
-    settled = [json.loads(e.payload_json) for e in closed.events if e.kind == "bet_settled"]
+    settled = [payload(e) for e in closed.events if kind_of(e) == "bet_settled"]
     assert all(s["ante_net"] + s["bet_net"] == s["net"] for s in settled)
     _audited(auditor, closed.round_id)
 
@@ -122,9 +128,9 @@ def test_room_round_with_a_banker_bid(served: Served) -> None:
         seat(players[who], "room-1", who, number)
     for who, rounds in [("alice", 10), ("bob", 5), ("carol", 0), ("dave", 10)]:
         request = pb.BidForBankerRequest(table_id="room-1", player=who, rounds=rounds)
-        table = players[who].cmd("Tables", "BidForBanker", request).table
+        table = players[who].cmd("TableService", "BidForBanker", request).table
     assert [(b.player, b.rounds) for b in table.bids] == [("alice", 10), ("bob", 5), ("carol", 0), ("dave", 10)]
-    table = ops.cmd("Tables", "CloseBankerBid", pb.CloseBankerBidRequest(table_id="room-1")).table
+    table = ops.cmd("TableService", "CloseBankerBid", pb.CloseBankerBidRequest(table_id="room-1")).table
     assert table.banker == "dave" and table.banker_rounds_left == 10  # a tie on 10 goes to the larger wallet
     assert "dave" not in [s.player for s in table.seated]
     choices = Choices(random.Random(3), reveal=0.7)
@@ -139,13 +145,13 @@ def test_room_round_with_a_banker_bid(served: Served) -> None:
         closed = play_round(ops, players, opened.round_id, choices)
         nets = assert_books(ops, closed, before)
         assert "dave" in nets and closed.house_net == 0
-        payloads = [json.loads(e.payload_json) for e in closed.events]
-        kinds = [e.kind for e in closed.events]
+        payloads = [payload(e) for e in closed.events]
+        kinds = [kind_of(e) for e in closed.events]
         settled = payloads[kinds.index("round_settled")]
         player_commission = sum(p["commission"] for p, k in zip(payloads, kinds, strict=True) if k == "bet_settled")
         assert closed.commission == player_commission + settled["banker_commission"]  # 3% of winners and banker
         _audited(auditor, closed.round_id)
-    assert ops.get("Queries", "GetTable", pb.GetTableRequest(table_id="room-1")).banker_rounds_left == 7
+    assert ops.get("TableService", "GetTable", pb.GetTableRequest(table_id="room-1")).table.banker_rounds_left == 7
 
 
 def test_kingmaker_round_with_a_side_bet(served: Served) -> None:
@@ -170,9 +176,9 @@ def test_kingmaker_round_with_a_side_bet(served: Served) -> None:
         raise AssertionError("no side-bet window in 150 rounds")
     assert "PlaceSideBet" in choices.seen and "CloseSideBets" in choices.seen
     assert {b.player for b in closed.side_bets} == set(names)
-    (side,) = [json.loads(e.payload_json) for e in closed.events if e.kind == "side_bets_settled"]
+    (side,) = [payload(e) for e in closed.events if kind_of(e) == "side_bets_settled"]
     for _seat, _player, stake, net in side["results"]:
         assert net == (stake * 12 // 10 if side["natural"] else -stake)
-    up_card = json.loads(next(e.payload_json for e in closed.events if e.kind == "cards_dealt"))["banker_up_card"]
+    up_card = next(e.cards_dealt.banker_up_card for e in closed.events if kind_of(e) == "cards_dealt")
     assert up_card[:-1] in ("8", "9")
     _audited(auditor, closed.round_id)

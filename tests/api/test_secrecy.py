@@ -9,7 +9,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
 from .client import bet, error_of, open_table, open_wallets, seat, start_round
 from .conftest import Served
@@ -33,28 +33,32 @@ def test_an_open_rounds_seed_is_in_no_reply_event_log_error_or_row(
     seat(local.api("bob"), "s", "bob", 2)
     seen: list[bytes] = []
     for attempt in range(20):  # a banker's pok closes a round at the deal: play on to one that stays open
-        opened = ops.cmd("Tables", "StartRound", pb.StartRoundRequest(table_id="s", client_seed=f"secrecy-{attempt}"))
+        opened = ops.cmd(
+            "RoundService", "StartRound", pb.StartRoundRequest(table_id="s", client_seed=f"secrecy-{attempt}")
+        )
         round_id = opened.round.round_id
         seed = _seed_of(local, round_id)
         seen = [opened.SerializeToString()]
         seen.append(bet(alice, round_id, 1, "alice", 100).SerializeToString())
         seen.append(bet(local.api("bob"), round_id, 2, "bob", 100).SerializeToString())
-        dealt = ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id))
+        dealt = ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
         seen.append(dealt.SerializeToString())
         if dealt.round.phase != pb.ROUND_PHASE_CLOSED:
             break
     else:
         raise AssertionError("twenty deals in a row ended in a banker's pok")
     for api in (ops, auditor, alice):
-        seen.append(api.get("Queries", "GetRound", pb.GetRoundRequest(round_id=round_id)).SerializeToString())
-    seen.append(ops.get("Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)).SerializeToString())
+        seen.append(api.get("RoundService", "GetRound", pb.GetRoundRequest(round_id=round_id)).SerializeToString())
+    seen.append(ops.get("AuditService", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)).SerializeToString())
     for batch in _subscribe(auditor, 0, 1000, stop_at_head=True):
         seen.append(batch.SerializeToString())
     refusals = [
-        error_of(lambda: ops.get("Audit", "ExportRound", pb.ExportRoundRequest(round_id=round_id))),
-        error_of(lambda: ops.get("Tables", "Deal", pb.DealRequest(request_id="again", round_id=round_id))),
+        error_of(lambda: ops.get("AuditService", "ExportRound", pb.ExportRoundRequest(round_id=round_id))),
+        error_of(lambda: ops.get("RoundService", "Deal", pb.DealRequest(request_id="again", round_id=round_id))),
         error_of(
-            lambda: alice.get("Tables", "Draw", pb.DrawRequest(request_id="x", round_id=round_id, seat=2, player="bob"))
+            lambda: alice.get(
+                "RoundService", "Draw", pb.DrawRequest(request_id="x", round_id=round_id, seat=2, player="bob")
+            )
         ),
     ]
     for error in refusals:
@@ -70,9 +74,9 @@ def test_an_open_rounds_seed_is_in_no_reply_event_log_error_or_row(
     # once the round closes, the seed is published and checks against the commitment
     while (current := ops.round(round_id)).phase != pb.ROUND_PHASE_CLOSED:
         if current.phase == pb.ROUND_PHASE_PLAYER_TURNS:
-            ops.cmd("Tables", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))
+            ops.cmd("RoundService", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id))
         else:
-            ops.cmd("Tables", "BankerStay", pb.BankerStayRequest(round_id=round_id))
+            ops.cmd("RoundService", "BankerStay", pb.BankerStayRequest(round_id=round_id))
     closed = ops.round(round_id)
     assert closed.server_seed == seed.hex()
 
@@ -85,7 +89,7 @@ def test_no_seed_is_used_twice(local: Served) -> None:
     for _ in range(200):
         round_id = start_round(ops, "u", "same client seed").round_id
         bet(ops, round_id, 1, "alice", 100)
-        closed = ops.cmd("Tables", "Deal", pb.DealRequest(round_id=round_id)).round  # ante settles at the deal
+        closed = ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id)).round  # ante settles at the deal
         assert closed.phase == pb.ROUND_PHASE_CLOSED and len(bytes.fromhex(closed.server_seed)) == 32
         seeds.add(closed.server_seed)
         commitments.add(closed.commitment)

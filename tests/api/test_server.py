@@ -19,8 +19,8 @@ from google.protobuf.descriptor_pool import DescriptorPool
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.server import SERVICE_NAMES, bind_address, create_server
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.auth import token_digest
 
 from .client import TOKENS, error_of, open_wallets
@@ -61,11 +61,11 @@ def test_reflection_lists_and_describes_the_services(local: Served) -> None:
     services = set(database.get_services())
     assert services >= {*SERVICE_NAMES, "grpc.health.v1.Health", "grpc.reflection.v1alpha.ServerReflection"}
     pool = DescriptorPool(database)
-    method = pool.FindServiceByName("pokdeng.v1.Tables").methods_by_name["PlaceBet"]
+    method = pool.FindServiceByName("pokdeng.v1.RoundService").methods_by_name["PlaceBet"]
     assert method.input_type.full_name == "pokdeng.v1.PlaceBetRequest"
     fields = ["request_id", "round_id", "seat", "player", "stake", "client_seed"]
     assert [f.name for f in method.input_type.fields] == fields
-    subscribe = pool.FindServiceByName("pokdeng.v1.Events").methods_by_name["SubscribeEvents"]
+    subscribe = pool.FindServiceByName("pokdeng.v1.EventService").methods_by_name["SubscribeEvents"]
     assert subscribe.server_streaming
 
 
@@ -86,9 +86,9 @@ def test_development_mode_and_a_bare_port(tmp_path: Path, capsys: pytest.Capture
         assert token and capsys.readouterr().err.count(token) == 1
         server.start()
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
+            from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 
-            wallets = pb_grpc.WalletsStub(channel)
+            wallets = pb_grpc.WalletServiceStub(channel)
             request = pb.OpenWalletRequest(request_id="r", wallet_id="w")
             assert wallets.OpenWallet(request, metadata=(("authorization", f"Bearer {token}"),)).wallet.wallet_id == "w"
         with pytest.raises(OSError, match="cannot listen"):
@@ -115,9 +115,9 @@ def test_graceful_shutdown(tmp_path: Path, start_server: StartServer) -> None:
     health: Any = health_pb2_grpc.HealthStub(served.channel)
     watch = health.Watch(health_pb2.HealthCheckRequest(service=""), timeout=20)
     assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
-    feed = auditor.method("Events", "SubscribeEvents")(pb.SubscribeEventsRequest(), metadata=auditor.metadata)
+    feed = auditor.method("EventService", "SubscribeEvents")(pb.SubscribeEventsRequest(), metadata=auditor.metadata)
     assert next(feed).caught_up
-    in_flight = ops.method("Wallets", "Deposit").future(
+    in_flight = ops.method("WalletService", "Deposit").future(
         pb.DepositRequest(request_id="slow", wallet_id="alice", amount=5), metadata=ops.metadata
     )
     assert entered.wait(5)
@@ -174,10 +174,10 @@ def test_serve_stops_gracefully_on_a_signal(tmp_path: Path, signum: signal.Signa
         assert line.startswith("PORT "), line + (process.stderr.read() if process.stderr else "")
         port = int(line.split()[1])
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
+            from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 
             metadata = (("authorization", f"Bearer {TOKENS['operator']}"),)
-            opened = pb_grpc.WalletsStub(channel).OpenWallet(
+            opened = pb_grpc.WalletServiceStub(channel).OpenWallet(
                 pb.OpenWalletRequest(request_id="r", wallet_id="w"), metadata=metadata, timeout=10
             )
             assert opened.wallet.wallet_id == "w"

@@ -15,8 +15,8 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.server import PokdengServer, TlsFiles, create_server
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 
 from .client import Api, error_of
 from .conftest import make_app, sqlite_env, token_store
@@ -140,7 +140,7 @@ def _open_wallet(channel: grpc.Channel, wallet: str) -> str:
     from .client import TOKENS
 
     ops = Api(channel, TOKENS["operator"], prefix=wallet)
-    answer = ops.cmd("Wallets", "OpenWallet", pb.OpenWalletRequest(wallet_id=wallet))
+    answer = ops.cmd("WalletService", "OpenWallet", pb.OpenWalletRequest(wallet_id=wallet))
     return str(answer.wallet.wallet_id)
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import grpc
 import pytest
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.audit.anchors import verify_consistency
 from pokdeng_service.store.signing import KeyRing, SigningKey, TreeHead
@@ -47,34 +47,40 @@ def _close_rounds(app: PokdengApp, rounds: int, prefix: str) -> None:
 
 def test_sign_read_and_prove_over_grpc(signing: Served) -> None:
     ops = signing.api("operator", twice=True)
-    empty = error_of(lambda: ops.cmd("Audit", "SignTreeHead", pb.SignTreeHeadRequest()))
+    empty = error_of(lambda: ops.cmd("AuditService", "SignTreeHead", pb.SignTreeHeadRequest()))
     assert empty.code() == grpc.StatusCode.FAILED_PRECONDITION and "no round has closed" in (empty.details() or "")
     _close_rounds(signing.app, 3, "first")
-    first = ops.cmd("Audit", "SignTreeHead", pb.SignTreeHeadRequest())  # twice: the retry answers the same head
+    first = ops.cmd(
+        "AuditService", "SignTreeHead", pb.SignTreeHeadRequest()
+    ).head  # twice: the retry answers the same head
     assert first.tree_size == 3 and first.key_id == RING.current.key_id  # type: ignore[union-attr]
     head = TreeHead.from_dict(json.loads(first.head_json))
     assert RING.public.check(head)[0] and head.signature == first.signature
     _close_rounds(signing.app, 2, "second")
-    second = ops.cmd("Audit", "SignTreeHead", pb.SignTreeHeadRequest())
-    latest = ops.get("Audit", "GetSignedTreeHead", pb.GetSignedTreeHeadRequest())
+    second = ops.cmd("AuditService", "SignTreeHead", pb.SignTreeHeadRequest()).head
+    latest = ops.get("AuditService", "GetSignedTreeHead", pb.GetSignedTreeHeadRequest()).head
     assert latest == second and latest.tree_size == 5
-    assert ops.get("Audit", "GetSignedTreeHead", pb.GetSignedTreeHeadRequest(tree_size=3)) == first
-    proof = ops.get("Audit", "GetConsistencyProof", pb.GetConsistencyProofRequest(first=3, second=5))
+    assert ops.get("AuditService", "GetSignedTreeHead", pb.GetSignedTreeHeadRequest(tree_size=3)).head == first
+    proof = ops.get("AuditService", "GetConsistencyProof", pb.GetConsistencyProofRequest(first=3, second=5))
     assert (proof.first, proof.second, proof.log_id) == (3, 5, head.log_id)
     verdict = verify_consistency(
         json.loads(first.head_json), json.loads(second.head_json), list(proof.path), RING.public
     )
     assert verdict.ok, verdict.render()
-    bad = error_of(lambda: ops.get("Audit", "GetConsistencyProof", pb.GetConsistencyProofRequest(first=6, second=5)))
+    bad = error_of(
+        lambda: ops.get("AuditService", "GetConsistencyProof", pb.GetConsistencyProofRequest(first=6, second=5))
+    )
     assert bad.code() == grpc.StatusCode.INVALID_ARGUMENT
-    missing = error_of(lambda: ops.get("Audit", "GetSignedTreeHead", pb.GetSignedTreeHeadRequest(tree_size=4)))
+    missing = error_of(lambda: ops.get("AuditService", "GetSignedTreeHead", pb.GetSignedTreeHeadRequest(tree_size=4)))
     assert missing.code() == grpc.StatusCode.NOT_FOUND
     for who in ("auditor", "alice"):
-        denied = error_of(lambda who=who: signing.api(who).cmd("Audit", "SignTreeHead", pb.SignTreeHeadRequest()))
+        denied = error_of(
+            lambda who=who: signing.api(who).cmd("AuditService", "SignTreeHead", pb.SignTreeHeadRequest())
+        )
         assert denied.code() == grpc.StatusCode.PERMISSION_DENIED
 
 
 def test_sign_tree_head_without_a_key_is_refused(local: Served) -> None:
     _close_rounds(local.app, 1, "keyless")
-    error = error_of(lambda: local.api("operator").cmd("Audit", "SignTreeHead", pb.SignTreeHeadRequest()))
+    error = error_of(lambda: local.api("operator").cmd("AuditService", "SignTreeHead", pb.SignTreeHeadRequest()))
     assert error.code() == grpc.StatusCode.FAILED_PRECONDITION and "no signing key" in (error.details() or "")

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.auth import Authenticator
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import PokdengApp, pipeline
 from pokdeng_service.application.commands import Command
 

@@ -1,10 +1,10 @@
 """A small Python client for the pokdeng gRPC API.
 
-    from pokdeng_service.client import PokdengClient
+    from pokdeng_client import PokdengClient
 
     with PokdengClient("127.0.0.1:50051", token="...") as pokdeng:
-        pokdeng.call("Wallets", "OpenWallet", wallet_id="alice")
-        round_ = pokdeng.call("Tables", "StartRound", table_id="t1", client_seed="lucky").round
+        pokdeng.call("WalletService", "OpenWallet", wallet_id="alice")
+        round_ = pokdeng.call("RoundService", "StartRound", table_id="t1", client_seed="lucky").round
 
 Every command gets a fresh request id unless you give one, and is retried with the
 same id on UNAVAILABLE or ABORTED: the server's idempotency makes that safe.
@@ -19,10 +19,10 @@ from typing import Any
 
 import grpc
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 
-SERVICES = ("Wallets", "Tables", "Queries", "Audit", "Events")
+SERVICES = ("WalletService", "TableService", "RoundService", "AuditService", "EventService")
 RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED)
 
 
