@@ -168,6 +168,10 @@ def _decision_text(command: rc.RoundCommand) -> dict[str, Any]:
         fields["profile"] = profile.key
     if fields.get("client_seed_rule") == "" or (isinstance(command, rc.PlaceBet) and command.client_seed is None):
         fields.pop("client_seed_rule" if isinstance(command, rc.OpenRound) else "client_seed")  # (as before 1.1.0)
+    if fields.get("by") == "":
+        fields.pop("by")  # (a record made before operator commands named their sender)
+    if isinstance(command, rc.OpenRound) and fields.get("currency") == "THB":
+        fields.pop("currency")  # the default (and every round opened before currencies)
     return {"command": command.name, **_json({k: v for k, v in fields.items()})}
 
 
