@@ -251,12 +251,7 @@ class PartitionedReadModels:
 def _ensure_schema(env: dict[str, str]) -> None:
     import psycopg
 
-    with psycopg.connect(
-        dbname=env["POSTGRES_DBNAME"],
-        host=env["POSTGRES_HOST"],
-        port=int(env["POSTGRES_PORT"]),
-        user=env["POSTGRES_USER"],
-        password=env["POSTGRES_PASSWORD"],
-        autocommit=True,
-    ) as conn:
+    from pokdeng_service.store.bounded import connect_kwargs
+
+    with psycopg.connect(**connect_kwargs(env), autocommit=True) as conn:  # (a partition's own URL: any server)
         conn.execute(f'CREATE SCHEMA IF NOT EXISTS "{env["POSTGRES_SCHEMA"]}"')

@@ -8,7 +8,8 @@ audit reads of an application (``PokdengApp`` is one).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from typing import Any, Protocol, cast
 from uuid import UUID
 
@@ -16,7 +17,7 @@ from eventsourcing.application import Repository
 from eventsourcing.persistence import AggregateRecorder, EventStore, Mapper
 
 from pokdeng_core import events as re
-from pokdeng_core.limits import check_id
+from pokdeng_core.limits import check_id, id_problem
 from pokdeng_core.machine import RoundState
 from pokdeng_service.application.errors import NotFound, StreamForged, stream_forged
 from pokdeng_service.application.views import RecordedEvent
@@ -25,12 +26,15 @@ from pokdeng_service.audit.table_pins import TablePins, table_finish
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.aggregates import RoundRecord, Wallet, round_uuid, wallet_uuid
 from pokdeng_service.store.facts import Fact, fact_of
-from pokdeng_service.store.fastpaths import facts_of_rows
+from pokdeng_service.store.fastpaths import stream_facts
+from pokdeng_service.wallet.verify import verify_platform_round
 
 WALLET_ROUND_SETTLED = Wallet.RoundSettled.__name__
 """The class name of a wallet's record of a round's settlement."""
 
 _WALLET_PAGE = 200
+ROUNDS_PER_READ = 50
+"""Rounds whose streams ``verify_rounds`` reads at a time (``fastpaths.stream_facts``), ahead of verifying them."""
 _ROUND_STARTED = RoundRecord.Started.__name__  # the kind of a round stream's first event
 
 
@@ -84,12 +88,28 @@ class AuditedRecord(Protocol):
 
 
 def verify_rounds(app: AuditedRecord, round_ids: Iterable[str], check_wallets: bool = False) -> Iterator[Verdict]:
-    """``verify_round`` for each round in turn, sharing one ``TablePins`` over the batch (what
-    ``pokdeng verify --all`` does): each table's stream is read forward a page at a time for
-    the pins of the rounds being verified, instead of once per round."""
+    """``verify_round`` for each round in turn, sharing one ``TablePins`` over the batch: each
+    table's stream is read forward a page at a time for the pins of the rounds being verified,
+    instead of once per round; and the rounds' own streams are read ``ROUNDS_PER_READ`` at a
+    time, just ahead of their verification (each round is then checked from those rows exactly
+    as ``verify_round`` checks the rows it reads)."""
     pins = TablePins(app)
-    for round_id in round_ids:
-        yield verify_round(app, round_id, check_wallets=check_wallets, pins=pins)
+    pending = iter(round_ids)
+    while batch := list(islice(pending, ROUNDS_PER_READ)):
+        read = _read_rounds(app, batch)
+        for round_id in batch:
+            yield _verdict(app, round_id, check_wallets, pins, read.get(round_id) if read else None)
+
+
+def _read_rounds(app: AuditedRecord, round_ids: Sequence[str]) -> dict[str, list[Fact]] | None:
+    """The stored rows of each round named by a valid id, read afresh (``fastpaths.stream_facts``),
+    or None if ``app`` has no recorder to read (an invalid id is left to its own verification)."""
+    recorder, mapper = getattr(app, "recorder", None), getattr(app, "mapper", None)
+    if recorder is None or mapper is None:
+        return None
+    uuids = {r: round_uuid(r) for r in round_ids if isinstance(r, str) and id_problem(r, "round_id") is None}
+    facts = stream_facts(recorder, mapper, uuids.values())
+    return {round_id: facts[uuid] for round_id, uuid in uuids.items()}
 
 
 def verify_round(
@@ -105,18 +125,30 @@ def verify_round(
     A stream read on the way that is not what it claims (the round's, its table's, a
     wallet's: ``StreamForged``, its alert logged) fails the verdict's ``stream`` check.
     """
+    return _verdict(app, round_id, check_wallets, pins, None)
+
+
+def _verdict(
+    app: AuditedRecord, round_id: str, check_wallets: bool, pins: TablePins | None, events: list[Fact] | None
+) -> Verdict:
+    """``verify_round``, of the round's rows ``events`` if they were read already (else read here)."""
     verdict = Verdict(f"round {round_id}")
     try:
-        _verify_round(verdict, app, round_id, check_wallets, pins)
+        _verify_round(verdict, app, round_id, check_wallets, pins, events)
     except StreamForged as error:
         verdict.add("stream", False, error.message)
     return verdict
 
 
 def _verify_round(
-    verdict: Verdict, app: AuditedRecord, round_id: str, check_wallets: bool, pins: TablePins | None
+    verdict: Verdict,
+    app: AuditedRecord,
+    round_id: str,
+    check_wallets: bool,
+    pins: TablePins | None,
+    events: list[Fact] | None,
 ) -> None:
-    events = round_facts(app, round_id)
+    events = round_facts(app, round_id, events)
     last = check_chain(verdict, round_id, events)
     facts = _facts(events)
     opened = next((e for e in facts if e.kind == re.RoundOpened.kind), None)
@@ -140,6 +172,8 @@ def _verify_round(
         if check_wallets:
             for player, net in nets.items():
                 applied = wallet_settlement(app, player, round_id)
+                if applied is None and verify_platform_round(app, verdict, round_id, facts):
+                    break  # the round's money is a platform's: its transactions are checked (docs/wallet.md)
                 verdict.add(
                     f"wallet {player}",
                     applied is not None and applied[0] == net,
@@ -147,12 +181,16 @@ def _verify_round(
                 )
 
 
-def round_facts(app: AuditedRecord, round_id: str) -> list[Fact]:
-    """The round's stored events, read afresh from the store (a cached copy would hide an edit of the rows)."""
+def round_facts(app: AuditedRecord, round_id: str, read: list[Fact] | None = None) -> list[Fact]:
+    """The round's stored events, read afresh from the store (a cached copy would hide an edit of the
+    rows), or ``read``: its rows as ``verify_rounds`` read them just before; checked alike."""
     check_id(round_id, "round_id")
     recorder, mapper = getattr(app, "recorder", None), getattr(app, "mapper", None)
-    if recorder is not None and mapper is not None:
-        facts = facts_of_rows(mapper, recorder.select_events(round_uuid(round_id)))
+    if read is not None:
+        facts = read
+    elif recorder is not None and mapper is not None:
+        uuid = round_uuid(round_id)
+        facts = stream_facts(recorder, mapper, (uuid,))[uuid]
     else:
         facts = [fact_of(item) for item in app.events.get(round_uuid(round_id))]
     if not facts:

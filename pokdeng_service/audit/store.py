@@ -64,6 +64,8 @@ from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import fastpaths
 from pokdeng_service.store.codec import chain_digest, from_data, genesis_digest, wallet_digest
 from pokdeng_service.store.facts import RecordedEvent
+from pokdeng_service.wallet.verify import STREAM as PLATFORM_STREAM
+from pokdeng_service.wallet.verify import PlatformAudit
 
 PAGE = 1000
 """Rows of the notification log read at a time."""
@@ -110,6 +112,7 @@ class _StoreAudit(StoreVerdicts):
         self.topics: dict[str, tuple[str, bool] | None] = {}
         self.rows = 0
         self.runs: dict[UUID, tuple[str, int]] = {}  # a chained stream's latest run: (command id, first position)
+        self.platform = PlatformAudit()  # the rounds' transactions with a platform's wallet (docs/wallet.md)
 
     # -- reading -----------------------------------------------------------------------
 
@@ -161,6 +164,9 @@ class _StoreAudit(StoreVerdicts):
         stream.last = fact
         if stream_kind != stream.kind:
             stream.fail("stream", position, f"a {stream_kind} row in a {stream.kind} stream", fact.kind)
+            return
+        if stream.kind == PLATFORM_STREAM:  # a round's transactions with the platform's wallet (wallet.verify)
+            self.platform.row(self, stream, fact)
             return
         if stream.kind not in _IDENTITY:  # another aggregate's stream: counted only
             self.others[stream.kind] = self.others.get(stream.kind, 0) + 1

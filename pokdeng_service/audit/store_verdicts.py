@@ -38,6 +38,7 @@ class StoreVerdicts:
     topics: dict[str, tuple[str, bool] | None]
     rows: int
     runs: dict[UUID, tuple[str, int]]
+    platform: Any  # ``wallet.verify.PlatformAudit``: the rounds whose money a platform's wallet holds
 
     def _round_verdict(self, record: _Round) -> Verdict:
         """The round's verdict once its stream is read: rows, chain, replay and money, completeness."""
@@ -90,6 +91,7 @@ class StoreVerdicts:
         round_verdicts = self._rounds_against_tables()
         out.extend(round_verdicts)
         out.extend(self._table_verdicts())
+        out.extend(self.platform.verdicts(self))  # (before the wallets': it takes its rounds off them)
         out.extend(self._wallet_verdicts())
         out.extend(self._unidentified_verdicts())
         out.append(self._seed_verdict())

@@ -6,7 +6,8 @@ it for one round with fresh reads; ``TablePins`` serves a batch of verifications
 each table's stream ahead. Both read the stored rows and decode only ``RoundFinished``
 rows (by topic). ``app`` is an application as ``live.AuditedRecord`` describes it (here its
 ``recorder``, ``mapper``, ``audit_hints`` and ``stream_events``). Both check first that the
-table's stream opens the table it is read for (``check_table``).
+table's stream opens the table it is read for (``check_table``), reading its first row in the
+same read as the first page of its pins (``fastpaths.select_rows``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from pokdeng_core.table import RoundFinished
 from pokdeng_service.application.errors import stream_forged
 from pokdeng_service.store.aggregates import TableRecord, table_uuid
 from pokdeng_service.store.facts import Fact, Recorded
-from pokdeng_service.store.fastpaths import fact_of_row
+from pokdeng_service.store.fastpaths import fact_of_row, select_rows
 
 ROUND_FINISHED_TOPIC = get_topic(TableRecord.RoundFinished)  # type: ignore[attr-defined]
 _TABLE_OPENED = TableRecord.Opened.__name__  # the kind of a table stream's first event
@@ -39,13 +40,14 @@ def table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Recor
     """
     uuid = table_uuid(table_id)
     if getattr(app, "recorder", None) is not None and isinstance(round_no, int) and round_no > 0:
-        check_table(app, table_id)
         base = 2 * round_no + 1  # round n's round_finished is after this position
         hints: dict[str, int] | None = getattr(app, "audit_hints", None)
         hint = hints.get(table_id) if hints is not None else None
         starts = ((base + hint, 2, True), (base, 4, False)) if hint else ((base, 4, False),)
+        rows: list[Any] | None = _opened_and_page(app, table_id, starts[0][0], starts[0][1])
         for start, page, once in starts:
-            found = _first_pin(app, uuid, round_id, start, page, grow=True, pages=1 if once else None)
+            found = _first_pin(app, uuid, round_id, start, page, grow=True, pages=1 if once else None, rows=rows)
+            rows = None
             if found is not None:
                 if hints is not None:
                     hints[table_id] = found.position - base - 1
@@ -60,9 +62,19 @@ def table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Recor
 def check_table(app: Any, table_id: str) -> None:
     """The table's stream is the table's: its first stored row opens table ``table_id`` (read afresh,
     one row); else ``StreamForged`` (its alert logged)."""
-    rows = app.recorder.select_events(table_uuid(table_id), lte=1)
-    if rows:
-        _check_opened(table_id, fact_of_row(app.mapper, rows[0]))
+    (first,) = select_rows(app.recorder, [(table_uuid(table_id), None, 1, None)])
+    if first:
+        _check_opened(table_id, fact_of_row(app.mapper, first[0]))
+
+
+def _opened_and_page(app: Any, table_id: str, after: int, page: int) -> list[Any]:
+    """``check_table``, and the table's first ``page`` rows after ``after`` (ascending), read in the
+    same read transaction: those rows, once the table's first row is found to open the table."""
+    uuid = table_uuid(table_id)
+    first, rows = select_rows(app.recorder, [(uuid, None, 1, None), (uuid, after, None, page)])
+    if first:
+        _check_opened(table_id, fact_of_row(app.mapper, first[0]))
+    return rows
 
 
 def _check_opened(table_id: str, first: Recorded) -> None:
@@ -72,25 +84,40 @@ def _check_opened(table_id: str, first: Recorded) -> None:
         raise stream_forged("table", table_id, table_uuid(table_id), problem)
 
 
-def _pin_pages(app: Any, uuid: Any, after: int, page: int, grow: bool) -> Iterator[tuple[list[Fact], int]]:
+def _pin_pages(
+    app: Any, uuid: Any, after: int, page: int, grow: bool, rows: list[Any] | None = None
+) -> Iterator[tuple[list[Fact], int]]:
     """The table's rows after ``after``, a page at a time (each page four times the last if
     ``grow``, up to 1,000 rows): each page's ``round_finished`` pins, in order, and the last
-    position it read. Only ``RoundFinished`` rows are decoded; the pages end with the stream."""
+    position it read. Only ``RoundFinished`` rows are decoded; the pages end with the stream.
+    ``rows``: the first page, if it was read already (``_opened_and_page``)."""
     while True:
-        rows = app.recorder.select_events(uuid, gt=after, limit=page)
+        if rows is None:
+            (rows,) = select_rows(app.recorder, [(uuid, after, None, page)])
         pins = [fact_of_row(app.mapper, row) for row in rows if row.topic == ROUND_FINISHED_TOPIC]
         if rows:
             after = rows[-1].originator_version
         yield [pin for pin in pins if pin.kind == RoundFinished.kind], after
         if len(rows) < page:
             return
+        rows = None
         if grow:
             page = min(page * 4, 1000)
 
 
-def _first_pin(app: Any, uuid: Any, round_id: str, after: int, page: int, grow: bool, pages: int | None) -> Fact | None:
-    """The round's first pin after ``after``, reading at most ``pages`` pages (None: to the end)."""
-    for number, (pins, _last) in enumerate(_pin_pages(app, uuid, after, page, grow), start=1):
+def _first_pin(
+    app: Any,
+    uuid: Any,
+    round_id: str,
+    after: int,
+    page: int,
+    grow: bool,
+    pages: int | None,
+    rows: list[Any] | None = None,
+) -> Fact | None:
+    """The round's first pin after ``after``, reading at most ``pages`` pages (None: to the end;
+    ``rows``: the first page, read already)."""
+    for number, (pins, _last) in enumerate(_pin_pages(app, uuid, after, page, grow, rows), start=1):
         found = next((pin for pin in pins if pin.data.get("round_id") == round_id), None)
         if found is not None or number == pages:
             return found
@@ -129,12 +156,13 @@ class TablePins:
 
     def _read_ahead(self, table_id: str, round_id: str, round_no: int) -> Recorded | None:
         after = self.read_to.get(table_id)
+        rows: list[Any] | None = None
         if after is None:
-            check_table(self.app, table_id)  # once a batch per table
             hints: dict[str, int] = getattr(self.app, "audit_hints", None) or {}
             after = 2 * round_no + 1 + max(hints.get(table_id, 0), 0)
+            rows = _opened_and_page(self.app, table_id, after, self.PAGE)  # (the check: once a batch per table)
         found: Recorded | None = None
-        pages = _pin_pages(self.app, table_uuid(table_id), after, self.PAGE, grow=False)
+        pages = _pin_pages(self.app, table_uuid(table_id), after, self.PAGE, grow=False, rows=rows)
         for number, (pins, last) in enumerate(pages, start=1):
             self.read_to[table_id] = last
             for pin in pins:

@@ -21,9 +21,9 @@ from typing import Any, Protocol
 from eventsourcing.utils import get_topic, resolve_topic
 
 from pokdeng_core.events import BetPlaced, RoundClosed, RoundOpened, RoundSettled, RoundVoided, SideBetPlaced
-from pokdeng_core.table import RoundFinished, RoundStarted
+from pokdeng_core.table_events import RoundFinished, RoundStarted, TableOpened
 from pokdeng_service.application.views import StatementLine
-from pokdeng_service.readmodels.models import PlayerResult, RoundSummary, _House, _Round, _Wallet
+from pokdeng_service.readmodels.models import PlayerResult, RoundSummary, _House, _Round, _Table, _Wallet
 from pokdeng_service.store.aggregates import ROUND_FACTS, TABLE_FACTS, RoundRecord, Wallet, wallet_movement
 
 Item = tuple[int, Any]  # (log position, decoded domain event or None for a notification that changes no view)
@@ -35,6 +35,8 @@ class _Reader(Protocol):
     def load_round(self, round_id: str) -> _Round | None: ...
 
     def load_wallet(self, key: str) -> _Wallet | None: ...
+
+    def load_table(self, table_id: str) -> _Table | None: ...
 
 
 @dataclass
@@ -49,6 +51,8 @@ class _Batch:
     lines: list[tuple[str, int, StatementLine]] = field(default_factory=list)  # (wallet key, log position, line)
     closed: list[RoundSummary] = field(default_factory=list)
     house: dict[str, _House] = field(default_factory=dict)  # deltas by table
+    tables: dict[str, _Table | None] = field(default_factory=dict)  # None: not in the directory
+    dirty_tables: set[str] = field(default_factory=set)
     events: int = 0
 
     def round(self, round_id: str) -> _Round | None:
@@ -60,6 +64,11 @@ class _Batch:
         if key not in self.wallets:
             self.wallets[key] = self.reader.load_wallet(key)
         return self.wallets[key]
+
+    def table(self, table_id: str) -> _Table | None:
+        if table_id not in self.tables:
+            self.tables[table_id] = self.reader.load_table(table_id)
+        return self.tables[table_id]
 
 
 Project = Callable[[_Batch, int, Any], None]
@@ -80,6 +89,8 @@ def _project(batch: _Batch, position: int, event: Any) -> None:
     elif type(event) in _TABLE_FACT_TYPES:
         if event.kind == RoundFinished.kind:
             _round_finished(batch, position, event)
+        if event.kind in _DIRECTORY_KINDS:
+            _table_fact(batch, position, event)
     elif isinstance(event, Wallet.Event):
         _wallet_event(batch, position, event)
 
@@ -175,6 +186,35 @@ def _round_finished(batch: _Batch, position: int, event: Any) -> None:
     house.position = position
 
 
+def _table_fact(batch: _Batch, position: int, event: Any) -> None:
+    """The tables directory: ``table_opened`` fills the row, ``round_started``/``round_finished`` move it."""
+    kind: str = event.kind
+    data: dict[str, Any] = event.data
+    table_id: str = event.stream_id
+    table = batch.table(table_id)
+    if table is None:  # a table opened before the log began (never in practice): list it from here
+        table = _Table(table_id=table_id, opened_at=_iso(event.timestamp), opened_position=position)
+        batch.tables[table_id] = table
+    if kind == TableOpened.kind:
+        table.profile = data["profile_name"]
+        table.profile_version = data["profile_version"]
+        table.seats = data["seats"]
+        table.min_stake = data["min_stake"]
+        table.max_stake = data["max_stake"]
+        table.currency = str(data.get("currency", "THB"))  # a field newer than the first tables
+        table.opened_at = _iso(event.timestamp)
+        table.opened_position = position
+    elif kind == RoundStarted.kind:
+        table.round_no = data["round_no"]
+        table.current_round_id = data["round_id"]
+    elif kind == RoundFinished.kind:
+        table.rounds_closed += 1
+        if table.current_round_id == data["round_id"]:
+            table.current_round_id = None
+    table.position = position
+    batch.dirty_tables.add(table_id)
+
+
 def _wallet_event(batch: _Batch, position: int, event: Any) -> None:
     key = event.originator_id.hex
     name = type(event).__name__
@@ -183,7 +223,9 @@ def _wallet_event(batch: _Batch, position: int, event: Any) -> None:
         wallet_id = getattr(event, "wallet_id", None)
         if wallet_id is None:  # not opened in the log (never in practice): keep the line under its uuid
             wallet_id = str(event.originator_id)
-        wallet = _Wallet(key=key, wallet_id=wallet_id)
+        # The currency is the Opened event's (wallets opened before currencies have none: THB).
+        currency = getattr(event, "currency", None) if isinstance(event, Wallet.Opened) else None
+        wallet = _Wallet(key=key, wallet_id=wallet_id, currency=str(currency or "THB"))
         batch.wallets[key] = wallet
     amount, reserved, round_id, reference = wallet_movement(event)
     wallet.balance += amount
@@ -206,6 +248,8 @@ def _wallet_event(batch: _Batch, position: int, event: Any) -> None:
 
 _ROUND_FACT_TYPES: frozenset[type[Any]] = frozenset(ROUND_FACTS.values())
 _TABLE_FACT_TYPES: frozenset[type[Any]] = frozenset(TABLE_FACTS.values())
+_DIRECTORY_KINDS = frozenset({TableOpened.kind, RoundStarted.kind, RoundFinished.kind})
+_TABLE_VIEW_TYPES: frozenset[type[Any]] = frozenset(TABLE_FACTS[kind] for kind in _DIRECTORY_KINDS)
 # Wallet's event classes (declared on the class since wallets were chained; an untyped name
 # still reaches them, as when ``@event(...)`` made them).
 _WALLET: Any = Wallet
@@ -221,14 +265,12 @@ PROJECTED_TOPICS: tuple[str, ...] = tuple(
     sorted(
         {get_topic(RoundRecord.Started)}
         | {get_topic(cls) for cls in _ROUND_FACT_TYPES}
-        | {get_topic(TABLE_FACTS[RoundFinished.kind])}
+        | {get_topic(cls) for cls in _TABLE_VIEW_TYPES}
         | {get_topic(cls) for cls in _WALLET_EVENT_TYPES}
     )
 )
 """The stored-event topics that change a view; every other notification only moves the position."""
-_PROJECTED_CLASSES = frozenset(
-    {RoundRecord.Started, TABLE_FACTS[RoundFinished.kind], *_ROUND_FACT_TYPES, *_WALLET_EVENT_TYPES}
-)
+_PROJECTED_CLASSES = frozenset({RoundRecord.Started, *_TABLE_VIEW_TYPES, *_ROUND_FACT_TYPES, *_WALLET_EVENT_TYPES})
 
 
 @functools.lru_cache(maxsize=1024)

@@ -6,7 +6,8 @@ views and the position change together.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import bisect
+from collections.abc import Iterable, Sequence
 
 from eventsourcing.persistence import Tracking
 from eventsourcing.popo import POPOTrackingRecorder
@@ -17,9 +18,11 @@ from pokdeng_service.readmodels.models import (
     HouseTotals,
     OpenRound,
     RoundSummary,
+    TableSummary,
     WalletBalance,
     _House,
     _Round,
+    _Table,
     _Wallet,
 )
 from pokdeng_service.readmodels.recorder import ReadModelRecorder
@@ -39,6 +42,9 @@ class POPOReadModelRecorder(POPOTrackingRecorder, ReadModelRecorder):
         self._wallets: dict[str, _Wallet] = {}
         self._lines: dict[str, list[StatementLine]] = {}
         self._house: dict[str, _House] = {}
+        self._tables: dict[str, _Table] = {}
+        self._table_ids: list[str] = []  # sorted
+        self._wallet_ids: list[tuple[str, str]] = []  # (wallet id, key), sorted
 
     def load_round(self, round_id: str) -> _Round | None:
         found = self._rounds.get(round_id)
@@ -47,6 +53,10 @@ class POPOReadModelRecorder(POPOTrackingRecorder, ReadModelRecorder):
     def load_wallet(self, key: str) -> _Wallet | None:
         found = self._wallets.get(key)
         return None if found is None else _Wallet(**found.__dict__)
+
+    def load_table(self, table_id: str) -> _Table | None:
+        found = self._tables.get(table_id)
+        return None if found is None else _Table(**found.__dict__)
 
     def apply(
         self, application_name: str, expected: int | None, items: Sequence[Item], project: Project = _project
@@ -74,7 +84,15 @@ class POPOReadModelRecorder(POPOTrackingRecorder, ReadModelRecorder):
             for key in batch.dirty_wallets:
                 wallet = batch.wallets.get(key)
                 if wallet is not None:
+                    if key not in self._wallets:
+                        bisect.insort(self._wallet_ids, (wallet.wallet_id, key))
                     self._wallets[key] = wallet
+            for table_id in batch.dirty_tables:
+                row = batch.tables.get(table_id)
+                if row is not None:
+                    if table_id not in self._tables:
+                        bisect.insort(self._table_ids, table_id)
+                    self._tables[table_id] = row
             for key, _position, line in batch.lines:
                 self._lines.setdefault(key, []).append(line)
             for table, delta in batch.house.items():
@@ -98,6 +116,53 @@ class POPOReadModelRecorder(POPOTrackingRecorder, ReadModelRecorder):
             source = self._history if player is None else self._by_player.get(player, [])
             chosen = [s for s in source if table_id is None or s.table_id == table_id]
             return tuple(chosen[-limit:])
+
+    def list_rounds(
+        self,
+        table_id: str | None,
+        player: str | None,
+        closed_from: str | None,
+        closed_to: str | None,
+        outcome: str | None,
+        before_position: int | None,
+        limit: int,
+    ) -> tuple[RoundSummary, ...]:
+        with self._database_lock:
+            source = self._history if player is None else self._by_player.get(player, [])
+            end = len(source)  # both lists are in closing order (positions grow)
+            if before_position is not None:
+                end = bisect.bisect_left(source, before_position, key=lambda s: s.closed_position)
+            chosen: list[RoundSummary] = []
+            for summary in _newest_first(source, end):
+                if len(chosen) == limit:
+                    break
+                if (
+                    (table_id is None or summary.table_id == table_id)
+                    and (closed_from is None or summary.closed_at >= closed_from)
+                    and (closed_to is None or summary.closed_at < closed_to)
+                    and (outcome is None or summary.outcome == outcome)
+                ):
+                    chosen.append(summary)
+            return tuple(chosen)
+
+    def list_tables(self, after: str | None, limit: int, profile: str | None) -> tuple[TableSummary, ...]:
+        with self._database_lock:
+            start = 0 if after is None else bisect.bisect_right(self._table_ids, after)
+            chosen: list[TableSummary] = []
+            for table_id in self._table_ids[start:]:
+                if len(chosen) == limit:
+                    break
+                table = self._tables[table_id]
+                if profile is None or table.profile == profile:
+                    chosen.append(table.as_summary())
+            return tuple(chosen)
+
+    def list_wallets(self, after: str | None, limit: int) -> tuple[WalletBalance, ...]:
+        with self._database_lock:
+            start = 0
+            if after is not None:
+                start = bisect.bisect_right(self._wallet_ids, after, key=lambda entry: entry[0])
+            return tuple(self._wallets[key].as_balance() for _id, key in self._wallet_ids[start : start + limit])
 
     def statement(self, wallet_key: str, after: int, limit: int) -> tuple[StatementLine, ...]:
         with self._database_lock:
@@ -124,6 +189,11 @@ class POPOReadModelRecorder(POPOTrackingRecorder, ReadModelRecorder):
                 settled=sum(h.settled for h in chosen),
                 voided=sum(h.voided for h in chosen),
             )
+
+
+def _newest_first(source: list[RoundSummary], end: int) -> Iterable[RoundSummary]:
+    for index in range(end - 1, -1, -1):
+        yield source[index]
 
 
 __all__ = ["POPOReadModelRecorder"]

@@ -16,9 +16,16 @@ Views (all derived, all rebuildable from the log):
 * **house ledger** (``pokdeng_house_ledger``): per table, the sum of ``house_net`` and ``commission``
   over the table's ``round_finished`` facts (the same figures as the round's ``round_settled``;
   only the table's are counted, so nothing is counted twice): :class:`HouseTotals`.
+* **tables directory** (``pokdeng_tables``): one row per table, from its ``table_opened`` fact
+  (profile, stakes, seats, currency) and its ``round_started``/``round_finished`` facts (the
+  latest round number started, the round in play, how many rounds finished): :class:`TableSummary`.
+  The wallets directory is ``pokdeng_wallets`` (above), listed by wallet id.
 
-The working rows (``_Round``, ``_Wallet``, ``_House``) are what the fold (``fold``) accumulates and
-the recorders store; they are plain data, with no I/O.
+The list queries return :class:`RoundsPage` where a page is read from several logs (partitions):
+its ``next_cursor`` is what to pass back for the next page (``paging`` says how it is made).
+
+The working rows (``_Round``, ``_Wallet``, ``_House``, ``_Table``) are what the fold (``fold``)
+accumulates and the recorders store; they are plain data, with no I/O.
 """
 
 from __future__ import annotations
@@ -87,6 +94,34 @@ class WalletBalance(_View):
     reserved: int
     available: int
     version: int
+    currency: str = "THB"  # from the wallet's Opened event ("THB" for wallets opened before currencies)
+
+
+class TableSummary(_View):
+    table_id: str
+    profile: str
+    profile_version: int
+    seats: int  # how many seats the table has
+    min_stake: int
+    max_stake: int
+    opened_at: str
+    opened_position: int  # the log position of its table_opened
+    round_no: int  # the number of the latest round started (0: none yet)
+    current_round_id: str | None  # the round in play (None between rounds)
+    rounds_closed: int  # rounds finished (settled or voided)
+    currency: str
+
+
+class RoundsPage(_View):
+    """A page of closed rounds, newest first, and where the next page starts.
+
+    ``next_cursor``: None when there are no more rounds; else one log position per partition
+    (``ReadModels``: one) to pass back unchanged, with the same filters, as ``cursor``. Entry ``k``
+    bounds partition ``k``'s rounds to ``closed_position < entry`` (0: no bound yet).
+    """
+
+    rounds: tuple[RoundSummary, ...]
+    next_cursor: tuple[int, ...] | None
 
 
 # --- the projection's working state ----------------------------------------------------------
@@ -175,6 +210,7 @@ class _Wallet:
     reserved: int = 0
     version: int = 0
     position: int = 0
+    currency: str = "THB"
 
     def as_balance(self) -> WalletBalance:
         return WalletBalance(
@@ -183,7 +219,33 @@ class _Wallet:
             reserved=self.reserved,
             available=self.balance - self.reserved,
             version=self.version,
+            currency=self.currency,
         )
+
+
+@dataclass
+class _Table:
+    """A table as the projection keeps it (a row of ``pokdeng_tables``, columns in this order)."""
+
+    table_id: str
+    profile: str = ""
+    profile_version: int = 0
+    seats: int = 0
+    min_stake: int = 0
+    max_stake: int = 0
+    opened_at: str = ""
+    opened_position: int = 0
+    round_no: int = 0
+    current_round_id: str | None = None
+    rounds_closed: int = 0
+    currency: str = "THB"
+    position: int = 0  # the log position of its last fact the view used
+
+    def row(self) -> tuple[Any, ...]:
+        return tuple(self.__dict__[name] for name in _TABLE_FIELDS)
+
+    def as_summary(self) -> TableSummary:
+        return TableSummary(**{k: v for k, v in self.__dict__.items() if k != "position"})
 
 
 @dataclass
@@ -196,4 +258,6 @@ class _House:
     position: int = 0
 
 
-__all__ = ["HouseTotals", "OpenRound", "PlayerResult", "RoundSummary", "WalletBalance"]
+_TABLE_FIELDS: tuple[str, ...] = tuple(_Table.__dataclass_fields__)
+
+__all__ = ["HouseTotals", "OpenRound", "PlayerResult", "RoundSummary", "RoundsPage", "TableSummary", "WalletBalance"]

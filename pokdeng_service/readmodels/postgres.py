@@ -2,7 +2,8 @@
 
 The tracking table is the library's (named ``pokdeng_readmodels_tracking``), with the views' DDL
 (``sql``, shared with SQLite) added to its create statements; a batch locks the tracking row
-(``SELECT ... FOR UPDATE``) before it writes.
+(``SELECT ... FOR UPDATE``) before it writes. Text columns that are ordered or compared as text
+are ``COLLATE "C"``, so that ids and times sort as in SQLite and in memory.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ class PostgresReadModelRecorder(PostgresTrackingRecorder, _SQLViews):
     """Views and tracking in the application's PostgreSQL database (its schema)."""
 
     lock_suffix = " FOR UPDATE"
+    bytewise = ' COLLATE "C"'  # ids and times ordered by code point, whatever the database's locale
 
     def __init__(self, datastore: Any, *, tracking_table_name: str = TRACKING_TABLE, **kwargs: Any) -> None:
         super().__init__(datastore, tracking_table_name=tracking_table_name, **kwargs)
@@ -29,6 +31,10 @@ class PostgresReadModelRecorder(PostgresTrackingRecorder, _SQLViews):
         from psycopg.sql import SQL
 
         self.sql_create_statements.extend(SQL(s).format() for s in self._view_statements())
+
+    def _create_table(self, curs: Any) -> None:
+        super()._create_table(curs)
+        self._migrate(curs)  # in the same transaction: views of another version are dropped and replayed
 
     def _name(self, table: str) -> str:
         if table == TRACKING_TABLE:

@@ -8,7 +8,22 @@ still holds the position the page was read after (else :class:`PositionMoved`). 
 The tracking record lives in the table ``pokdeng_readmodels_tracking`` (:data:`TRACKING_TABLE`; the
 *tracking name* :data:`TRACKING_NAME` is also the eventsourcing environment name of the read
 models). Its row ``application_name = app.name`` holds the position of the last notification whose
-effects are in the views; the row :data:`MIGRATION_ROW` is never reset.
+effects are in the views; the row :data:`MIGRATION_ROW` (the library's own marker of its tracking
+format) is never reset.
+
+The views' version
+------------------
+The row :data:`VIEWS_ROW` holds :data:`VIEWS_VERSION`, the version of the views' tables and of
+what the fold puts in them; bump it whenever either changes. A recorder that creates its tables
+(``CREATE_TABLE``, the default: every server and ``pokdeng rebuild-read-models``) compares it in
+the same transaction: views of another version (or of none: stores made before the row existed)
+are dropped, made again and every tracking position is set to 0, so the next catch-up replays the
+log into them. Read-only recorders never migrate; ``ReadModels.position`` reports 0 for views of
+another version, so that callers fold the log themselves rather than trust them.
+
+Versions: 1 (no row) the first views; 2 the tables directory (``pokdeng_tables``), the wallets'
+currency, text columns compared byte by byte (PostgreSQL ``COLLATE "C"``) and the indexes of the
+list queries.
 """
 
 from __future__ import annotations
@@ -20,11 +35,13 @@ from eventsourcing.persistence import IntegrityError, TrackingRecorder
 
 from pokdeng_service.application.views import StatementLine
 from pokdeng_service.readmodels.fold import Item, Project, _project
-from pokdeng_service.readmodels.models import HouseTotals, OpenRound, RoundSummary, WalletBalance
+from pokdeng_service.readmodels.models import HouseTotals, OpenRound, RoundSummary, TableSummary, WalletBalance
 
 TRACKING_NAME = "pokdeng_readmodels"
 TRACKING_TABLE = f"{TRACKING_NAME}_tracking"
-MIGRATION_ROW = "__migration__"
+MIGRATION_ROW = "__migration__"  # eventsourcing's own row (its tracking table's format)
+VIEWS_ROW = "__pokdeng_views__"
+VIEWS_VERSION = 2
 
 
 class PositionMoved(Exception):
@@ -53,8 +70,35 @@ class ReadModelRecorder(TrackingRecorder, ABC):
     def position(self, application_name: str) -> int:
         return self.max_tracking_id(application_name) or 0
 
+    def views_current(self) -> bool:
+        """Whether the stored views are of this code's :data:`VIEWS_VERSION` (in memory: always)."""
+        return True
+
     @abstractmethod
     def last_rounds(self, table_id: str | None, player: str | None, limit: int) -> tuple[RoundSummary, ...]: ...
+
+    @abstractmethod
+    def list_rounds(
+        self,
+        table_id: str | None,
+        player: str | None,
+        closed_from: str | None,
+        closed_to: str | None,
+        outcome: str | None,
+        before_position: int | None,
+        limit: int,
+    ) -> tuple[RoundSummary, ...]:
+        """Closed rounds, newest first (``closed_position`` descending), at most ``limit``: of the table
+        and/or of the player, ``closed_from <= closed_at < closed_to`` (texts as ``closed_at`` is
+        stored: ``paging.instant`` makes them), of the outcome, ``closed_position < before_position``."""
+
+    @abstractmethod
+    def list_tables(self, after: str | None, limit: int, profile: str | None) -> tuple[TableSummary, ...]:
+        """Tables by ``table_id`` ascending (code point order), ids greater than ``after``, at most ``limit``."""
+
+    @abstractmethod
+    def list_wallets(self, after: str | None, limit: int) -> tuple[WalletBalance, ...]:
+        """Wallets by ``wallet_id`` ascending (code point order), ids greater than ``after``, at most ``limit``."""
 
     @abstractmethod
     def statement(self, wallet_key: str, after: int, limit: int) -> tuple[StatementLine, ...]: ...
@@ -77,4 +121,13 @@ class ReadModelRecorder(TrackingRecorder, ABC):
             raise PositionMoved(f"{application_name}: expected position {expected}, found {current}")
 
 
-__all__ = ["MIGRATION_ROW", "TRACKING_NAME", "TRACKING_TABLE", "Item", "PositionMoved", "ReadModelRecorder"]
+__all__ = [
+    "MIGRATION_ROW",
+    "TRACKING_NAME",
+    "TRACKING_TABLE",
+    "VIEWS_ROW",
+    "VIEWS_VERSION",
+    "Item",
+    "PositionMoved",
+    "ReadModelRecorder",
+]

@@ -40,9 +40,12 @@ Use
 ---
 ``rm = ReadModels.for_app(app)`` (or ``ReadModels(env)``); ``rm.catch_up(app)`` after a start or
 restart; ``rm.run_in_background(app)`` to follow the log (PostgreSQL and POPO wake on new events,
-SQLite polls); ``rm.rebuild(app)`` after a change of view code. Queries: :meth:`ReadModels.last_rounds`
-(per table and/or per player; the last N in play order), ``statement``, ``wallet_balance``,
-``open_rounds``, ``house_totals``.
+SQLite polls); ``rm.rebuild(app)`` after a change of view code (a new ``recorder.VIEWS_VERSION``
+does it by itself: the first read-write start drops the old views and the catch-up replays).
+Queries: :meth:`ReadModels.last_rounds` (per table and/or per player; the last N in play order),
+``statement``, ``wallet_balance``, ``open_rounds``, ``house_totals``; the list queries with keyset
+paging (``paging`` says how a next page is asked): :meth:`ReadModels.list_tables`,
+:meth:`ReadModels.list_wallets`, :meth:`ReadModels.list_rounds` and :meth:`ReadModels.page_rounds`.
 """
 
 from __future__ import annotations
@@ -65,18 +68,29 @@ from pokdeng_service.application.views import StatementLine
 from pokdeng_service.readmodels.fold import PROJECTED_TOPICS, Item, _projected
 from pokdeng_service.readmodels.fold import _project as _project  # the fold handed to the recorder, swappable
 from pokdeng_service.readmodels.memory import POPOReadModelRecorder
-from pokdeng_service.readmodels.models import HouseTotals, OpenRound, RoundSummary, WalletBalance
+from pokdeng_service.readmodels.models import (
+    HouseTotals,
+    OpenRound,
+    RoundsPage,
+    RoundSummary,
+    TableSummary,
+    WalletBalance,
+)
+from pokdeng_service.readmodels.paging import (
+    LIST_MOST,
+    RoundFilter,
+    check_cursor,
+    check_position,
+    check_text,
+    merge_rounds,
+)
+from pokdeng_service.readmodels.paging import check_limit as _check_limit
 from pokdeng_service.readmodels.postgres import PostgresReadModelRecorder
 from pokdeng_service.readmodels.recorder import TRACKING_NAME, PositionMoved, ReadModelRecorder
 from pokdeng_service.readmodels.sqlite import SQLiteReadModelRecorder
 from pokdeng_service.store.aggregates import wallet_uuid
 
 PAGE_SIZE = 1000
-
-
-def _check_limit(limit: int, most: int = 1000) -> None:
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
-        raise InvalidCommand(f"limit is 1 to {most}", field="limit")
 
 
 # --- eventsourcing's projection interface ------------------------------------------------------
@@ -160,6 +174,7 @@ class ReadModels:
         self._background_app: Application[Any] | None = None
         self._interval = 0.1
         self.error: BaseException | None = None  # the last error the background thread met
+        self._current = False  # the views are of this code's version (checked once, then kept)
 
     @classmethod
     def for_app(cls, app: Application[Any]) -> ReadModels:
@@ -169,8 +184,14 @@ class ReadModels:
     # -- processing ------------------------------------------------------------------------
 
     def position(self, app_name: str = "pokdeng") -> int:
-        """The log position of the last notification in the views (0: none)."""
-        return self.recorder.position(app_name)
+        """The log position of the last notification in the views (0: none, or views of another
+        ``VIEWS_VERSION`` in a store opened read only, which must be rebuilt before they are used)."""
+        position = self.recorder.position(app_name)
+        if position and not self._current:
+            self._current = self.recorder.views_current()
+            if not self._current:
+                return 0
+        return position
 
     def catch_up(self, app: Application[Any]) -> int:
         """Project every notification after the tracked position; return how many were processed.
@@ -339,6 +360,74 @@ class ReadModels:
     def house_totals(self, table_id: str | None = None) -> HouseTotals:
         """The house's ledger over every table (or one): its net as banker, the commission, round counts."""
         return self.recorder.house_totals(table_id)
+
+    def list_tables(
+        self, after: str | None = None, limit: int = 100, profile: str | None = None
+    ) -> tuple[TableSummary, ...]:
+        """The tables directory by ``table_id`` ascending (code point order): ids greater than ``after``,
+        at most ``limit`` (1 to 10,000), of the profile (its name) if given. Next page: ``after`` = the
+        last ``table_id``; ask for one more than a page to know whether there is a next one."""
+        _check_limit(limit, LIST_MOST)
+        return self.recorder.list_tables(check_text(after, "after"), limit, check_text(profile, "profile"))
+
+    def list_wallets(self, after: str | None = None, limit: int = 100) -> tuple[WalletBalance, ...]:
+        """Every wallet's balance by ``wallet_id`` ascending (the id clients use, code point order): ids
+        greater than ``after``, at most ``limit`` (1 to 10,000). Next page: ``after`` = the last
+        ``wallet_id``; ask for one more than a page to know whether there is a next one."""
+        _check_limit(limit, LIST_MOST)
+        return self.recorder.list_wallets(check_text(after, "after"), limit)
+
+    def list_rounds(
+        self,
+        table_id: str | None = None,
+        player: str | None = None,
+        closed_from: str | None = None,
+        closed_to: str | None = None,
+        outcome: str | None = None,
+        before_position: int | None = None,
+        limit: int = 10,
+    ) -> tuple[RoundSummary, ...]:
+        """Closed rounds, newest first (``closed_position`` descending), at most ``limit``.
+
+        Of the table and/or the player (a wallet with money in the round, or its banker), closed at
+        ``closed_from`` or later and before ``closed_to`` (RFC 3339 with an offset, e.g.
+        ``2026-05-01T00:00:00Z``), ``outcome`` "settled" or "voided", and ``closed_position <
+        before_position``. Next page: ``before_position`` = the last round's ``closed_position``
+        (with the same filters); a page shorter than ``limit`` is the last.
+        """
+        _check_limit(limit)
+        query = RoundFilter.of(table_id, player, closed_from, closed_to, outcome)
+        return self.select_rounds(query, check_position(before_position, "before_position"), limit)
+
+    def page_rounds(
+        self,
+        table_id: str | None = None,
+        player: str | None = None,
+        closed_from: str | None = None,
+        closed_to: str | None = None,
+        outcome: str | None = None,
+        cursor: Sequence[int] | None = None,
+        limit: int = 10,
+    ) -> RoundsPage:
+        """:meth:`list_rounds` as a page with its cursor, as ``PartitionedReadModels.page_rounds`` gives it
+        (here the cursor has one entry): pass ``next_cursor`` back as ``cursor``; None: no more rounds."""
+        _check_limit(limit)
+        query = RoundFilter.of(table_id, player, closed_from, closed_to, outcome)
+        (before,) = check_cursor(cursor, 1)
+        return merge_rounds([self.select_rounds(query, before or None, limit + 1)], (before,), limit)
+
+    def select_rounds(self, query: RoundFilter, before_position: int | None, limit: int) -> tuple[RoundSummary, ...]:
+        """``list_rounds`` with arguments already checked (``limit`` may be one more than a page's, as
+        ``page_rounds`` and ``PartitionedReadModels.page_rounds`` ask, to know if there are more)."""
+        return self.recorder.list_rounds(
+            query.table_id,
+            query.player,
+            query.closed_from,
+            query.closed_to,
+            query.outcome,
+            before_position,
+            limit,
+        )
 
 
 __all__ = [

@@ -1,17 +1,14 @@
-"""The SQL views shared by the SQLite and PostgreSQL recorders: the views' DDL, the writes and the queries.
+"""The SQL views shared by the SQLite and PostgreSQL recorders: the writes, the queries, the migration.
 
-Tables (beside the tracking table, in the application's store: the same SQLite file, the same
-PostgreSQL database and schema): ``pokdeng_open_rounds``, ``pokdeng_round_history`` and
-``pokdeng_round_players``, ``pokdeng_wallets`` and ``pokdeng_wallet_statement``,
-``pokdeng_house_ledger`` (``models`` says what each holds). Statements are written once with
-``%s`` placeholders (turned into ``?`` for SQLite) and ``{table}`` names (schema-qualified for
-PostgreSQL); each backend's module (``sqlite``, ``postgres``) supplies the dialect and its
-tracking table.
+The tables and the conversions of their rows are in ``sqlschema``. Statements are written once
+with ``%s`` placeholders (turned into ``?`` for SQLite) and ``{table}`` names (schema-qualified
+for PostgreSQL); each backend's module (``sqlite``, ``postgres``) supplies the dialect and its
+tracking table, and calls :meth:`_SQLViews._migrate` in the transaction that creates the tables
+(``recorder`` says when views are dropped and replayed: another ``VIEWS_VERSION``).
 """
 
 from __future__ import annotations
 
-import json
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -22,102 +19,43 @@ from eventsourcing.persistence import Tracking
 from pokdeng_service.application.views import StatementLine
 from pokdeng_service.readmodels.fold import Item, Project, _Batch, _project
 from pokdeng_service.readmodels.models import (
+    _TABLE_FIELDS,
     HouseTotals,
     OpenRound,
-    PlayerResult,
     RoundSummary,
+    TableSummary,
     WalletBalance,
     _Round,
+    _Table,
     _Wallet,
 )
-from pokdeng_service.readmodels.recorder import MIGRATION_ROW, TRACKING_TABLE, ReadModelRecorder
-
-_VIEW_TABLES = (
-    "pokdeng_open_rounds",
-    "pokdeng_round_history",
-    "pokdeng_round_players",
-    "pokdeng_wallets",
-    "pokdeng_wallet_statement",
-    "pokdeng_house_ledger",
+from pokdeng_service.readmodels.recorder import (
+    MIGRATION_ROW,
+    TRACKING_TABLE,
+    VIEWS_ROW,
+    VIEWS_VERSION,
+    ReadModelRecorder,
 )
-_CREATE = (
-    "CREATE TABLE IF NOT EXISTS {pokdeng_open_rounds} ("
-    "round_id TEXT PRIMARY KEY, table_id TEXT NOT NULL, round_no BIGINT NOT NULL, last_kind TEXT NOT NULL, "
-    "last_position BIGINT NOT NULL, version BIGINT NOT NULL, started_position BIGINT NOT NULL, "
-    "started_at TEXT NOT NULL, info TEXT NOT NULL)",
-    "CREATE INDEX IF NOT EXISTS pokdeng_open_rounds_by_table ON {pokdeng_open_rounds} (table_id, started_position)",
-    "CREATE TABLE IF NOT EXISTS {pokdeng_round_history} ("
-    "round_id TEXT PRIMARY KEY, table_id TEXT NOT NULL, round_no BIGINT NOT NULL, profile TEXT NOT NULL, "
-    "profile_version BIGINT NOT NULL, outcome TEXT NOT NULL, banker TEXT, house_net BIGINT NOT NULL, "
-    "commission BIGINT NOT NULL, players TEXT NOT NULL, opened_at TEXT NOT NULL, closed_at TEXT NOT NULL, "
-    "opened_position BIGINT NOT NULL, closed_position BIGINT NOT NULL UNIQUE)",
-    "CREATE INDEX IF NOT EXISTS pokdeng_round_history_by_table ON {pokdeng_round_history} (table_id, closed_position)",
-    "CREATE TABLE IF NOT EXISTS {pokdeng_round_players} ("
-    "player TEXT NOT NULL, closed_position BIGINT NOT NULL, round_id TEXT NOT NULL, table_id TEXT NOT NULL, "
-    "PRIMARY KEY (player, closed_position))",
-    "CREATE TABLE IF NOT EXISTS {pokdeng_wallets} ("
-    "wallet_key TEXT PRIMARY KEY, wallet_id TEXT NOT NULL, balance BIGINT NOT NULL, reserved BIGINT NOT NULL, "
-    "version BIGINT NOT NULL, position BIGINT NOT NULL)",
-    "CREATE TABLE IF NOT EXISTS {pokdeng_wallet_statement} ("
-    "wallet_key TEXT NOT NULL, version BIGINT NOT NULL, position BIGINT NOT NULL, kind TEXT NOT NULL, "
-    "amount BIGINT NOT NULL, reserved_change BIGINT NOT NULL, balance_after BIGINT NOT NULL, "
-    "round_id TEXT NOT NULL, reference TEXT NOT NULL, at TEXT NOT NULL, PRIMARY KEY (wallet_key, version))",
-    "CREATE TABLE IF NOT EXISTS {pokdeng_house_ledger} ("
-    "table_id TEXT PRIMARY KEY, house_net BIGINT NOT NULL, commission BIGINT NOT NULL, rounds BIGINT NOT NULL, "
-    "settled BIGINT NOT NULL, voided BIGINT NOT NULL, position BIGINT NOT NULL)",
+from pokdeng_service.readmodels.sqlschema import (
+    _CREATE,
+    _HISTORY_COLUMNS,
+    _HISTORY_NAMES,
+    _LINE_COLUMNS,
+    _ROUND_COLUMNS,
+    _TABLE_COLUMNS,
+    _VIEW_TABLES,
+    _WALLET_COLUMNS,
+    _history_row,
+    _line_from_row,
+    _summary_from_row,
 )
-_ROUND_COLUMNS = "round_id, table_id, round_no, last_kind, last_position, version, started_position, started_at, info"
-_HISTORY_COLUMNS = (
-    "round_id, table_id, round_no, profile, profile_version, outcome, banker, house_net, commission, players, "
-    "opened_at, closed_at, opened_position, closed_position"
-)
-_LINE_COLUMNS = "version, kind, amount, reserved_change, balance_after, round_id, reference, at"
-
-
-def _history_row(summary: RoundSummary) -> tuple[Any, ...]:
-    players = json.dumps([[p.player, p.staked, p.net] for p in summary.players], separators=(",", ":"))
-    return (
-        summary.round_id,
-        summary.table_id,
-        summary.round_no,
-        summary.profile,
-        summary.profile_version,
-        summary.outcome,
-        summary.banker,
-        summary.house_net,
-        summary.commission,
-        players,
-        summary.opened_at,
-        summary.closed_at,
-        summary.opened_position,
-        summary.closed_position,
-    )
-
-
-def _summary_from_row(row: Sequence[Any]) -> RoundSummary:
-    values = dict(zip([c.strip() for c in _HISTORY_COLUMNS.split(",")], row, strict=True))
-    values["players"] = tuple(PlayerResult(player=p, staked=s, net=n) for p, s, n in json.loads(values["players"]))
-    return RoundSummary(**values)
-
-
-def _line_from_row(row: Sequence[Any]) -> StatementLine:
-    version, kind, amount, reserved, balance, round_id, reference, at = row
-    return StatementLine(
-        position=version,
-        kind=kind,
-        amount=amount,
-        reserved_change=reserved,
-        balance_after=balance,
-        round_id=round_id,
-        reference=reference,
-        at=at,
-    )
 
 
 class _SQLViews(ReadModelRecorder, ABC):
     """The SQL views, shared by the SQLite and PostgreSQL recorders (which supply the dialect)."""
 
     lock_suffix: ClassVar[str] = ""  # PostgreSQL: " FOR UPDATE"
+    bytewise: ClassVar[str] = ""  # how a text column compares by code point (PostgreSQL: ' COLLATE "C"')
 
     @abstractmethod
     def _name(self, table: str) -> str:
@@ -136,7 +74,7 @@ class _SQLViews(ReadModelRecorder, ABC):
 
     def _q(self, text: str) -> str:
         names = {t: self._name(t) for t in (*_VIEW_TABLES, TRACKING_TABLE)}
-        return self._sql(text.format(tracking=names[TRACKING_TABLE], **names))
+        return self._sql(text.format(tracking=names[TRACKING_TABLE], bytewise=self.bytewise, **names))
 
     def _view_statements(self) -> list[str]:
         return [self._q(s) for s in _CREATE]
@@ -221,16 +159,27 @@ class _SQLViews(ReadModelRecorder, ABC):
                     ),
                     sorted(players),
                 )
-        wallets = [w for key in batch.dirty_wallets if (w := batch.wallets.get(key)) is not None]
+        wallets = [w for key in sorted(batch.dirty_wallets) if (w := batch.wallets.get(key)) is not None]
         if wallets:
             cursor.executemany(
                 q(
-                    "INSERT INTO {pokdeng_wallets} (wallet_key, wallet_id, balance, reserved, version, position) "
-                    "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (wallet_key) DO UPDATE SET "
+                    f"INSERT INTO {{pokdeng_wallets}} ({_WALLET_COLUMNS}) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (wallet_key) DO UPDATE SET "
                     "balance = excluded.balance, reserved = excluded.reserved, version = excluded.version, "
                     "position = excluded.position"
                 ),
-                [(w.key, w.wallet_id, w.balance, w.reserved, w.version, w.position) for w in wallets],
+                [(w.key, w.wallet_id, w.balance, w.reserved, w.version, w.position, w.currency) for w in wallets],
+            )
+        tables = [t for table_id in sorted(batch.dirty_tables) if (t := batch.tables.get(table_id)) is not None]
+        if tables:
+            marks = ", ".join(["%s"] * len(_TABLE_FIELDS))
+            updates = ", ".join(f"{name} = excluded.{name}" for name in _TABLE_FIELDS if name != "table_id")
+            cursor.executemany(
+                q(
+                    f"INSERT INTO {{pokdeng_tables}} ({_TABLE_COLUMNS}) VALUES ({marks}) "
+                    f"ON CONFLICT (table_id) DO UPDATE SET {updates}"
+                ),
+                [t.row() for t in tables],
             )
         if batch.lines:
             cursor.executemany(
@@ -273,14 +222,41 @@ class _SQLViews(ReadModelRecorder, ABC):
     def reset(self) -> None:
         with self._transaction(commit=True) as cursor:
             # The tracking rows first: that takes the write lock (SQLite) and the rows' locks (PostgreSQL)
-            # before anything else, in the same order as ``apply``.
-            cursor.execute(
-                self._q("UPDATE {tracking} SET notification_id = 0 WHERE application_name <> %s"), (MIGRATION_ROW,)
-            )
-            for table in _VIEW_TABLES:
-                cursor.execute(self._q(f"DROP TABLE IF EXISTS {{{table}}}"))
-            for statement in self._view_statements():
-                cursor.execute(statement)
+            # before anything else: the views' row, then the positions (``apply`` locks only a position).
+            self._lock_position(cursor, VIEWS_ROW)
+            self._reset(cursor)
+
+    def _migrate(self, cursor: Any) -> None:
+        """In the transaction that creates the tables: views of another version (or of none yet, as in
+        stores made before the version was kept) are dropped and made again, every position set to 0."""
+        if self._views_version(cursor) == VIEWS_VERSION:
+            return  # the usual start: read only, no lock taken
+        if self._lock_position(cursor, VIEWS_ROW) != VIEWS_VERSION:  # locked, again: another may have done it
+            self._reset(cursor)
+
+    def _views_version(self, cursor: Any) -> int | None:
+        cursor.execute(self._q("SELECT notification_id FROM {tracking} WHERE application_name = %s"), (VIEWS_ROW,))
+        rows = self._rows(cursor)
+        return int(rows[0][0]) if rows else None
+
+    def _reset(self, cursor: Any) -> None:
+        """Empty views of this version, every position at 0 (the views' row locked by the caller)."""
+        cursor.execute(
+            self._q("UPDATE {tracking} SET notification_id = 0 WHERE application_name NOT IN (%s, %s)"),
+            (MIGRATION_ROW, VIEWS_ROW),
+        )
+        for table in _VIEW_TABLES:
+            cursor.execute(self._q(f"DROP TABLE IF EXISTS {{{table}}}"))
+        for statement in self._view_statements():
+            cursor.execute(statement)
+        cursor.execute(
+            self._q("UPDATE {tracking} SET notification_id = %s WHERE application_name = %s"),
+            (VIEWS_VERSION, VIEWS_ROW),
+        )
+
+    def views_current(self) -> bool:
+        with self._transaction(commit=False) as cursor:
+            return self._views_version(cursor) == VIEWS_VERSION
 
     # -- reading ---------------------------------------------------------------------------
 
@@ -290,10 +266,22 @@ class _SQLViews(ReadModelRecorder, ABC):
             return self._rows(cursor)
 
     def last_rounds(self, table_id: str | None, player: str | None, limit: int) -> tuple[RoundSummary, ...]:
-        columns = ", ".join(f"h.{c.strip()}" for c in _HISTORY_COLUMNS.split(","))
+        return tuple(reversed(self.list_rounds(table_id, player, None, None, None, None, limit)))
+
+    def list_rounds(
+        self,
+        table_id: str | None,
+        player: str | None,
+        closed_from: str | None,
+        closed_to: str | None,
+        outcome: str | None,
+        before_position: int | None,
+        limit: int,
+    ) -> tuple[RoundSummary, ...]:
+        columns = ", ".join(f"h.{c}" for c in _HISTORY_NAMES)
         where: list[str] = []
         params: list[Any] = []
-        if player is not None:
+        if player is not None:  # the player's rounds by their index, then the table's among them
             source = "{pokdeng_round_players} p JOIN {pokdeng_round_history} h ON h.round_id = p.round_id"
             where.append("p.player = %s")
             params.append(player)
@@ -307,12 +295,42 @@ class _SQLViews(ReadModelRecorder, ABC):
                 where.append("h.table_id = %s")
                 params.append(table_id)
             order = "h.closed_position"
+        for condition, value in (
+            (f"{order} < %s", before_position),
+            ("h.closed_at >= %s", closed_from),
+            ("h.closed_at < %s", closed_to),
+            ("h.outcome = %s", outcome),
+        ):
+            if value is not None:
+                where.append(condition)
+                params.append(value)
         text = f"SELECT {columns} FROM {source}"
         if where:
             text += " WHERE " + " AND ".join(where)
         text += f" ORDER BY {order} DESC LIMIT %s"
-        rows = self._select(text, [*params, limit])
-        return tuple(_summary_from_row(r) for r in reversed(rows))
+        return tuple(_summary_from_row(r) for r in self._select(text, [*params, limit]))
+
+    def list_tables(self, after: str | None, limit: int, profile: str | None) -> tuple[TableSummary, ...]:
+        where: list[str] = []
+        params: list[Any] = []
+        for condition, value in (("table_id > %s", after), ("profile = %s", profile)):
+            if value is not None:
+                where.append(condition)
+                params.append(value)
+        text = f"SELECT {_TABLE_COLUMNS} FROM {{pokdeng_tables}}"
+        if where:
+            text += " WHERE " + " AND ".join(where)
+        rows = self._select(text + " ORDER BY table_id LIMIT %s", [*params, limit])
+        return tuple(_Table(*r).as_summary() for r in rows)
+
+    def list_wallets(self, after: str | None, limit: int) -> tuple[WalletBalance, ...]:
+        text = f"SELECT {_WALLET_COLUMNS} FROM {{pokdeng_wallets}}"
+        params: list[Any] = []
+        if after is not None:
+            text += " WHERE wallet_id > %s"
+            params.append(after)
+        rows = self._select(text + " ORDER BY wallet_id, wallet_key LIMIT %s", [*params, limit])
+        return tuple(_Wallet(*r).as_balance() for r in rows)
 
     def statement(self, wallet_key: str, after: int, limit: int) -> tuple[StatementLine, ...]:
         rows = self._select(
@@ -323,11 +341,7 @@ class _SQLViews(ReadModelRecorder, ABC):
         return tuple(_line_from_row(r) for r in rows)
 
     def wallet_balance(self, wallet_key: str) -> WalletBalance | None:
-        rows = self._select(
-            "SELECT wallet_key, wallet_id, balance, reserved, version, position FROM {pokdeng_wallets} "
-            "WHERE wallet_key = %s",
-            (wallet_key,),
-        )
+        rows = self._select(f"SELECT {_WALLET_COLUMNS} FROM {{pokdeng_wallets}} WHERE wallet_key = %s", (wallet_key,))
         return _Wallet(*rows[0]).as_balance() if rows else None
 
     def open_rounds(self, table_id: str | None) -> tuple[OpenRound, ...]:
@@ -373,11 +387,14 @@ class _SQLReader:
 
     def load_wallet(self, key: str) -> _Wallet | None:
         self.cursor.execute(
-            self.views._q(
-                "SELECT wallet_key, wallet_id, balance, reserved, version, position FROM {pokdeng_wallets} "
-                "WHERE wallet_key = %s"
-            ),
-            (key,),
+            self.views._q(f"SELECT {_WALLET_COLUMNS} FROM {{pokdeng_wallets}} WHERE wallet_key = %s"), (key,)
         )
         rows = self.views._rows(self.cursor)
         return _Wallet(*rows[0]) if rows else None
+
+    def load_table(self, table_id: str) -> _Table | None:
+        self.cursor.execute(
+            self.views._q(f"SELECT {_TABLE_COLUMNS} FROM {{pokdeng_tables}} WHERE table_id = %s"), (table_id,)
+        )
+        rows = self.views._rows(self.cursor)
+        return _Table(*rows[0]) if rows else None

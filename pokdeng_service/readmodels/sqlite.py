@@ -41,6 +41,10 @@ class SQLiteReadModelRecorder(SQLiteTrackingRecorder, _SQLViews):
             *self._view_statements(),
         ]
 
+    def _create_table(self, c: Any) -> None:
+        super()._create_table(c)
+        self._migrate(c)  # in the same transaction: views of another version are dropped and replayed
+
     def _name(self, table: str) -> str:
         return table
 

@@ -88,7 +88,8 @@ def canonical_bytes(value: Any) -> bytes:
         out = orjson.dumps(value, option=_OPTIONS)
     except TypeError:  # an integer beyond 64 bits, a non-text key, a subclass
         return _jcs(value)
-    return out if _BEYOND_BMP.search(out) is None else _jcs(value)
+    # (ASCII output, nearly all of it, has no character beyond U+FFFF: the search is skipped)
+    return out if out.isascii() or _BEYOND_BMP.search(out) is None else _jcs(value)
 
 
 def _jcs(value: Any) -> bytes:

@@ -60,6 +60,42 @@ installed version until those tests have been re-run and ``CHECKED_AGAINST`` upd
     writes), ``test_rows_the_fast_path_cannot_read_go_to_the_mapper`` (a class version to
     upcast, a tagged value, an unknown topic, not JSON) and
     ``test_packed_rows_fall_back_to_the_mapper`` (compressed, encrypted).
+
+``PlainMapper`` (``plain_event(row)``)
+    Replaces ``eventsourcing.persistence.Mapper.to_domain_event`` (eventsourcing 9.5.6) as the
+    application's mapper (``PokdengApp.construct_mapper``: every load, ``events.get``, the read
+    models and the notification log decode through it) for rows in the plain form above whose
+    only tagged value is the event's ``timestamp``: the state is read by orjson, the time by
+    ``datetime.fromisoformat`` (the library's ``DatetimeAsISO``), the id by the library's own
+    ``find_id_convertor``, and the event made as the library makes it (``object.__new__`` and
+    its ``__dict__``, the row's keys in their order, then ``originator_id`` and
+    ``originator_version``). A row with any other tag (counted in its bytes: ``"_type_"`` once),
+    any ``\\u`` escape, a ``class_version``, a class above version 1, text orjson refuses, or a
+    mapper with another transcoder, a cipher or a compressor, goes to the library's method.
+    Guard: ``tests/service/test_fastpaths_mapper.py`` (every row of a real app, snapshots
+    included: the same class and the same ``__dict__``, key order and value types included; rows
+    it must hand over; packed rows).
+
+``stream_facts(recorder, mapper, uuids)``
+    Replaces ``facts_of_rows(mapper, recorder.select_events(uuid))`` for each of many streams on
+    the library's SQLite recorder (``SQLiteAggregateRecorder.select_events``, eventsourcing
+    9.5.6): the streams' rows are read in one query per ``STREAMS_PER_QUERY`` streams, in the
+    recorder's own read transaction on its own connection and table, and decoded straight from
+    the rows (``plain_fact``'s way), without building a ``StoredEvent`` and a ``UUID`` per row
+    first (the library's reader builds both, and they cost as much as the query). Only a row
+    ``plain_fact`` cannot read gets its ``StoredEvent``, for the mapper. Any other recorder (a
+    PostgreSQL one, a subclass or instance with a ``select_events`` of its own, another
+    statement) is read by its ``select_events``, stream by stream (``sqlite_reader`` says which).
+    Guard: ``test_stream_facts_match_select_events`` (every stream of a real app, batched and
+    not, a missing stream, a stream named twice) and ``test_packed_rows_fall_back_to_the_mapper``.
+
+``select_rows(recorder, reads)``
+    Replaces ``recorder.select_events(uuid, gt=gt, lte=lte, limit=limit)`` for each of a few
+    reads (eventsourcing 9.5.6's SQLite statement, clause by clause), all in one read
+    transaction on the library's SQLite recorder, each row a light ``StoredRow`` (the
+    ``StoredEvent`` fields; its ``originator_id`` the uuid asked for) rather than a
+    ``StoredEvent`` with a ``UUID`` made from the row's text. Other recorders: their own
+    ``select_events``, read by read. Guard: ``test_select_rows_match_select_events``.
 """
 
 from __future__ import annotations
@@ -69,12 +105,13 @@ from collections.abc import Iterable, Mapping
 from copy import deepcopy
 from dataclasses import replace
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import orjson
 from eventsourcing.application import ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import JSONTranscoder, Mapper
+from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, Mapper, StoredEvent, find_id_convertor
+from eventsourcing.sqlite import SQLiteAggregateRecorder
 from eventsourcing.utils import resolve_topic
 
 from pokdeng_core.machine import RoundState, Shoe
@@ -173,14 +210,22 @@ def facts_of_rows(mapper: Mapper[Any], rows: Iterable[Any]) -> list[RecordedEven
     out: list[RecordedEvent] = []
     for row in rows:
         fact = plain_fact(row) if plain else None
-        out.append(fact if fact is not None else fact_of(mapper.to_domain_event(row)))
+        if fact is None:
+            stored = row if isinstance(row, StoredEvent) else StoredEvent(*row)  # (a ``StoredRow``)
+            fact = fact_of(mapper.to_domain_event(stored))
+        out.append(fact)
     return out
 
 
 def plain_fact(row: Any) -> RecordedEvent | None:
     """A row's ``RecordedEvent`` from its JSON, or None if the row is not in the plain form."""
+    return _plain_fact(row.originator_version, row.topic, row.state)
+
+
+def _plain_fact(version: int, topic: str, stored: bytes) -> RecordedEvent | None:
+    """``plain_fact`` of the row (``version``, ``topic``, ``stored``): its fields as the recorder reads them."""
     try:
-        state = orjson.loads(row.state)
+        state = orjson.loads(stored)
         stamp = state["timestamp"]
         text = stamp["_data_"]
         kind = state.get("kind")
@@ -188,24 +233,24 @@ def plain_fact(row: Any) -> RecordedEvent | None:
         return None
     if len(stamp) != 2 or stamp["_type_"] != "datetime_iso" or type(text) is not str or "class_version" in state:
         return None
-    plain = _PLAIN_TOPICS.get(row.topic)
+    plain = _PLAIN_TOPICS.get(topic)
     if plain is None:
-        plain = _plain_topic(row.topic)
+        plain = _plain_topic(topic)
     if not plain:  # stored before its class's version (the library upcasts it), or an unknown topic
         return None
     if kind is None:  # a stream's creation or another plain event: named after its class
-        name = row.topic.rpartition(":")[2].rpartition(".")[2]
+        name = topic.rpartition(":")[2].rpartition(".")[2]
         payload = {k: v for k, v in state.items() if k not in ENVELOPE}
         if any(type(v) is dict and "_type_" in v for v in payload.values()):
             return None  # a transcoded value: the library knows its type
         chained = payload.pop("digest", "")  # a wallet movement's link in its wallet's chain
         if type(chained) is not str:
             return None
-        return RecordedEvent(row.originator_version, name, payload, "", text, chained)
+        return RecordedEvent(version, name, payload, "", text, chained)
     data, command_id, digest = state.get("data"), state.get("command_id"), state.get("digest")
     if type(kind) is not str or type(data) is not dict or type(command_id) is not str or type(digest) is not str:
         return None
-    return RecordedEvent(row.originator_version, kind, data, command_id, text, digest)
+    return RecordedEvent(version, kind, data, command_id, text, digest)
 
 
 # Per topic, whether its rows without a ``class_version`` are of the class's version (1): no upcast.
@@ -226,3 +271,154 @@ def _plain_topic(topic: str) -> bool:
 def fact_of_row(mapper: Mapper[Any], row: Any) -> RecordedEvent:
     """One stored row as a ``RecordedEvent`` (``facts_of_rows`` for a single row)."""
     return facts_of_rows(mapper, (row,))[0]
+
+
+# -- reading streams -------------------------------------------------------------------------------
+
+STREAMS_PER_QUERY = 100
+"""Streams whose rows ``stream_facts`` reads in one query (SQLite)."""
+
+
+def sqlite_reader(recorder: Any) -> bool:
+    """Whether ``stream_facts`` reads ``recorder``'s rows itself: the library's SQLite recorder, reading
+    its table as ``SQLiteAggregateRecorder.select_events`` (eventsourcing 9.5.6) does."""
+    return (
+        isinstance(recorder, SQLiteAggregateRecorder)
+        and type(recorder).select_events is SQLiteAggregateRecorder.select_events
+        and "select_events" not in vars(recorder)
+        and recorder.select_events_statement == f"SELECT * FROM {recorder.events_table_name} WHERE originator_id=? "
+    )
+
+
+def stream_facts(recorder: Any, mapper: Mapper[Any], uuids: Iterable[Any]) -> dict[Any, list[RecordedEvent]]:
+    """Each stream's stored rows as ``RecordedEvent`` records (``facts_of_rows(mapper,
+    recorder.select_events(uuid))``, a stream without rows: ``[]``), by uuid.
+
+    On the library's SQLite recorder (``sqlite_reader``) the rows of ``STREAMS_PER_QUERY``
+    streams are read at a time, in one query of the recorder's own read transaction, and
+    decoded as they come (a row ``plain_fact`` cannot read goes to the mapper as the
+    ``StoredEvent`` the recorder would have made of it); any other recorder is asked
+    stream by stream."""
+    wanted = list(dict.fromkeys(uuids))
+    if not sqlite_reader(recorder):
+        return {uuid: facts_of_rows(mapper, recorder.select_events(uuid)) for uuid in wanted}
+    out: dict[Any, list[RecordedEvent]] = {uuid: [] for uuid in wanted}
+    plain = plain_mapper(mapper)
+    table = recorder.events_table_name
+    for start in range(0, len(wanted), STREAMS_PER_QUERY):
+        keys = {(u.hex if isinstance(u, uuid.UUID) else u): u for u in wanted[start : start + STREAMS_PER_QUERY]}
+        statement = (
+            f"SELECT originator_id, originator_version, topic, state FROM {table} "
+            f"WHERE originator_id IN ({','.join('?' * len(keys))}) ORDER BY originator_id, originator_version"
+        )
+        with recorder.datastore.transaction(commit=False) as cursor:
+            cursor.execute(statement, list(keys))
+            rows = cursor.fetchall()
+        for key, version, topic, state in rows:
+            fact = _plain_fact(version, topic, state) if plain else None
+            if fact is None:
+                stored = StoredEvent(recorder.convert_originator_id(key), version, topic, state)
+                fact = fact_of(mapper.to_domain_event(stored))
+            out[keys[key]].append(fact)
+    return out
+
+
+class StoredRow(NamedTuple):
+    """A stored row as ``select_rows`` reads it: the fields of the library's ``StoredEvent``."""
+
+    originator_id: Any  # the uuid the row was asked for
+    originator_version: int
+    topic: str
+    state: bytes
+
+
+Read = tuple[Any, int | None, int | None, int | None]
+"""One ``select_rows`` read: (uuid, gt, lte, limit), as ``select_events`` takes them."""
+
+
+def select_rows(recorder: Any, reads: Iterable[Read]) -> list[list[Any]]:
+    """``[recorder.select_events(uuid, gt=gt, lte=lte, limit=limit) for uuid, gt, lte, limit in reads]``
+    (ascending), in one read transaction on the library's SQLite recorder (``sqlite_reader``), its
+    rows ``StoredRow`` records; any other recorder is asked read by read."""
+    if not sqlite_reader(recorder):
+        return [list(recorder.select_events(u, gt=gt, lte=lte, limit=limit)) for u, gt, lte, limit in reads]
+    out: list[list[Any]] = []
+    head = f"SELECT originator_version, topic, state FROM {recorder.events_table_name} WHERE originator_id=? "
+    with recorder.datastore.transaction(commit=False) as cursor:
+        for u, gt, lte, limit in reads:
+            statement, params = head, [u.hex if isinstance(u, uuid.UUID) else u]
+            if gt is not None:
+                statement += "AND originator_version>? "
+                params.append(gt)
+            if lte is not None:
+                statement += "AND originator_version<=? "
+                params.append(lte)
+            statement += "ORDER BY originator_version ASC "
+            if limit is not None:
+                statement += "LIMIT ? "
+                params.append(limit)
+            cursor.execute(statement, params)
+            out.append([StoredRow(u, version, topic, state) for version, topic, state in cursor.fetchall()])
+    return out
+
+
+# -- the application's mapper ---------------------------------------------------------------------
+
+
+class PlainMapper(Mapper[uuid.UUID]):
+    """The library's ``Mapper``, with rows in the plain form decoded by ``plain_event``."""
+
+    def __init__(self, transcoder: Any, compressor: Any = None, cipher: Any = None) -> None:
+        super().__init__(transcoder, compressor, cipher)
+        times = transcoder.names.get("datetime_iso") if isinstance(transcoder, JSONTranscoder) else None
+        self.plain = plain_mapper(self) and type(times) is DatetimeAsISO
+
+    def to_domain_event(self, stored_event: Any) -> Any:
+        if self.plain:
+            domain_event = plain_event(stored_event)
+            if domain_event is not None:
+                return domain_event
+        return super().to_domain_event(stored_event)
+
+
+def plain_mapper_of(mapper: Mapper[Any]) -> Mapper[Any]:
+    """``mapper`` as a ``PlainMapper`` (the same transcoder, compressor and cipher), if it is the library's own."""
+    if type(mapper) is not Mapper:
+        return mapper
+    return PlainMapper(mapper.transcoder, mapper.compressor, mapper.cipher)
+
+
+_TAG = b'"_type_"'
+_ESCAPE = b"\\u"
+
+
+def plain_event(row: Any) -> Any:
+    """The domain event ``Mapper.to_domain_event`` makes of ``row`` (a ``StoredEvent``), or None when the row is
+    not plain JSON whose one tagged value is its ``timestamp``."""
+    stored = row.state
+    if type(stored) is not bytes or stored.count(_TAG) != 1 or _ESCAPE in stored:
+        return None
+    topic = row.topic
+    plain = _PLAIN_TOPICS.get(topic)
+    if plain is None:
+        plain = _plain_topic(topic)
+    if not plain:  # a class above version 1 (the library upcasts), or an unknown topic
+        return None
+    cls = resolve_topic(topic)
+    if not isinstance(cls, type):
+        return None
+    try:
+        state = orjson.loads(stored)
+        stamp = state["timestamp"]
+        text = stamp["_data_"]
+        if len(stamp) != 2 or stamp["_type_"] != "datetime_iso" or type(text) is not str or "class_version" in state:
+            return None
+        state["timestamp"] = datetime.fromisoformat(text)
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        return None
+    originator_id = row.originator_id
+    state["originator_id"] = find_id_convertor(cls, type(originator_id))(originator_id)
+    state["originator_version"] = row.originator_version
+    domain_event = object.__new__(cls)
+    object.__setattr__(domain_event, "__dict__", state)
+    return domain_event

@@ -221,22 +221,47 @@ def test_direct_row_tampering_is_detected(
         assert [c.name for c in verdict.checks if not c.ok] == ["table record"], verdict.render()
 
 
-@pytest.mark.parametrize("kind", ["edited", "retimed_chain_rewritten", "deleted_tail"])
+@pytest.mark.parametrize("kind", ["edited", "retimed_chain_rewritten", "deleted_tail", "reordered"])
 def test_batch_verification_finds_the_one_tampered_round(
-    make_app: Callable[..., PokdengApp], app_env: dict[str, str], kind: str
+    make_app: Callable[..., PokdengApp], app_env: dict[str, str], kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``verify_rounds`` (what ``pokdeng verify --all`` runs) reads table pins ahead over the
-    batch: it still fails exactly the tampered round, whatever the order of the rounds."""
+    batch, and the rounds' streams a few at a time: it still fails exactly the tampered round,
+    whatever the order of the rounds, with the verdict ``verify_round`` gives on its own."""
+    from pokdeng_service.audit import live
+
     app = make_app()
     d = play.Driver(app, chooser=play.Chooser(random.Random(8)))
     rounds = _play_rounds(d, "classic", 5, table="batch-a") + _play_rounds(d, "kingmaker", 5, table="batch-b")
     victim = rounds[6]
     TAMPERING[kind](Rows(app_env, victim))
-    for order in (rounds, list(reversed(rounds)), random.Random(kind).sample(rounds, len(rounds))):
-        fresh = make_app(AGGREGATE_CACHE_MAXSIZE="0")
-        verdicts = dict(zip(order, audit.verify_rounds(fresh, order), strict=True))
-        failed = [r for r, v in verdicts.items() if not v.ok]
-        assert failed == [victim], {r: verdicts[r].render() for r in failed}
+    fresh = make_app(AGGREGATE_CACHE_MAXSIZE="0")
+    alone = {r: audit.verify_round(fresh, r).as_dict() for r in rounds}
+    assert not alone[victim]["ok"] and alone[victim]["first_difference"]
+    for per_read in (live.ROUNDS_PER_READ, 3, 1):
+        monkeypatch.setattr(live, "ROUNDS_PER_READ", per_read)
+        for order in (rounds, list(reversed(rounds)), random.Random(kind).sample(rounds, len(rounds))):
+            fresh = make_app(AGGREGATE_CACHE_MAXSIZE="0")
+            verdicts = dict(zip(order, audit.verify_rounds(fresh, order), strict=True))
+            failed = [r for r, v in verdicts.items() if not v.ok]
+            assert failed == [victim], {r: verdicts[r].render() for r in failed}
+            assert {r: v.as_dict() for r, v in verdicts.items()} == alone
+
+
+def test_batch_verification_fails_a_bad_round_id_at_its_turn(make_app: Callable[..., PokdengApp]) -> None:
+    """Rounds read ahead in a batch are verified in turn: an invalid or unknown round id raises
+    (as ``verify_round`` does) when its turn comes, after the verdicts of the rounds before it."""
+    from pokdeng_core.errors import InvalidCommand
+    from pokdeng_service.application.errors import NotFound
+
+    app = make_app()
+    d = play.Driver(app, chooser=play.Chooser(random.Random(9)))
+    rounds = _play_rounds(d, "classic", 2, table="turns")
+    for bad, error in (("turns#99", NotFound), ("a\x00round", InvalidCommand)):
+        verdicts = audit.verify_rounds(make_app(), [rounds[0], bad, rounds[1]])
+        assert next(verdicts).ok
+        with pytest.raises(error):
+            next(verdicts)
 
 
 # --- bundles -----------------------------------------------------------------------------------
@@ -346,6 +371,23 @@ def test_replay_compares_payloads_by_their_json_form() -> None:
                 key = next(iter(changed))
                 changed[key] = [changed[key]]
                 assert not audit._same_data(changed, again)
+            # The whole round at once says what the events one by one say: the same, and not
+            # the same with any one payload or kind changed, an event missing or one more.
+            assert audit._same_round(facts, replayed)
+            for index, stored in enumerate(facts):
+                changed = dict(stored.data)
+                key = next(iter(changed))
+                changed[key] = [changed[key]]
+                edited = [*facts[:index], stored._replace(data=changed), *facts[index + 1 :]]
+                assert not audit._same_round(edited, replayed)
+                renamed = [*facts[:index], stored._replace(kind="other"), *facts[index + 1 :]]
+                assert not audit._same_round(renamed, replayed)
+                reordered = {k: stored.data[k] for k in reversed(stored.data)}  # equal, not the same bytes
+                if len(reordered) > 1:
+                    edited = [*facts[:index], stored._replace(data=reordered), *facts[index + 1 :]]
+                    assert not audit._same_round(edited, replayed)
+                    assert audit._same_data(reordered, replayed[index])  # (then compared one by one)
+            assert not audit._same_round(facts[:-1], replayed) and not audit._same_round(facts, replayed[:-1])
     assert len(seen) >= 12, seen
 
 
