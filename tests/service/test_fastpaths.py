@@ -388,14 +388,103 @@ def test_packed_rows_fall_back_to_the_mapper(tmp_path: Any, stored_as: str) -> N
         play.drive_round(d, round_id)
         rows = app.recorder.select_notifications(start=1, limit=1_000_000)
         assert rows and all(fastpaths.plain_fact(row) is None for row in rows)  # packed: not JSON
-        for uuid in (ag.round_uuid(round_id), ag.table_uuid("packed"), ag.wallet_uuid("a")):
-            ours_all = fastpaths.facts_of_rows(app.mapper, app.recorder.select_events(uuid))
+        uuids = (ag.round_uuid(round_id), ag.table_uuid("packed"), ag.wallet_uuid("a"))
+        read = fastpaths.stream_facts(app.recorder, app.mapper, uuids)  # each row to the mapper
+        for uuid in uuids:
+            (rows,) = fastpaths.select_rows(app.recorder, [(uuid, None, None, None)])
             library_all = [fact_of(e) for e in app.events.get(uuid)]
-            assert len(ours_all) == len(library_all)
-            for ours, library in zip(ours_all, library_all, strict=True):
-                _same(ours, library)
+            for ours_all in (
+                fastpaths.facts_of_rows(app.mapper, app.recorder.select_events(uuid)),
+                read[uuid],
+                fastpaths.facts_of_rows(app.mapper, rows),  # light rows, given to the mapper
+            ):
+                assert len(ours_all) == len(library_all)
+                for ours, library in zip(ours_all, library_all, strict=True):
+                    _same(ours, library)
     finally:
         app.close()
+
+
+# -- reading streams ------------------------------------------------------------------------------
+
+
+def _every_stream(app: PokdengApp) -> list[Any]:
+    streams: dict[Any, None] = {}
+    for row in app.recorder.select_notifications(start=1, limit=1_000_000):
+        streams.setdefault(row.originator_id)
+    return list(streams)
+
+
+def _library_rows(app: PokdengApp, uuid: UUID, gt: int | None, lte: int | None, limit: int | None) -> list[Any]:
+    rows = app.recorder.select_events(uuid, gt=gt, lte=lte, limit=limit)
+    return [(r.originator_id, r.originator_version, r.topic, r.state) for r in rows]
+
+
+def test_stream_facts_match_select_events(played: Played, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = played.app
+    assert fastpaths.sqlite_reader(app.recorder), "the app's recorder is not read by the fast path"
+    missing = ag.round_uuid("no-such-table#1")
+    uuids = [*_every_stream(app), missing]
+    assert len(uuids) > fastpaths.STREAMS_PER_QUERY  # more than one query's worth
+    library = {uuid: fastpaths.facts_of_rows(app.mapper, app.recorder.select_events(uuid)) for uuid in uuids}
+    assert not library[missing] and all(library[u] for u in uuids if u != missing)
+    for per_query in (fastpaths.STREAMS_PER_QUERY, 1, 7):
+        monkeypatch.setattr(fastpaths, "STREAMS_PER_QUERY", per_query)
+        ours = fastpaths.stream_facts(app.recorder, app.mapper, [*reversed(uuids), uuids[0]])  # one named twice
+        assert set(ours) == set(uuids)
+        for uuid in uuids:
+            assert len(ours[uuid]) == len(library[uuid])
+            for mine, its in zip(ours[uuid], library[uuid], strict=True):
+                _same(mine, its)
+    # A row the fast decoder leaves to the mapper (a class version to upcast), read with the others.
+    wallet = ag.wallet_uuid("classic-t-p1")
+    monkeypatch.setattr(fastpaths, "_PLAIN_TOPICS", {})
+    monkeypatch.setattr(ag.Wallet.Deposited, "class_version", 2, raising=False)
+    monkeypatch.setattr(
+        ag.Wallet.Deposited, "upcast_v1_v2", staticmethod(lambda state: state.update(note="upcast")), raising=False
+    )
+    upcast = fastpaths.stream_facts(app.recorder, app.mapper, [wallet])[wallet]
+    assert next(f for f in upcast if f.kind == "Deposited").data["note"] == "upcast"
+    assert upcast == [fact_of(e) for e in app.events.get(wallet)]
+    monkeypatch.undo()
+    # A recorder that reads its own way is asked stream by stream, through its select_events.
+    asked: list[UUID] = []
+    select = app.recorder.select_events
+
+    def own_select(uuid: UUID, **kwargs: Any) -> Any:
+        asked.append(uuid)
+        return select(uuid, **kwargs)
+
+    monkeypatch.setitem(vars(app.recorder), "select_events", own_select)  # (undone: removed again)
+    assert not fastpaths.sqlite_reader(app.recorder)
+    assert fastpaths.stream_facts(app.recorder, app.mapper, uuids[:5]) == {u: library[u] for u in uuids[:5]}
+    assert asked == uuids[:5]
+
+
+def test_select_rows_match_select_events(played: Played, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = played.app
+    assert fastpaths.sqlite_reader(app.recorder)
+    table, wallet, missing = ag.table_uuid(played.tables[0]), ag.wallet_uuid(played.wallets[0]), ag.table_uuid("none")
+    reads: list[fastpaths.Read] = [
+        (uuid, gt, lte, limit)
+        for uuid in (table, wallet, missing)
+        for gt in (None, 0, 1, 3, 10_000)
+        for lte in (None, 1, 4)
+        for limit in (None, 1, 2, 64)
+    ]
+    ours = fastpaths.select_rows(app.recorder, reads)
+    assert len(ours) == len(reads) and any(ours) and not all(ours)
+    for (uuid, gt, lte, limit), rows in zip(reads, ours, strict=True):
+        assert all(type(row) is fastpaths.StoredRow for row in rows)
+        assert [tuple(row) for row in rows] == _library_rows(app, uuid, gt, lte, limit), (uuid, gt, lte, limit)
+        theirs = fastpaths.facts_of_rows(app.mapper, app.recorder.select_events(uuid, gt=gt, lte=lte, limit=limit))
+        assert fastpaths.facts_of_rows(app.mapper, rows) == theirs
+    monkeypatch.setitem(vars(app.recorder), "select_events", app.recorder.select_events)  # one of its own
+    assert not fastpaths.sqlite_reader(app.recorder)
+    for (uuid, gt, lte, limit), rows in zip(reads, fastpaths.select_rows(app.recorder, reads), strict=True):
+        assert [(r.originator_id, r.originator_version, r.topic, r.state) for r in rows] == _library_rows(
+            app, uuid, gt, lte, limit
+        )
 
 
 # -- the one record type --------------------------------------------------------------------------
