@@ -11,7 +11,7 @@
 * ``pokdeng_client.chain``: the audit chain link of a ``RecordedEvent`` (docs/api.md, docs/audit.md);
 * ``pokdeng.proto``: the API's .proto file (``importlib.resources.files("pokdeng_client") / "pokdeng.proto"``).
 
-It depends on grpcio and protobuf only (not on the server).
+It depends on grpcio, protobuf and rfc8785 only (never on the server package).
 """
 
 from pokdeng_client.client import PokdengClient

@@ -27,8 +27,19 @@ RETRYABLE = (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED)
 
 
 class PokdengClient:
-    def __init__(self, target: str, token: str | None = None, *, timeout: float = 30.0, retries: int = 3) -> None:
-        self.channel = grpc.insecure_channel(target)
+    def __init__(
+        self,
+        target: str,
+        token: str | None = None,
+        *,
+        timeout: float = 30.0,
+        retries: int = 3,
+        credentials: grpc.ChannelCredentials | None = None,
+    ) -> None:
+        """``credentials``: TLS (``grpc.ssl_channel_credentials(...)``, docs/operations.md); None: plaintext."""
+        self.channel = (
+            grpc.secure_channel(target, credentials) if credentials is not None else grpc.insecure_channel(target)
+        )
         self.token = token
         self.timeout = timeout
         self.retries = retries

@@ -20,7 +20,7 @@ event class's name for wallet events and records.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
@@ -84,56 +84,103 @@ def _repeated(field: Any) -> bool:
     return bool(flag) if flag is not None else bool(field.label == FieldDescriptor.LABEL_REPEATED)
 
 
-def _fill(message: Message, data: Mapping[str, Any]) -> None:
-    fields: Any = message.DESCRIPTOR.fields_by_name
-    for key, value in data.items():
-        field = fields.get(key)
-        if field is not None and value is not None:
-            _set(message, field, value)
+# Filling a message follows a plan made once per message type (its descriptor): for each field, the
+# function that sets it from a value (by name for ``_fill``, in field-number order for positional items).
+Setter = Callable[[Message, Any], None]
+_PLANS: dict[str, tuple[dict[str, Setter], tuple[Setter, ...]]] = {}
 
 
-def _set(message: Message, field: Any, value: Any) -> None:
+def _plan(descriptor: Any) -> tuple[dict[str, Setter], tuple[Setter, ...]]:
+    plan = _PLANS.get(descriptor.full_name)
+    if plan is None:
+        by_name = {field.name: _setter(field) for field in descriptor.fields}
+        plan = _PLANS[descriptor.full_name] = (by_name, tuple(by_name[field.name] for field in descriptor.fields))
+    return plan
+
+
+def _setter(field: Any) -> Setter:
+    """How ``field`` of a message is set from a data value (the rules of this module's docstring)."""
+    name = field.name
     if _repeated(field):
-        target = getattr(message, field.name)
-        for item in value:
-            if field.message_type is not None:
-                _fill_positional(target.add(), item)
-            else:
-                target.append(_scalar(field, item))
-    elif field.message_type is not None:
-        sub = getattr(message, field.name)
+        if field.message_type is not None:
+
+            def add_items(message: Message, value: Any) -> None:
+                target = getattr(message, name)
+                for item in value:
+                    _fill_positional(target.add(), item)
+
+            return add_items
+        convert = _converter(field)
+
+        def append_items(message: Message, value: Any) -> None:
+            getattr(message, name).extend([convert(item) for item in value])
+
+        return append_items
+    if field.message_type is not None:
         if field.message_type.full_name == "pokdeng.v1.Ratio":
-            ratio = Fraction(str(value))
-            sub.numerator, sub.denominator = ratio.numerator, ratio.denominator
-        else:
-            _fill(sub, value)
-    else:
-        setattr(message, field.name, _scalar(field, value))
+
+            def set_ratio(message: Message, value: Any) -> None:
+                ratio = Fraction(str(value))
+                sub = getattr(message, name)
+                sub.numerator, sub.denominator = ratio.numerator, ratio.denominator
+
+            return set_ratio
+
+        def fill_message(message: Message, value: Any) -> None:
+            _fill(getattr(message, name), value)
+
+        return fill_message
+    convert = _converter(field)
+
+    def set_scalar(message: Message, value: Any) -> None:
+        setattr(message, name, convert(value))
+
+    return set_scalar
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _converter(field: Any) -> Callable[[Any], Any]:
+    """A scalar's value from the data's (``_scalar``)."""
+    if field.enum_type is not None:
+        numbers = {value.name: value.number for value in field.enum_type.values}
+        prefix = _enum_prefix(field.enum_type)
+        return lambda value: numbers[prefix + str(value).upper()]
+    if field.type == FieldDescriptor.TYPE_BOOL:
+        return bool
+    if field.cpp_type in (FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64):
+        return int
+    return _identity
+
+
+def _fill(message: Message, data: Mapping[str, Any]) -> None:
+    setters = _plan(message.DESCRIPTOR)[0]
+    for key, value in data.items():
+        setter = setters.get(key)
+        if setter is not None and value is not None:
+            setter(message, value)
 
 
 def _fill_positional(message: Message, item: Any) -> None:
     if isinstance(item, Mapping):
         _fill(message, item)
         return
-    descriptors: Any = message.DESCRIPTOR.fields
-    for field, value in zip(descriptors, item, strict=False):
+    for setter, value in zip(_plan(message.DESCRIPTOR)[1], item, strict=False):
         if value is not None:
-            _set(message, field, value)
+            setter(message, value)
 
 
-def _scalar(field: Any, value: Any) -> Any:
-    if field.enum_type is not None:
-        return field.enum_type.values_by_name[_enum_prefix(field.enum_type) + str(value).upper()].number
-    if field.type == FieldDescriptor.TYPE_BOOL:
-        return bool(value)
-    if field.cpp_type in (FieldDescriptor.CPPTYPE_INT32, FieldDescriptor.CPPTYPE_INT64, FieldDescriptor.CPPTYPE_UINT64):
-        return int(value)
-    return value
+_CLASSES: dict[str, Any] = {}
+_KINDS: dict[str, pb.EventKind.ValueType] = {}
 
 
 def typed(member: str, data: Mapping[str, Any]) -> Message:
     """The typed message of member ``member`` with ``data``'s fields."""
-    message_class = getattr(pb, _FIELDS[member].message_type.name)
+    message_class = _CLASSES.get(member)
+    if message_class is None:
+        message_class = _CLASSES[member] = getattr(pb, _FIELDS[member].message_type.name)
     message: Message = message_class()
     _fill(message, data)
     return message
@@ -141,8 +188,13 @@ def typed(member: str, data: Mapping[str, Any]) -> Message:
 
 def set_event(target: pb.RecordedEvent, member: str, data: Mapping[str, Any]) -> None:
     """Set ``target``'s kind and typed member from a stored event's data."""
-    target.kind = event_kind(member)
-    getattr(target, member).CopyFrom(typed(member, data))
+    kind = _KINDS.get(member)
+    if kind is None:
+        kind = _KINDS[member] = event_kind(member)
+    target.kind = kind
+    sub: Message = getattr(target, member)
+    sub.SetInParent()  # (the member is set even when no field of it is: as a copy of an empty message sets it)
+    _fill(sub, data)
 
 
 # --- back: the typed message to the stored data (what a client does to check a digest) ---------

@@ -391,6 +391,8 @@ class _StatementEntryKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_St
     """A round settled: the hold ends and the net moves the balance."""
     STATEMENT_ENTRY_KIND_RESERVATION_RELEASED: _StatementEntryKind.ValueType  # 5
     """A hold ended with no money moved (a voided round)."""
+    STATEMENT_ENTRY_KIND_OPENED: _StatementEntryKind.ValueType  # 6
+    """The wallet was opened (its first entry: no money moved)."""
 
 class StatementEntryKind(_StatementEntryKind, metaclass=_StatementEntryKindEnumTypeWrapper):
     """What a statement entry did to the wallet."""
@@ -407,6 +409,8 @@ STATEMENT_ENTRY_KIND_ROUND_SETTLED: StatementEntryKind.ValueType  # 4
 """A round settled: the hold ends and the net moves the balance."""
 STATEMENT_ENTRY_KIND_RESERVATION_RELEASED: StatementEntryKind.ValueType  # 5
 """A hold ended with no money moved (a voided round)."""
+STATEMENT_ENTRY_KIND_OPENED: StatementEntryKind.ValueType  # 6
+"""The wallet was opened (its first entry: no money moved)."""
 Global___StatementEntryKind: _TypeAlias = StatementEntryKind  # noqa: Y015
 
 class _RoundView:
@@ -6269,10 +6273,15 @@ class Notification(_message.Message):
     stream_kind: Global___StreamKind.ValueType
     """The kind of stream it belongs to."""
     stream_id: _builtins.str
-    """The stream's id (a wallet, table or round id; a request id; the log's id)."""
+    """The stream's id: a wallet, table or round id (a sealed seed: its round's id); for an
+    idempotency record or the store's log, the stream's uuid.
+    """
     @_builtins.property
     def event(self) -> Global___RecordedEvent:
-        """The event, with its sequence in that stream."""
+        """The event, typed, with its sequence in that stream and its canonical data. The event log does not
+        carry chain digests, request ids or a wallet's balances (read the stream itself for those:
+        GetRound, WatchTable, the command responses).
+        """
 
     def __init__(
         self,

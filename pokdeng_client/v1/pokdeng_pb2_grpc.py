@@ -1666,7 +1666,8 @@ class AuditServiceStub:
     """------------------------------------------------------------------------------------------
     Audit
 
-    Replaying and verifying recorded rounds (operator, auditor; a player for its own rounds).
+    Replaying, verifying and exporting recorded rounds (operator, auditor; a player for its own closed
+    rounds), and the store's signed tree heads (operator only).
     """
 
     def __init__(self, channel):
@@ -1716,7 +1717,8 @@ class AuditServiceServicer:
     """------------------------------------------------------------------------------------------
     Audit
 
-    Replaying and verifying recorded rounds (operator, auditor; a player for its own rounds).
+    Replaying, verifying and exporting recorded rounds (operator, auditor; a player for its own closed
+    rounds), and the store's signed tree heads (operator only).
     """
 
     def ReplayRound(self, request, context):
@@ -1825,7 +1827,8 @@ class AuditService:
     """------------------------------------------------------------------------------------------
     Audit
 
-    Replaying and verifying recorded rounds (operator, auditor; a player for its own rounds).
+    Replaying, verifying and exporting recorded rounds (operator, auditor; a player for its own closed
+    rounds), and the store's signed tree heads (operator only).
     """
 
     @staticmethod

@@ -621,7 +621,8 @@ class AuditServiceStub:
     """------------------------------------------------------------------------------------------
     Audit
 
-    Replaying and verifying recorded rounds (operator, auditor; a player for its own rounds).
+    Replaying, verifying and exporting recorded rounds (operator, auditor; a player for its own closed
+    rounds), and the store's signed tree heads (operator only).
     """
 
     @_typing.overload
@@ -661,7 +662,8 @@ class AuditServiceAsyncStub(AuditServiceStub):
     """------------------------------------------------------------------------------------------
     Audit
 
-    Replaying and verifying recorded rounds (operator, auditor; a player for its own rounds).
+    Replaying, verifying and exporting recorded rounds (operator, auditor; a player for its own closed
+    rounds), and the store's signed tree heads (operator only).
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
@@ -697,7 +699,8 @@ class AuditServiceServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
     Audit
 
-    Replaying and verifying recorded rounds (operator, auditor; a player for its own rounds).
+    Replaying, verifying and exporting recorded rounds (operator, auditor; a player for its own closed
+    rounds), and the store's signed tree heads (operator only).
     """
 
     @_abc_1.abstractmethod

@@ -138,6 +138,7 @@ STATEMENT_KINDS: dict[str, pb.StatementEntryKind.ValueType] = {
     "FundsReserved": pb.STATEMENT_ENTRY_KIND_FUNDS_RESERVED,
     "RoundSettled": pb.STATEMENT_ENTRY_KIND_ROUND_SETTLED,
     "ReservationReleased": pb.STATEMENT_ENTRY_KIND_RESERVATION_RELEASED,
+    "Opened": pb.STATEMENT_ENTRY_KIND_OPENED,
 }
 
 

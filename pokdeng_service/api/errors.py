@@ -12,6 +12,9 @@ Error                                  gRPC code            Details
 ``InsufficientFunds``                  FAILED_PRECONDITION  ErrorInfo reason ``INSUFFICIENT_FUNDS`` with
                                                             ``required``, ``available``, ``wallet`` metadata;
                                                             PreconditionFailure (type ``INSUFFICIENT_FUNDS``)
+``CurrencyMismatch``,                  FAILED_PRECONDITION  ErrorInfo ``CURRENCY_MISMATCH`` (a wallet stakes at a
+``NoReadModels``                                            table of another currency), ``NO_READ_MODELS`` (a List
+                                                            method on a server without read models)
 ``WrongPhase``, ``NotYourTurn``,       FAILED_PRECONDITION  ErrorInfo reason = the error's ``code`` in upper
 ``UnknownSeat``, ``SealedShoe`` and                         case (``WRONG_PHASE``, ``NOT_YOUR_TURN``,
 any other ``DomainError`` (a rule)                          ``UNKNOWN_SEAT``, ``RULE_VIOLATION`` ...), its
@@ -31,11 +34,13 @@ any other ``DomainError`` (a rule)                          ``UNKNOWN_SEAT``, ``
 store driver's connection errors                            same request id once the store answers: health says
 (``OperationalError``, ``InterfaceError``                   when). Nothing was written: a command is one
 of the library, psycopg's, sqlite3's)                       transaction
-``StreamIdle`` (a stream's client      UNAVAILABLE          ErrorInfo ``STREAM_IDLE`` (resume: a feed from its
-took no reply, or sent no request,                          last position)
-for ``Limits.stream_idle`` seconds)
+(a stream whose client took no reply,  CANCELLED            the server cancels it (``Runtime.reap``); resume a
+or sent no request, for                                     feed from its last position, a watch from its token
+``Limits.stream_idle`` seconds)
 ``DeadlineExpired``                    DEADLINE_EXCEEDED    (the call's deadline passed before the app ran)
-``ResourceExhausted``                  RESOURCE_EXHAUSTED   ErrorInfo ``TOO_MANY_SUBSCRIPTIONS`` ...
+``ResourceExhausted``                  RESOURCE_EXHAUSTED   ErrorInfo ``RESOURCE_EXHAUSTED`` with ``limit``
+(calls in flight, per caller, streams                       metadata
+of a kind)
 anything else                          INTERNAL             "internal error (reference <id>)"; the traceback is
                                                             logged with that reference, never sent
 =====================================  ===================  ===============================================

@@ -32,31 +32,32 @@ def encode(method: str, filters: Mapping[str, Any], cursor: Any) -> str:
     return base64.urlsafe_b64encode(body.encode("utf-8")).decode("ascii").rstrip("=")
 
 
-def decode(method: str, filters: Mapping[str, Any], token: str) -> Any:
-    """The cursor of ``token`` (None for an empty token: the first page)."""
+def decode(method: str, filters: Mapping[str, Any], token: str, field: str = "page_token") -> Any:
+    """The cursor of ``token`` (None for an empty token: the first page); ``field`` names the request's
+    field in a refusal (``resume_token`` for the watch streams)."""
     if not token:
         return None
-    problem = "page_token is not a token this method returned for this filter"
+    problem = f"{field} is not a token this method returned for this request"
     if len(token) > MAX_TOKEN:
-        raise RequestInvalid([FieldViolation("page_token", problem)])
+        raise RequestInvalid([FieldViolation(field, problem)])
     try:
         body = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (binascii.Error, ValueError, UnicodeDecodeError):
-        raise RequestInvalid([FieldViolation("page_token", problem)]) from None
+        raise RequestInvalid([FieldViolation(field, problem)]) from None
     if not isinstance(body, dict) or body.get("m") != method or body.get("f") != _digest(filters):
-        raise RequestInvalid([FieldViolation("page_token", problem)])
+        raise RequestInvalid([FieldViolation(field, problem)])
     return body.get("c")
 
 
-def key_cursor(value: Any) -> str:
+def key_cursor(value: Any, field: str = "page_token") -> str:
     """A cursor that must be an id (the last id of the page before)."""
     if not isinstance(value, str) or not 0 < len(value) <= MAX_ID:
-        raise RequestInvalid([FieldViolation("page_token", "page_token is malformed")])
+        raise RequestInvalid([FieldViolation(field, f"{field} is malformed")])
     return value
 
 
-def int_cursor(value: Any) -> int:
+def int_cursor(value: Any, field: str = "page_token") -> int:
     """A cursor that must be a non-negative integer (a position)."""
     if type(value) is not int or value < 0:
-        raise RequestInvalid([FieldViolation("page_token", "page_token is malformed")])
+        raise RequestInvalid([FieldViolation(field, f"{field} is malformed")])
     return value

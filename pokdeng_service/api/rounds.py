@@ -70,7 +70,8 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
         views, next_cursor = _walk(env, filters, cursor[0] if cursor else None, size, full)
     else:
         page = env.recent.page_rounds(**filters, cursor=tuple(cursor) if cursor else None, limit=size)
-        views = [env.service.app_for(s.round_id, "round").get_round(s.round_id, with_events=full) for s in page.rounds]
+        # the view's details come from the round's events, also in the BASIC view (which does not list them)
+        views = [env.service.app_for(s.round_id, "round").get_round(s.round_id) for s in page.rounds]
         next_cursor = list(page.next_cursor) if page.next_cursor is not None else None
     who = viewer(call)
     rounds = [convert.round_(v, convert.visibility_for(who, v), with_events=full) for v in views]

@@ -273,8 +273,8 @@ def create_server(
     is a ``TokenStore``, the path of a token file, or None for development mode (a random operator
     token, printed once and kept as ``server.tokens.development_token``; reflection then needs no
     token). ``read_models`` (``readmodels.ReadModels``, kept up to date by its owner) answers
-    ListRecentRounds for any table or player; without it ListRecentRounds needs a table id and walks
-    that table's rounds.
+    ListTables, ListWallets and ListRounds for any table or player; without it ListTables and ListWallets
+    are refused (FAILED_PRECONDITION) and ListRounds needs a table id and walks that table's rounds.
 
     Limits (docs/operations.md, sizing): ``max_workers`` threads run the blocking bodies; at most
     ``max_concurrent_rpcs`` unary calls in flight (default 8 a worker), ``max_calls_per_caller`` of

@@ -36,10 +36,11 @@ def _start(method: str, key: str, ident: str, token: str) -> int:
     f = Fields()
     f.ident(key, ident)
     f.done()
-    cursor = paging.decode(method, {key: ident}, token)
-    position = paging.int_cursor(cursor) if cursor is not None else 1  # 1: the stream's creation (not sent)
+    cursor = paging.decode(method, {key: ident}, token, "resume_token")
+    # position 1 is the stream's creation (never sent): from the start, the first event sent is 2
+    position = paging.int_cursor(cursor, "resume_token") if cursor is not None else 1
     if position >= MAX_POSITION:
-        paging.int_cursor(-1)
+        paging.int_cursor(-1, "resume_token")
     return position
 
 
