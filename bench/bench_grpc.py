@@ -27,7 +27,9 @@ import statistics
 import sys
 import tempfile
 import time
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -35,14 +37,14 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_service import RawApp, baseline_block, transactions
+from bench_service import RawApp, baseline_block, transactions  # type: ignore[import-not-found, unused-ignore]
 
+from pokdeng_client import PokdengClient
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.server import create_server
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.auth import TokenStore
-from pokdeng_service.client import PokdengClient
 from pokdeng_service.store.vault import SeedVault
 
 PLAYERS = ("p1", "p2", "p3", "p4", "p5")
@@ -51,31 +53,32 @@ PLAYERS = ("p1", "p2", "p3", "p4", "p5")
 def play_round(client: PokdengClient, table_id: str) -> int:
     """One kingmaker round through the API; returns the number of calls it took."""
     calls = 1
-    current = client.call("Tables", "StartRound", table_id=table_id, client_seed="bench").round
+    current = client.call("RoundService", "StartRound", table_id=table_id, client_seed="bench").round
     round_id = current.round_id
     for number, player in enumerate(PLAYERS, start=1):
-        current = client.call("Tables", "PlaceBet", round_id=round_id, seat=number, player=player, stake=100).round
+        bet = {"round_id": round_id, "seat": number, "player": player, "stake": 100}
+        current = client.call("RoundService", "PlaceBet", **bet).round
         calls += 1
-    current = client.call("Tables", "Deal", round_id=round_id).round
+    current = client.call("RoundService", "Deal", round_id=round_id).round
     calls += 1
     while current.phase != pb.ROUND_PHASE_CLOSED:
         if current.phase == pb.ROUND_PHASE_SIDE_BETS:
             for bet in current.bets:
                 if not any(s.seat == bet.seat for s in current.side_bets):
                     current = client.call(
-                        "Tables", "PlaceSideBet", round_id=round_id, seat=bet.seat, player=bet.player
+                        "RoundService", "PlaceSideBet", round_id=round_id, seat=bet.seat, player=bet.player
                     ).round
                     calls += 1
-            current = client.call("Tables", "CloseSideBets", round_id=round_id).round
+            current = client.call("RoundService", "CloseSideBets", round_id=round_id).round
         elif current.phase == pb.ROUND_PHASE_PLAYER_TURNS:
             hand = next(h for h in current.hands if h.seat == current.turn)
             points = sum(_points(c) for c in hand.cards) % 10
             method = "Stay" if points >= 5 else "Draw"
             current = client.call(
-                "Tables", method, round_id=round_id, seat=current.turn, player=PLAYERS[current.turn - 1]
+                "RoundService", method, round_id=round_id, seat=current.turn, player=PLAYERS[current.turn - 1]
             ).round
         else:
-            current = client.call("Tables", "TimeOutTurn", round_id=round_id).round
+            current = client.call("RoundService", "TimeOutTurn", round_id=round_id).round
         calls += 1
     return calls
 
@@ -102,23 +105,23 @@ def main(argv: list[str] | None = None) -> int:
         server, port = create_server("127.0.0.1:0", app, tokens=TokenStore.from_tokens([(token, "operator", None)]))
         server.start()
         client = PokdengClient(f"127.0.0.1:{port}", token)
-        health = health_pb2_grpc.HealthStub(client.channel)
+        health: Any = health_pb2_grpc.HealthStub(client.channel)
         try:
             for player in PLAYERS:
-                client.call("Wallets", "OpenWallet", wallet_id=player)
-                client.call("Wallets", "Deposit", wallet_id=player, amount=10**12)
+                client.call("WalletService", "OpenWallet", wallet_id=player)
+                client.call("WalletService", "Deposit", wallet_id=player, amount=10**12)
             client.call(
-                "Tables",
+                "TableService",
                 "OpenTable",
                 table_id="k",
                 profile=pb.PROFILE_KINGMAKER,
                 min_stake=100,
                 max_stake=1000,
                 seats=5,
-                turn_timeout=30,
+                turn_timeout=timedelta(seconds=30),
             )
             for number, player in enumerate(PLAYERS, start=1):
-                client.call("Tables", "TakeSeat", table_id="k", player=player, seat=number)
+                client.call("TableService", "TakeSeat", table_id="k", player=player, seat=number)
             play_round(client, "k")  # warm up
             rounds_s, unary_s, raw_s, calls_per_round, events_per_round = [], [], [], [], []
             for _ in range(args.repeat):

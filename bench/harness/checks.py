@@ -15,14 +15,13 @@ the store itself:
   reserved; the wallets' deposits and withdrawals are exactly the acknowledged ones;
 * **money balances to zero**: wallets + tables' house_net + commission = deposits - withdrawals;
   each settled round's nets + house_net + commission = 0;
-* **every closed round verifies** (``Audit.VerifyRound`` ok: chain, commitment, replay, money).
+* **every closed round verifies** (``AuditService.VerifyRound`` ok: chain, commitment, replay, money).
 
 Each returns a ``Findings``: the problems found (empty: all good) and what was counted.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,12 +29,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .client import HarnessClient
+from .client import HarnessClient, stream_name
 from .tokens import Tokens
 
 CLOSING = ("RoundSettled", "ReservationReleased")
+STATEMENT_KINDS = {  # a statement entry's kind as the store names it
+    pb.STATEMENT_ENTRY_KIND_DEPOSITED: "Deposited",
+    pb.STATEMENT_ENTRY_KIND_WITHDRAWN: "Withdrawn",
+    pb.STATEMENT_ENTRY_KIND_FUNDS_RESERVED: "FundsReserved",
+    pb.STATEMENT_ENTRY_KIND_ROUND_SETTLED: "RoundSettled",
+    pb.STATEMENT_ENTRY_KIND_RESERVATION_RELEASED: "ReservationReleased",
+}
 MAX_LISTED = 20
 
 
@@ -187,13 +193,13 @@ def audit_api(
         house = 0
         closed: list[str] = []
         for table_id in tables:
-            table = client.send("Queries", "GetTable", table_id=table_id)
+            table = client.send("TableService", "GetTable", table_id=table_id).table
             open_round = table.current_round_id
             found.check(not open_round, f"{where}: table {table_id} has round {open_round} open")
             house += table.house_net + table.commission
             for n in range(1, table.round_no + 1):
                 round_id = f"{table_id}#{n}"
-                r = client.send("Queries", "GetRound", round_id=round_id)
+                r = client.send("RoundService", "GetRound", round_id=round_id).round
                 found.counts["rounds"] += 1
                 sequences = [e.sequence for e in r.events]
                 found.check(
@@ -204,19 +210,20 @@ def audit_api(
                     found.bad(f"{where}: round {round_id} is {pb.RoundPhase.Name(r.phase)}, not closed")
                     continue
                 nets = {res.player: res.net for res in r.results}
-                rounds[round_id] = _RoundFacts(r.outcome, nets)
-                found.counts[r.outcome or "no outcome"] += 1
+                outcome = pb.RoundOutcome.Name(r.outcome).removeprefix("ROUND_OUTCOME_").lower()  # "settled", ...
+                rounds[round_id] = _RoundFacts(outcome, nets)
+                found.counts[outcome if r.outcome else "no outcome"] += 1
                 closed.append(round_id)
-                if r.outcome == "settled":
+                if r.outcome == pb.ROUND_OUTCOME_SETTLED:
                     total = sum(nets.values()) + r.house_net + r.commission
                     found.check(total == 0, f"{where}: round {round_id} does not balance: {total}")
-                elif r.outcome == "voided":
+                elif r.outcome == pb.ROUND_OUTCOME_VOIDED:
                     found.check(not any(nets.values()), f"{where}: voided round {round_id} moved money {nets}")
                 else:
-                    found.bad(f"{where}: round {round_id} closed with outcome {r.outcome!r}")
+                    found.bad(f"{where}: round {round_id} closed with outcome {pb.RoundOutcome.Name(r.outcome)}")
 
         def verify(round_id: str) -> tuple[str, bool, str]:
-            verdict = auditor.send("Audit", "VerifyRound", round_id=round_id)
+            verdict = auditor.send("AuditService", "VerifyRound", round_id=round_id)
             return round_id, verdict.ok, verdict.first_difference
 
         with ThreadPoolExecutor(max_workers=verify_workers) as pool:
@@ -226,17 +233,17 @@ def audit_api(
 
         total = 0
         for wallet_id in wallets:
-            wallet = client.send("Wallets", "GetWallet", wallet_id=wallet_id)
+            wallet = client.send("WalletService", "GetWallet", wallet_id=wallet_id).wallet
             lines: list[tuple[str, int, int, int, str, str]] = []
-            after = 0
+            token = ""
             for _ in range(100_000):
-                page = client.send("Wallets", "GetStatement", wallet_id=wallet_id, after=after, limit=1000)
-                lines.extend(
-                    (e.kind, e.amount, e.reserved_change, e.balance, e.round_id, e.reference) for e in page.entries
+                page = client.send(
+                    "WalletService", "ListStatementEntries", wallet_id=wallet_id, page_size=1000, page_token=token
                 )
-                if not page.entries:
+                lines.extend(_line(e) for e in page.entries)
+                if not page.next_page_token:
                     break
-                after = page.next_after
+                token = page.next_page_token
             _check_statement(found, wallet_id, wallet.balance, wallet.reserved, lines, rounds, ledger, where)
             total += wallet.balance
         net_in = sum(amount for _w, amount in ledger.values())
@@ -249,7 +256,7 @@ def audit_api(
         def log() -> Iterable[tuple[int, str, str, int, str, str]]:
             after = 0
             for _ in range(1_000_000):
-                batches = auditor.stubs["Events"].SubscribeEvents(
+                batches = auditor.stubs["EventService"].SubscribeEvents(
                     pb.SubscribeEventsRequest(after_position=after, batch_size=1000, stop_at_head=True),
                     metadata=auditor.metadata,
                     timeout=120,
@@ -258,9 +265,10 @@ def audit_api(
                 for batch in batches:
                     for n in batch.events:
                         got += 1
-                        payload = json.loads(n.payload_json) if n.payload_json else {}
-                        request = payload.get("request_id", "") if n.aggregate_kind == "request" else ""
-                        yield n.position, n.aggregate_kind, n.aggregate_id, n.sequence, n.kind, request
+                        event = n.event
+                        kind = stream_name(n.stream_kind)
+                        request = event.request_accepted.request_id if n.stream_kind == pb.STREAM_KIND_REQUEST else ""
+                        yield n.position, kind, n.stream_id, event.sequence, event.WhichOneof("event") or "", request
                         after = n.position
                 if not got:
                     return
@@ -278,24 +286,30 @@ def audit_api(
                 )
             found.counts["feed events"] = len(received)
 
-        # the round index (read models) behind ListRecentRounds: every closed round once, newest first
+        # the round index (read models) behind ListRounds: every closed round once, newest first
         for table_id in tables:
-            table = client.send("Queries", "GetTable", table_id=table_id)
+            table = client.send("TableService", "GetTable", table_id=table_id).table
             expected = [f"{table_id}#{n}" for n in range(table.round_no, max(0, table.round_no - 100), -1)]
             listed: list[str] = []
             for _ in range(100):  # the read models follow the log in the background: give them a moment
-                answer = client.send("Queries", "ListRecentRounds", table_id=table_id, limit=100)
+                answer = client.send("RoundService", "ListRounds", table_id=table_id, page_size=100)
                 listed = [r.round_id for r in answer.rounds]
                 if listed == expected:
                     break
                 time.sleep(0.1)
             found.check(
                 listed == expected,
-                f"{where}: ListRecentRounds({table_id}) gives {_short_ids(listed)}, expected {_short_ids(expected)}",
+                f"{where}: ListRounds({table_id}) gives {_short_ids(listed)}, expected {_short_ids(expected)}",
             )
     finally:
         client.close()
     return found
+
+
+def _line(entry: pb.StatementEntry) -> tuple[str, int, int, int, str, str]:
+    """A statement entry as ``_check_statement`` reads it (its kind as the store names it)."""
+    kind = STATEMENT_KINDS.get(entry.kind, pb.StatementEntryKind.Name(entry.kind))
+    return kind, entry.amount, entry.reserved_change, entry.balance, entry.round_id, entry.reference
 
 
 def _short_ids(ids: Sequence[str]) -> str:

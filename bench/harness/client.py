@@ -17,12 +17,14 @@ import random
 import statistics
 import time
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
 
-from pokdeng_service.client import PokdengClient
+from pokdeng_client import PokdengClient
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
 from .server import FAST_RECONNECT
 
@@ -149,6 +151,16 @@ class HarnessClient(PokdengClient):
                 self.stats.replayed[method] += 1
             return response
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def stream_name(kind: pb.StreamKind.ValueType) -> str:
+    """A notification's stream kind as the store names it: "wallet", "table", "round", "request", ..."""
+    return pb.StreamKind.Name(kind).removeprefix("STREAM_KIND_").lower()
+
+
+def command_names(commands: Iterable[pb.LegalCommand]) -> list[str]:
+    """GetLegalCommands' commands as the engine names them: "place_bet", "draw", "void_round", ..."""
+    return [pb.CommandKind.Name(c.kind).removeprefix("COMMAND_KIND_").lower() for c in commands]
 
 
 def code_of(error: BaseException) -> str:

@@ -36,10 +36,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
 from .checks import Findings, audit_api, audit_store
-from .client import HarnessClient, Stats
+from .client import HarnessClient, Stats, command_names
 from .driver import TableDriver, all_acked, make_tables, merged_ledger
 from .feed import FeedFollower
 from .server import ServerProcess, Store, postgres_databases, servers
@@ -138,20 +138,20 @@ def _finish_open_rounds(drivers: list[TableDriver], report: CrashReport) -> None
             continue
         current = driver.round(round_id)
         phase = pb.RoundPhase.Name(current.phase)
-        legal = list(driver.ops.send("Queries", "GetLegalCommands", round_id=round_id).commands)
+        legal = command_names(driver.ops.send("RoundService", "GetLegalCommands", round_id=round_id).commands)
         report.open_after_final_kill.append((round_id, phase, legal))
         if "void_round" not in legal:
             report.problems.append(f"{round_id} ({phase}) left open by the kill cannot be voided: {legal}")
         if index % 2 == 0:
             answer = driver.command(
                 driver.ops,
-                "Tables",
+                "RoundService",
                 "VoidRound",
                 f"{round_id}:void-after-crash",
                 round_id=round_id,
                 reason="crash harness: voided after the final kill",
             )
-            report.voided_at_end += answer.round.outcome == "voided"
+            report.voided_at_end += answer.round.outcome == pb.ROUND_OUTCOME_VOIDED
         else:
             closed = driver.play_round(round_id)
             report.finished_at_end += closed is not None and closed.phase == pb.ROUND_PHASE_CLOSED

@@ -25,13 +25,14 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Any
 
 import grpc
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .client import GaveUp, HarnessClient, code_of
+from .client import GaveUp, HarnessClient, code_of, command_names
 from .tokens import Tokens
 
 PROFILES = {
@@ -63,7 +64,7 @@ class TableSpec:
     backer: str | None = None  # classic: also stakes on seat 1
     min_stake: int = 100
     max_stake: int = 1000
-    turn_timeout: int = 3600  # the harness plays every turn itself; the clock is tested on its own
+    turn_timeout: int = 3600  # seconds; the harness plays every turn itself; the clock is tested on its own
 
     @property
     def wallets(self) -> tuple[str, ...]:
@@ -152,16 +153,20 @@ class TableDriver:
         return response
 
     def table(self) -> pb.Table:
-        table: pb.Table = self.ops.send("Queries", "GetTable", table_id=self.spec.table_id)
+        table: pb.Table = self.ops.send("TableService", "GetTable", table_id=self.spec.table_id).table
         return table
 
     def round(self, round_id: str) -> pb.Round:
-        round_: pb.Round = self.ops.send("Queries", "GetRound", round_id=round_id)
+        round_: pb.Round = self.ops.send("RoundService", "GetRound", round_id=round_id).round
         return round_
 
+    def legal(self, api: HarnessClient, round_id: str, seat: int) -> list[str]:
+        """GetLegalCommands for a seat's holder (0: the banker), by the engine's names ("draw", ...)."""
+        return command_names(api.send("RoundService", "GetLegalCommands", round_id=round_id, seat=seat).commands)
+
     def act(self, api: HarnessClient, method: str, request_id: str, **fields: Any) -> pb.Round:
-        """A round command (service Tables); the round as its answer shows it."""
-        round_: pb.Round = self.command(api, "Tables", method, request_id, **fields).round
+        """A round command (RoundService); the round as its answer shows it."""
+        round_: pb.Round = self.command(api, "RoundService", method, request_id, **fields).round
         return round_
 
     # -- set-up -----------------------------------------------------------------------------
@@ -170,17 +175,17 @@ class TableDriver:
         """Wallets (opened and funded), the table, the seats. Idempotent: safe to run twice, or from two drivers."""
         for wallet in self.spec.wallets:
             try:
-                self.command(self.ops, "Wallets", "OpenWallet", f"setup:{wallet}:open", wallet_id=wallet)
+                self.command(self.ops, "WalletService", "OpenWallet", f"setup:{wallet}:open", wallet_id=wallet)
             except grpc.RpcError as error:
                 if not (isinstance(error, grpc.Call) and error.code() == grpc.StatusCode.ALREADY_EXISTS):
                     raise
             rid = f"setup:{wallet}:fund"
-            self.command(self.ops, "Wallets", "Deposit", rid, wallet_id=wallet, amount=funds)
+            self.command(self.ops, "WalletService", "Deposit", rid, wallet_id=wallet, amount=funds)
             self.ledger[rid] = (wallet, funds)
         spec = self.spec
         self.command(
             self.ops,
-            "Tables",
+            "TableService",
             "OpenTable",
             f"setup:{spec.table_id}:open",
             table_id=spec.table_id,
@@ -188,13 +193,13 @@ class TableDriver:
             min_stake=spec.min_stake,
             max_stake=spec.max_stake,
             seats=0 if spec.profile == "ante" else max(5, len(spec.players)),
-            turn_timeout=spec.turn_timeout,
+            turn_timeout=timedelta(seconds=spec.turn_timeout),
         )
         if spec.profile != "ante":
             for number, player in enumerate(spec.players, start=1):
                 self.command(
                     self.as_player[player],
-                    "Tables",
+                    "TableService",
                     "TakeSeat",
                     f"setup:{spec.table_id}:seat:{number}",
                     table_id=spec.table_id,
@@ -222,7 +227,7 @@ class TableDriver:
         round_id = f"{self.spec.table_id}#{table.round_no + 1}"
         answer = self.command(
             self.ops,
-            "Tables",
+            "RoundService",
             "StartRound",
             f"{round_id}:start",
             table_id=self.spec.table_id,
@@ -240,7 +245,7 @@ class TableDriver:
         amount = 100 + int(frac(rid, "amount") * 50_000)
         method = "Deposit" if k % 2 else "Withdraw"
         try:
-            self.command(self.ops, "Wallets", method, rid, wallet_id=wallet, amount=amount)
+            self.command(self.ops, "WalletService", method, rid, wallet_id=wallet, amount=amount)
         except Refused:
             return  # not enough available: nothing happened
         self.ledger[rid] = (wallet, amount if method == "Deposit" else -amount)
@@ -255,7 +260,7 @@ class TableDriver:
                 if player not in seated:
                     self.command(
                         self.as_player[player],
-                        "Tables",
+                        "TableService",
                         "TakeSeat",
                         f"{spec.table_id}@{epoch}:seat:{player}",
                         table_id=spec.table_id,
@@ -267,7 +272,7 @@ class TableDriver:
                 if player not in bid:
                     self.command(
                         self.as_player[player],
-                        "Tables",
+                        "TableService",
                         "BidForBanker",
                         f"{spec.table_id}@{epoch}:bid:{player}",
                         table_id=spec.table_id,
@@ -275,7 +280,7 @@ class TableDriver:
                         rounds=5 if j == 0 else 0,
                     )
             self.command(
-                self.ops, "Tables", "CloseBankerBid", f"{spec.table_id}@{epoch}:close-bid", table_id=spec.table_id
+                self.ops, "TableService", "CloseBankerBid", f"{spec.table_id}@{epoch}:close-bid", table_id=spec.table_id
             )
         except Refused:
             if not self.shared:
@@ -362,17 +367,15 @@ class TableDriver:
             seat = r.turn
             holder = {s.seat: s.player for s in r.seats}.get(seat, "")
             api = self.as_player.get(holder)
-            if api is not None and not fallback:
-                legal = api.send("Queries", "GetLegalCommands", round_id=rid, seat=seat).commands
-                if "draw" in legal:
-                    method = "Draw" if frac(rid, "draw", seat) < 0.5 else "Stay"
-                    return self.act(api, method, f"{rid}:turn:{seat}", round_id=rid, seat=seat, player=holder)
+            if api is not None and not fallback and "draw" in self.legal(api, rid, seat):
+                method = "Draw" if frac(rid, "draw", seat) < 0.5 else "Stay"
+                return self.act(api, method, f"{rid}:turn:{seat}", round_id=rid, seat=seat, player=holder)
             return self._time_out(r)
         if phase == pb.ROUND_PHASE_BANKER_TURN:
             banker = r.banker_player
             api = self.as_player.get(banker) if banker else self.ops
             if api is not None and not fallback:
-                legal = api.send("Queries", "GetLegalCommands", round_id=rid, seat=0).commands
+                legal = self.legal(api, rid, 0)
                 waiting = [h.seat for h in r.hands if h.seat != 0 and not h.revealed]
                 if "banker_reveal" in legal and len(waiting) >= 2 and frac(rid, "reveal", r.version) < 0.4:
                     return self.act(

@@ -1,4 +1,4 @@
-"""A client of the event feed (``Events.SubscribeEvents``) that resumes across server kills.
+"""A client of the event feed (``EventService.SubscribeEvents``) that resumes across server kills.
 
 It follows the feed from position 0; when the stream ends (the server was killed, or stopped: the
 server ends a stream with UNAVAILABLE) it subscribes again after the last position it received,
@@ -17,9 +17,9 @@ from typing import Any
 
 import grpc
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .client import HarnessClient
+from .client import HarnessClient, stream_name
 
 FeedItem = tuple[int, str, str, int]  # position, stream kind, stream id, version
 
@@ -51,7 +51,7 @@ class FeedFollower:
 
     def run(self) -> None:
         give_up = time.monotonic() + self.max_seconds
-        stub = self.client.stubs["Events"]
+        stub = self.client.stubs["EventService"]
         while time.monotonic() < give_up:
             with self._lock:
                 final = self.stop.is_set()
@@ -62,7 +62,7 @@ class FeedFollower:
             try:
                 for batch in call:
                     for n in batch.events:
-                        self.items.append((n.position, n.aggregate_kind, n.aggregate_id, n.sequence))
+                        self.items.append((n.position, stream_name(n.stream_kind), n.stream_id, n.event.sequence))
             except grpc.RpcError as error:
                 code = error.code() if isinstance(error, grpc.Call) else None
                 self.errors[code.name if code else "UNKNOWN"] += 1

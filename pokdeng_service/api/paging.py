@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from pokdeng_core.limits import MAX_ID
+from pokdeng_core.limits import MAX_ID, MAX_POSITION
 from pokdeng_service.application.errors import FieldViolation, RequestInvalid
 
 MAX_TOKEN = 1024  # characters
@@ -57,7 +57,7 @@ def key_cursor(value: Any, field: str = "page_token") -> str:
 
 
 def int_cursor(value: Any, field: str = "page_token") -> int:
-    """A cursor that must be a non-negative integer (a position)."""
-    if type(value) is not int or value < 0:
+    """A cursor that must be a non-negative integer (a position: at most int64's largest)."""
+    if type(value) is not int or not 0 <= value < MAX_POSITION:
         raise RequestInvalid([FieldViolation(field, f"{field} is malformed")])
     return value

@@ -63,8 +63,11 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
         "outcome": convert.OUTCOME_FROM_PB.get(int(request.outcome)),
     }
     cursor = paging.decode("ListRounds", filters, request.page_token)
-    if cursor is not None and (not isinstance(cursor, list) or not all(type(p) is int and p >= 0 for p in cursor)):
-        paging.int_cursor(-1)  # malformed
+    positions = 1 if env.recent is None else len(env.service.apps)  # one per partition (a walk: a round number)
+    if cursor is not None:
+        if not isinstance(cursor, list) or len(cursor) != positions:
+            paging.int_cursor(-1)  # malformed: refused on page_token
+        cursor = [paging.int_cursor(p) for p in cursor]
     full = request.view == pb.ROUND_VIEW_FULL
     if env.recent is None:  # no read models: walk the table's rounds (a table must be named)
         views, next_cursor = _walk(env, filters, cursor[0] if cursor else None, size, full)

@@ -26,9 +26,9 @@ from bench.harness.client import HarnessClient
 from bench.harness.driver import TableDriver, all_acked, make_tables, merged_ledger
 from bench.harness.server import ServerProcess, Store
 from bench.harness.tokens import Tokens
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 from pokdeng_service.api.errors import details_of
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
 
 from ..pgserver import TemporaryPostgres, find_pg_bin_dir
 
@@ -83,8 +83,8 @@ def _bounded_without_the_probe(cluster: TemporaryPostgres, tokens: Tokens, walle
     metadata = (("authorization", f"Bearer {tokens.operator}"),)
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            stub = pb_grpc.WalletsStub(channel)
-            assert stub.GetWallet(pb.GetWalletRequest(wallet_id=wallet), metadata=metadata, timeout=10).wallet_id
+            stub = pb_grpc.WalletServiceStub(channel)
+            assert stub.GetWallet(pb.GetWalletRequest(wallet_id=wallet), metadata=metadata, timeout=10).wallet.wallet_id
             cluster.halt()
             read = pb.GetWalletRequest(wallet_id=wallet)
             found = [_fails_fast(lambda: stub.GetWallet(read, metadata=metadata, timeout=30)) for _ in range(2)]
@@ -123,7 +123,7 @@ def test_postgres_outage_is_visible_bounded_and_loses_nothing(tmp_path: Path) ->
         channel = grpc.insecure_channel(server.target)
         health = health_pb2_grpc.HealthStub(channel)
         metadata = (("authorization", f"Bearer {tokens.operator}"),)
-        wallets_stub = pb_grpc.WalletsStub(channel)
+        wallets_stub = pb_grpc.WalletServiceStub(channel)
         assert _status(health) == health_pb2.HealthCheckResponse.SERVING
 
         stop = threading.Event()  # never set: the clients stop at the deadline, after the round in play

@@ -29,9 +29,12 @@ card field to malform here; the rules engine's card parser is tested in tests/co
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import itertools
+import json
 import random
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,15 +44,17 @@ import grpc
 import pytest
 from google.protobuf import message_factory
 from google.protobuf.descriptor import Descriptor, FieldDescriptor, MethodDescriptor
+from google.protobuf.duration_pb2 import Duration
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core.errors import DomainError
 from pokdeng_service.api.errors import details_of
 from pokdeng_service.api.server import create_server
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import MAX_AMOUNT, PokdengApp
+from pokdeng_service.readmodels import ReadModels
 from pokdeng_service.store.vault import SeedVault
 from tests.api.client import TOKENS, Api, Choices, play_round
 from tests.api.conftest import sqlite_env, token_store
@@ -63,8 +68,9 @@ INT32_MAX, INT32_MIN = 2**31 - 1, -(2**31)
 BIG = "x" * 10_000
 SERVICES = pb.DESCRIPTOR.services_by_name
 METHODS: dict[str, tuple[str, MethodDescriptor]] = {
-    m.name: (s.name, m) for s in SERVICES.values() for m in s.methods if s.name != "Events"
+    m.name: (s.name, m) for s in SERVICES.values() for m in s.methods if s.name != "EventService"
 }
+STREAMS = frozenset(name for name, (_s, m) in METHODS.items() if m.server_streaming)  # WatchTable, WatchRound
 COMMANDS = tuple(sorted(name for name, (_s, m) in METHODS.items() if "request_id" in m.input_type.fields_by_name))
 READS = tuple(sorted(name for name in METHODS if name not in COMMANDS))
 REFUSED = frozenset({Code.INVALID_ARGUMENT, Code.NOT_FOUND, Code.FAILED_PRECONDITION, Code.ALREADY_EXISTS})
@@ -100,30 +106,38 @@ class Hostile:
             tuple(view_or_none(app.get_round, r) for r in self.rounds),
         )
 
-    def send(self, who: str | None, method: str, request: Message) -> tuple[Code, str]:
-        """Call ``method`` (a unary RPC, or SubscribeEvents to the head); (status code, message)."""
+    def send(self, who: str | None, method: str, request: Message) -> tuple[Code, str, tuple[str, ...]]:
+        """Call ``method`` (a unary RPC; SubscribeEvents read to the head; a watch stream to its first
+        message); (status code, message, the fields its BadRequest violations name)."""
         api = self.apis[who or "anon"]
-        service = METHODS[method][0] if method in METHODS else "Events"
+        service = METHODS[method][0] if method in METHODS else "EventService"
         try:
             answer = api.method(service, method)(request, metadata=api.metadata, timeout=30)
             if method == "SubscribeEvents":
                 list(answer)
+            elif method in STREAMS:  # (a watch stays open: its first message, or its refusal, answers)
+                next(answer, None)
+                answer.cancel()
         except grpc.RpcError as error:
             try:
-                message = details_of(error).message
+                details = details_of(error)
             except ValueError:  # the status details disagree with the code (the transport's own error)
-                message = str(error.details())
-            return error.code(), message
-        return Code.OK, ""
+                return error.code(), str(error.details()), ()
+            return error.code(), details.message, tuple(v.field for v in details.field_violations)
+        return Code.OK, "", ()
 
-    def refused(self, who: str | None, method: str, request: Message, codes: frozenset[Code]) -> None:
-        """The call is refused with one of ``codes`` and changes nothing."""
+    def refused(
+        self, who: str | None, method: str, request: Message, codes: frozenset[Code], on: str | None = None
+    ) -> None:
+        """Refused with one of ``codes`` (``on``: an INVALID_ARGUMENT names that field), changing nothing."""
         before = self.snapshot()
-        code, message = self.send(who, method, request)
+        code, message, fields = self.send(who, method, request)
         after = self.snapshot()
         assert after[0] == before[0], f"refused {method} wrote events ({code}: {message})"
         assert after == before, f"refused {method} changed a view ({code}: {message})"
         assert code in codes, f"{method} by {who}: {code.name} {message!r}, expected {sorted(c.name for c in codes)}"
+        if on is not None and code == Code.INVALID_ARGUMENT:
+            assert on in fields, f"{method} by {who}: INVALID_ARGUMENT on {fields}, expected on {on!r} ({message!r})"
 
 
 def build_world(app: PokdengApp) -> Hostile:
@@ -141,22 +155,30 @@ def build_world(app: PokdengApp) -> Hostile:
     play.hold_banker_bid(d, "r1", [("alice", 10)])
     room_round = play.start_round(d, "r1")
     play.open_table(d, "k1", "kingmaker", [(1, "bob")])
+    play.open_table(d, "c2", "classic", [(1, "carol"), (2, "dave")])
+    for _ in range(2):  # (two closed rounds at c2: ListRounds has a second page of size 1)
+        paged = play.start_round(d, "c2")
+        play.seat_bets(d, paged, 100)
+        play.drive_round(d, paged)
     return Hostile(
         app=app,
         channel=None,  # type: ignore[arg-type]  # set by the fixture
         apis={},
         wallets=("alice", "bob", "carol", "dave", "broke", "fresh-wallet", "nope"),
-        tables=("c1", "r1", "k1", "fresh-table", "nope"),
+        tables=("c1", "r1", "k1", "c2", "fresh-table", "nope"),
         rounds=(closed, betting, room_round, "k1#1", "c1#3", "nope#1"),
     )
 
 
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
-    folder = tmp_path_factory.mktemp("hostile")
-    app = PokdengApp(sqlite_env(folder), vault=SeedVault.from_hex("40" * 32))
+    env = sqlite_env(tmp_path_factory.mktemp("hostile"))
+    app = PokdengApp(env, vault=SeedVault.from_hex("40" * 32))
     world = build_world(app)
-    server, port = create_server("127.0.0.1:0", app, tokens=token_store(), max_workers=4)
+    models = ReadModels(env)  # (as `pokdeng serve` keeps them: the List methods read them)
+    models.catch_up(app)
+    models.run_in_background(app)
+    server, port = create_server("127.0.0.1:0", app, tokens=token_store(), max_workers=4, read_models=models)
     server.start()
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     grpc.channel_ready_future(channel).result(timeout=10)
@@ -168,13 +190,14 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
     finally:
         channel.close()
         server.stop(None).wait(10)
+        models.close()
         app.close()
 
 
 # --- the case table ------------------------------------------------------------------------------
 
 BASE: dict[str, dict[str, Any]] = {
-    "OpenWallet": {"wallet_id": "fresh-wallet"},
+    "OpenWallet": {"wallet_id": "fresh-wallet", "currency_code": "USD"},
     "Deposit": {"wallet_id": "alice", "amount": 100},
     "Withdraw": {"wallet_id": "alice", "amount": 100},
     "OpenTable": {
@@ -183,7 +206,8 @@ BASE: dict[str, dict[str, Any]] = {
         "min_stake": 100,
         "max_stake": 1000,
         "seats": 5,
-        "turn_timeout": 30,
+        "turn_timeout": Duration(seconds=30),
+        "currency_code": "THB",
     },
     "TakeSeat": {"table_id": "c1", "player": "carol", "seat": 3},
     "LeaveSeat": {"table_id": "c1", "player": "bob", "seat": 2},
@@ -210,6 +234,7 @@ BASE: dict[str, dict[str, Any]] = {
 OPTIONAL_TEXT = {("BankerReveal", "player"), ("BankerDraw", "player"), ("BankerStay", "player")}
 OPTIONAL_TEXT |= {("CheckpointTable", "period"), ("StartRound", "client_seed"), ("SignTreeHead", "shard")}
 OPTIONAL_TEXT |= {("ContributeSeed", "player")}  # (empty: the platform)
+NAMED = {"turn_timeout", "currency_code"}  # refused with a BadRequest violation on the field itself
 NEW_IDS = {("OpenWallet", "wallet_id"), ("OpenTable", "table_id"), ("TakeSeat", "player")}
 BAD_IDS = ("", "   ", BIG, "a\x00b", "line\nbreak", "\x7f", "x" * 129)
 BAD_TEXT = {"client_seed": "s" * 1_000_000, "reason": BIG, "period": BIG}
@@ -220,6 +245,22 @@ def _bad_values(method: str, name: str, value: Any) -> list[tuple[str, Any, froz
     out: list[tuple[str, Any, frozenset[Code]]] = []
     if name == "request_id":
         return [(repr(v[:12]), v, INVALID) for v in BAD_IDS]
+    if name == "currency_code":  # (empty: THB) an ISO 4217 code with minor units, nothing else
+        bad_codes = ("thb", "ZZZ", "XAU", "XXX", "TH", "THBB", " THB", "T\x00B", "ТНВ", BIG)
+        return [(repr(v[:12]), v, INVALID) for v in bad_codes]
+    if name == "turn_timeout":  # a Duration of whole seconds, 1 s to 1 h (unset or 0: 30 s)
+        return [
+            ("-1s", Duration(seconds=-1), INVALID),
+            ("1.5s", Duration(seconds=1, nanos=500_000_000), INVALID),
+            ("0.5s", Duration(nanos=500_000_000), INVALID),
+            ("-0.5s", Duration(nanos=-500_000_000), INVALID),
+            ("30s and 1ns", Duration(seconds=30, nanos=1), INVALID),
+            ("3601s", Duration(seconds=3601), INVALID),
+            ("int32 max s", Duration(seconds=INT32_MAX), INVALID),
+            ("int32 min s", Duration(seconds=INT32_MIN), INVALID),
+            ("int64 max s", Duration(seconds=INT64_MAX), INVALID),
+            ("int64 min s", Duration(seconds=INT64_MIN), INVALID),
+        ]
     if name in BAD_TEXT:
         out.append(("huge", BAD_TEXT[name], INVALID))
         if name == "reason":
@@ -261,7 +302,7 @@ def _bad_values(method: str, name: str, value: Any) -> list[tuple[str, Any, froz
             ("int32 max", [INT32_MAX], INVALID),
             ("twenty", list(range(1, 21)), INVALID),  # (hundreds: test_many_seats_to_reveal_are_invalid_argument)
         ]
-    if name in ("seat", "seats", "rounds", "turn_timeout"):
+    if name in ("seat", "seats", "rounds"):
         out += [("-1", -1, INVALID), ("int32 max", INT32_MAX, INVALID), ("int32 min", INT32_MIN, INVALID)]
         if name in ("seat", "seats"):
             out.append(("18", 18, INVALID))
@@ -277,13 +318,15 @@ def cases() -> list[Any]:
     out = []
     for method in COMMANDS:
         base = BASE[method]
-        out.append(pytest.param(method, {**base, "request_id": ""}, INVALID, id=f"{method}-missing request_id"))
+        missing = {**base, "request_id": ""}
+        out.append(pytest.param(method, missing, INVALID, None, id=f"{method}-missing request_id"))
         for name in ("request_id", *base):
             for label, value, codes in _bad_values(method, name, base.get(name, "r")):
                 fields = {**base, name: value}
                 if name != "request_id":
                     fields["request_id"] = f"hostile-{method}-{name}-{label}"
-                out.append(pytest.param(method, fields, codes, id=f"{method}-{name}={label}"))
+                on = name if name in NAMED else None
+                out.append(pytest.param(method, fields, codes, on, id=f"{method}-{name}={label}"))
     extra = [
         ("OpenTable", {**BASE["OpenTable"], "options": pb.TableOptions(ace_low=True)}, "ace_low without straights"),
         ("OpenTable", {**BASE["OpenTable"], "profile": pb.PROFILE_ROOM, "options": pb.TableOptions(straights=True)}),
@@ -297,16 +340,16 @@ def cases() -> list[Any]:
     for method, fields, *label in extra:
         name = label[0] if label else str(sorted(fields.items()))[:40]
         fields = {**fields, "request_id": f"hostile-extra-{name}"}
-        out.append(pytest.param(method, fields, INVALID, id=f"{method}-{name}"))
+        out.append(pytest.param(method, fields, INVALID, None, id=f"{method}-{name}"))
     return out
 
 
-@pytest.mark.parametrize(("method", "fields", "codes"), cases())
+@pytest.mark.parametrize(("method", "fields", "codes", "on"), cases())
 def test_malformed_commands_are_refused_and_change_nothing(
-    hostile: Hostile, method: str, fields: dict[str, Any], codes: frozenset[Code]
+    hostile: Hostile, method: str, fields: dict[str, Any], codes: frozenset[Code], on: str | None
 ) -> None:
     request = request_class(method)(**fields)
-    hostile.refused("operator", method, request, codes)
+    hostile.refused("operator", method, request, codes, on)
     hostile.refused(None, method, request, frozenset({Code.UNAUTHENTICATED}))
     hostile.refused("auditor", method, request, frozenset({Code.PERMISSION_DENIED}))
 
@@ -322,17 +365,21 @@ def test_the_case_table_covers_every_command_and_field() -> None:
                 assert (method, name) in covered, (method, name)
 
 
-READ_CASES: list[tuple[str, dict[str, Any], frozenset[Code]]] = [
+READ_CASES: list[tuple[Any, ...]] = [  # (method, fields, codes[, the field INVALID_ARGUMENT names])
     ("GetWallet", {"wallet_id": ""}, INVALID),
     ("GetWallet", {"wallet_id": BIG}, INVALID),
     ("GetWallet", {"wallet_id": "a\x00b"}, INVALID),
     ("GetWallet", {"wallet_id": "nope"}, frozenset({Code.NOT_FOUND})),
-    ("GetStatement", {"wallet_id": "alice", "after": -1}, INVALID),
-    ("GetStatement", {"wallet_id": "alice", "after": INT64_MIN}, INVALID),
-    ("GetStatement", {"wallet_id": "alice", "limit": -1}, INVALID),
-    ("GetStatement", {"wallet_id": "alice", "limit": 1001}, INVALID),
-    ("GetStatement", {"wallet_id": "alice", "limit": INT32_MAX}, INVALID),
-    ("GetStatement", {"wallet_id": BIG}, INVALID),
+    # (a tampered page_token: test_tampered_page_tokens_are_invalid_argument; above the maximum:
+    # test_page_sizes_above_the_maximum_are_the_maximum)
+    ("ListStatementEntries", {"wallet_id": "alice", "page_size": -1}, INVALID, "page_size"),
+    ("ListStatementEntries", {"wallet_id": "alice", "page_size": INT32_MIN}, INVALID, "page_size"),
+    ("ListStatementEntries", {"wallet_id": "alice", "page_token": "not a token"}, INVALID, "page_token"),
+    ("ListStatementEntries", {"wallet_id": BIG}, INVALID),
+    ("ListWallets", {"page_size": -1}, INVALID, "page_size"),
+    ("ListWallets", {"page_token": "x" * 2000}, INVALID, "page_token"),
+    ("ListTables", {"page_size": INT32_MIN}, INVALID, "page_size"),
+    ("ListTables", {"page_token": "e30"}, INVALID, "page_token"),  # ("{}")
     ("GetTable", {"table_id": ""}, INVALID),
     ("GetTable", {"table_id": BIG}, INVALID),
     ("GetTable", {"table_id": "nope"}, frozenset({Code.NOT_FOUND})),
@@ -344,11 +391,11 @@ READ_CASES: list[tuple[str, dict[str, Any], frozenset[Code]]] = [
     ("GetLegalCommands", {"round_id": "c1#2", "seat": INT32_MIN}, INVALID),
     ("GetLegalCommands", {"round_id": ""}, INVALID),
     ("GetLegalCommands", {"round_id": "nope#1", "seat": 1}, frozenset({Code.NOT_FOUND})),
-    ("ListRecentRounds", {"table_id": "c1", "limit": -1}, INVALID),
-    ("ListRecentRounds", {"table_id": "c1", "limit": 101}, INVALID),
-    ("ListRecentRounds", {"table_id": "c1", "player": BIG}, INVALID),
-    ("ListRecentRounds", {"table_id": BIG}, INVALID),
-    ("ListRecentRounds", {"table_id": "nope"}, frozenset({Code.NOT_FOUND})),
+    ("ListRounds", {"table_id": "c1", "page_size": -1}, INVALID, "page_size"),
+    ("ListRounds", {"table_id": "c1", "page_size": INT32_MIN}, INVALID, "page_size"),
+    ("ListRounds", {"table_id": "c1", "player": BIG}, INVALID),
+    ("ListRounds", {"table_id": BIG}, INVALID),
+    ("ListRounds", {"table_id": "c1", "page_token": "%%%"}, INVALID, "page_token"),
     ("ReplayRound", {"round_id": ""}, INVALID),
     ("VerifyRound", {"round_id": BIG}, INVALID),
     ("ExportRound", {"round_id": "nope#1"}, frozenset({Code.NOT_FOUND})),
@@ -364,16 +411,159 @@ READ_CASES: list[tuple[str, dict[str, Any], frozenset[Code]]] = [
 
 
 @pytest.mark.parametrize(
-    ("method", "fields", "codes"),
-    [pytest.param(*case, id=f"{case[0]}-{i}") for i, case in enumerate(READ_CASES)],
+    ("method", "fields", "codes", "on"),
+    [
+        pytest.param(*case[:3], case[3] if len(case) > 3 else None, id=f"{case[0]}-{i}")
+        for i, case in enumerate(READ_CASES)
+    ],
 )
 def test_malformed_reads_are_refused(
-    hostile: Hostile, method: str, fields: dict[str, Any], codes: frozenset[Code]
+    hostile: Hostile, method: str, fields: dict[str, Any], codes: frozenset[Code], on: str | None
 ) -> None:
     cls = pb.SubscribeEventsRequest if method == "SubscribeEvents" else request_class(method)
     request = cls(**fields)
-    hostile.refused("operator", method, request, codes)
+    hostile.refused("operator", method, request, codes, on)
     hostile.refused(None, method, request, frozenset({Code.UNAUTHENTICATED}))
+
+
+# --- page tokens and page sizes (AIP-158) --------------------------------------------------------
+
+LISTS: dict[str, dict[str, Any]] = {  # each List method, with a filter that has more than one page of size 1
+    "ListStatementEntries": {"wallet_id": "alice"},
+    "ListWallets": {},
+    "ListTables": {},
+    "ListRounds": {"table_id": "c2"},
+}
+OTHER_FILTER: dict[str, dict[str, Any]] = {
+    "ListStatementEntries": {"wallet_id": "bob"},
+    "ListRounds": {"table_id": "c1"},
+}
+
+
+FIRST_PAGE = {"no cursor", "cursor null"}  # a token without a cursor: at most the first page (none at all)
+
+
+def _encode(body: Any) -> str:
+    text = json.dumps(body, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(text).decode().rstrip("=")
+
+
+def _real_token(hostile: Hostile, method: str) -> str:
+    """A next_page_token the server gave for a first page of one item (the read models follow the log:
+    give them a moment)."""
+    request = request_class(method)(**LISTS[method], page_size=1)
+    for _ in range(100):
+        token: str = hostile.apis["operator"].get(METHODS[method][0], method, request).next_page_token
+        if token:
+            return token
+        time.sleep(0.1)
+    raise AssertionError(f"{method} gave no next_page_token for a page of 1")
+
+
+def _tampered(hostile: Hostile, method: str) -> dict[str, str]:
+    """Page tokens that are not one the server gave for this method and filter, by what was done to a real one."""
+    token = _real_token(hostile, method)
+    body = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+    assert isinstance(body, dict) and "c" in body, body  # (the test knows the form, to tamper with it)
+    cursors: dict[str, Any] = {
+        "cursor -1": -1,
+        "cursor int64 min": INT64_MIN,
+        "cursor int64 max + 1": INT64_MAX + 1,
+        "cursor 10 kB text": BIG,
+        "cursor empty text": "",
+        "cursor an object": {"c": 1},
+        "cursor null": None,
+        "cursor true": True,
+        "cursor -1 in a list": [-1],
+        "cursor an empty list": [],
+    }
+    if not isinstance(body["c"], str):  # (a key cursor is an id: other text would be one)
+        cursors["cursor text"] = "x"
+    if isinstance(body["c"], list):  # (one position per partition)
+        cursors["cursor two positions"] = [*body["c"], *body["c"]]
+        cursors["cursor int64 max + 1 in a list"] = [INT64_MAX + 1]
+    other = next(m for m in LISTS if m != method)
+    return {
+        "truncated": token[: len(token) // 2],
+        "one character more": token + "A",
+        "not base64": "%%% not a token %%%",
+        "10 kB": token * (10_000 // len(token) + 1),
+        "json not an object": _encode([body]),
+        "another method": _encode({**body, "m": other}),
+        "another method's token": _real_token(hostile, other),
+        "another filter digest": _encode({**body, "f": "0" * len(str(body.get("f", "")))}),
+        "no cursor": _encode({k: v for k, v in body.items() if k != "c"}),
+        **{name: _encode({**body, "c": cursor}) for name, cursor in cursors.items()},
+    }
+
+
+@pytest.mark.parametrize("method", LISTS)
+def test_tampered_page_tokens_are_invalid_argument(hostile: Hostile, method: str) -> None:
+    """A page token grants nothing: one the server did not give, for this method and this filter, is
+    INVALID_ARGUMENT on page_token, writes nothing and shows nothing."""
+    cls, checked, wrong = request_class(method), 0, []
+    first = hostile.apis["operator"].get(METHODS[method][0], method, cls(**LISTS[method]))
+    for label, token in _tampered(hostile, method).items():
+        request = cls(**LISTS[method], page_token=token)
+        if label in FIRST_PAGE or (method == "ListRounds" and label == "cursor an empty list"):
+            # (no cursor at all: refused, or read as the first page, which a token cannot widen)
+            before = hostile.snapshot()
+            code, _message, fields = hostile.send("operator", method, request)
+            answer = hostile.apis["operator"].get(METHODS[method][0], method, request) if code == Code.OK else None
+            assert hostile.snapshot() == before
+            if not ((code == Code.INVALID_ARGUMENT and "page_token" in fields) or answer == first):
+                wrong.append(f"{label}: {code.name} on {fields}, and not the first page")
+        else:
+            try:
+                hostile.refused("operator", method, request, INVALID, "page_token")
+            except AssertionError as error:
+                wrong.append(f"{label}: {str(error).splitlines()[0]}")
+        hostile.refused(None, method, request, frozenset({Code.UNAUTHENTICATED}))
+        checked += 1
+    assert not wrong, f"{method}: page tokens not refused:\n" + "\n".join(wrong)
+    real = _real_token(hostile, method)
+    if method in OTHER_FILTER:  # a real token, sent with another filter
+        request = cls(**OTHER_FILTER[method], page_token=real)
+        hostile.refused("operator", method, request, INVALID, "page_token")
+        checked += 1
+    assert checked >= 15
+    # and the real token is a real token
+    assert hostile.send("operator", method, cls(**LISTS[method], page_token=real))[0] == Code.OK
+
+
+@pytest.mark.parametrize(
+    ("method", "fields", "most"),
+    [
+        ("ListStatementEntries", {"wallet_id": "alice", "page_size": 1001}, 1000),
+        ("ListStatementEntries", {"wallet_id": "alice", "page_size": INT32_MAX}, 1000),
+        ("ListWallets", {"page_size": 1001}, 1000),
+        ("ListWallets", {"page_size": INT32_MAX}, 1000),
+        ("ListTables", {"page_size": INT32_MAX}, 1000),
+        ("ListRounds", {"table_id": "c2", "page_size": 101}, 100),
+        ("ListRounds", {"page_size": INT32_MAX}, 100),
+    ],
+)
+def test_page_sizes_above_the_maximum_are_the_maximum(
+    hostile: Hostile, method: str, fields: dict[str, Any], most: int
+) -> None:
+    """AIP-158: a page_size above the method's maximum is the maximum (not an error, not an overflow): here
+    everything there is fits, so the page is all of it, and the last."""
+    service, items = METHODS[method][0], {"ListStatementEntries": "entries"}.get(method, method[4:].lower())
+    cls = request_class(method)
+    _real_token(hostile, method)  # (more than one item: a page of one has a next page)
+    before = hostile.snapshot()
+    answer = hostile.apis["operator"].get(service, method, cls(**fields))
+    assert hostile.snapshot() == before
+    expected = hostile.apis["operator"].get(service, method, cls(**{**fields, "page_size": most}))
+    listed = list(getattr(answer, items))
+    assert 1 < len(listed) <= most, len(listed)
+    assert listed == list(getattr(expected, items)) and answer.next_page_token == expected.next_page_token == ""
+
+
+def test_a_filter_on_a_table_that_does_not_exist_lists_nothing(hostile: Hostile) -> None:
+    """ListRounds' table_id is a filter (empty: every table), not a parent: an unknown table has no rounds."""
+    answer = hostile.apis["operator"].get("RoundService", "ListRounds", pb.ListRoundsRequest(table_id="nope"))
+    assert list(answer.rounds) == [] and answer.next_page_token == ""
 
 
 # --- hypothesis over the request messages ----------------------------------------------------
@@ -453,12 +643,12 @@ def test_fuzzed_requests_get_a_documented_answer(hostile: Hostile, method: str) 
         if getattr(request, "request_id", None) == FRESH:
             request.request_id = f"fuzz-{method}-{next(fresh)}"  # type: ignore[attr-defined]
         before = hostile.app.max_position
-        code, message = hostile.send("operator", method, request)
+        code, message, _fields = hostile.send("operator", method, request)
         assert code in REFUSED | {Code.OK}, f"{method}: {code.name} {message!r} for {request}"
         if code is not Code.OK:
             assert hostile.app.max_position == before, f"refused {method} wrote events ({code.name}: {message})"
         position = hostile.app.max_position
-        code, message = hostile.send(None, method, request)
+        code, message, _fields = hostile.send(None, method, request)
         assert code == Code.UNAUTHENTICATED and hostile.app.max_position == position, (code, message)
 
     check()
@@ -497,9 +687,9 @@ RAW_MALFORMED = {
 
 def _raw_call(hostile: Hostile, body: bytes, token: str | None) -> Code:
     call = hostile.channel.unary_unary(
-        "/pokdeng.v1.Wallets/Deposit",
+        "/pokdeng.v1.WalletService/Deposit",
         request_serializer=lambda b: b,
-        response_deserializer=pb.WalletCommandResponse.FromString,
+        response_deserializer=pb.DepositResponse.FromString,
     )
     metadata = (("authorization", f"Bearer {token}"),) if token else ()
     try:
@@ -537,7 +727,7 @@ def test_many_seats_to_reveal_are_invalid_argument(hostile: Hostile, count: int)
 
 def test_subscribe_after_the_last_int64_position_is_not_internal(hostile: Hostile) -> None:
     request = pb.SubscribeEventsRequest(after_position=INT64_MAX, stop_at_head=True)
-    code, message = hostile.send("operator", "SubscribeEvents", request)
+    code, message, _fields = hostile.send("operator", "SubscribeEvents", request)
     assert code in (Code.OK, Code.INVALID_ARGUMENT), (code, message)
 
 
@@ -548,18 +738,18 @@ def test_a_wallet_balance_never_leaves_int64(tmp_path: Path) -> None:
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
     try:
         ops, alice = Api(channel, TOKENS["operator"], prefix="op"), Api(channel, TOKENS["alice"], prefix="al")
-        ops.cmd("Wallets", "OpenWallet", pb.OpenWalletRequest(wallet_id="alice"))
+        ops.cmd("WalletService", "OpenWallet", pb.OpenWalletRequest(wallet_id="alice"))
         table = pb.OpenTableRequest(table_id="t", profile=pb.PROFILE_KINGMAKER, min_stake=100, max_stake=1000, seats=2)
-        ops.cmd("Tables", "OpenTable", table)
-        alice.cmd("Tables", "TakeSeat", pb.TakeSeatRequest(table_id="t", player="alice", seat=1))
+        ops.cmd("TableService", "OpenTable", table)
+        alice.cmd("TableService", "TakeSeat", pb.TakeSeatRequest(table_id="t", player="alice", seat=1))
         for number in range(40):  # top the wallet up to int64 max, stake, play; until alice wins once
             balance = app.get_wallet("alice").balance
             if balance < MAX_AMOUNT:
-                ops.cmd("Wallets", "Deposit", pb.DepositRequest(wallet_id="alice", amount=MAX_AMOUNT - balance))
-            round_id = ops.cmd("Tables", "StartRound", pb.StartRoundRequest(table_id="t")).round.round_id
+                ops.cmd("WalletService", "Deposit", pb.DepositRequest(wallet_id="alice", amount=MAX_AMOUNT - balance))
+            round_id = ops.cmd("RoundService", "StartRound", pb.StartRoundRequest(table_id="t")).round.round_id
             bet = pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=1000)
             try:
-                alice.cmd("Tables", "PlaceBet", bet)
+                alice.cmd("RoundService", "PlaceBet", bet)
             except grpc.RpcError:
                 return  # refusing a stake whose win could leave int64 is a fix
             play_round(ops, {"alice": alice}, round_id, Choices(random.Random(number)))

@@ -38,15 +38,15 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core.machine import BANKER, Phase, RoundState
 from pokdeng_service.api.convert import participants
 from pokdeng_service.api.errors import details_of
 from pokdeng_service.api.server import create_server
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.auth import METHOD_ROLES, Role
 from pokdeng_service.store.vault import SeedVault
-from tests.api.client import TOKENS, Api
+from tests.api.client import COMMANDS, TOKENS, Api
 from tests.api.conftest import token_store
 
 from .model import ModelBase, Seeds, view_or_none
@@ -70,8 +70,10 @@ REFUSALS = frozenset(
 )
 CALLERS = ("operator", "self", "self", "other", "auditor", "anon", "forged")
 PICK = st.integers(0, 2**16)
-PLAYER_METHODS = frozenset(  # the Tables methods a player token may call (for itself)
-    name.rsplit("/", 1)[1] for name, roles in METHOD_ROLES.items() if Role.PLAYER in roles and ".Tables/" in name
+PLAYER_METHODS = frozenset(  # the commands a player token may send (for itself): table and round commands
+    name.rsplit("/", 1)[1]
+    for name, roles in METHOD_ROLES.items()
+    if Role.PLAYER in roles and name.rsplit("/", 1)[1] in COMMANDS
 )
 BANKER_METHODS = frozenset({"BankerReveal", "BankerDraw", "BankerStay"})
 ROUND_METHODS = ("PlaceBet", "Deal", "PlaceSideBet", "CloseSideBets", "Draw", "Stay", *sorted(BANKER_METHODS))
@@ -185,7 +187,7 @@ class GrpcModel(ModelBase):
         assert after.position > before.position, f"{method} accepted but wrote nothing"
         if who in TOKENS and who not in ("operator", "auditor"):
             self._check_player_call(who, method, request, before, after)
-            if isinstance(response, pb.RoundCommandResponse):  # what the player's own command shows it
+            if service_of(method) == "RoundService":  # what the player's own round command shows it
                 view = self.app.get_round(response.round.round_id)
                 self._hidden_cards(who, view, response.round.hands, response.events)
         STATS[f"ok:{method}"] += 1
@@ -520,24 +522,26 @@ class GrpcModel(ModelBase):
         """Reads under access control: a player reads its own wallet, seats and rounds only."""
         api = self.apis[reader]
         wallet = WALLET_POOL[pick % len(WALLET_POOL)]
-        self._read(api, reader, "Wallets", "GetWallet", pb.GetWalletRequest(wallet_id=wallet), wallet)
-        self._read(api, reader, "Wallets", "GetStatement", pb.GetStatementRequest(wallet_id=wallet), wallet)
+        self._read(api, reader, "WalletService", "GetWallet", pb.GetWalletRequest(wallet_id=wallet), wallet)
+        statement = pb.ListStatementEntriesRequest(wallet_id=wallet)
+        self._read(api, reader, "WalletService", "ListStatementEntries", statement, wallet)
         if not self.rounds:
             return
         open_ids = [r for r, _s in self.open_rounds(Phase.PLAYER_TURNS, Phase.BANKER_TURN, Phase.SIDE_BETS)]
         round_id = open_ids[pick % len(open_ids)] if open_ids and pick % 3 else self.rounds[pick % len(self.rounds)]
         view = self.app.get_round(round_id)
         member = participants(view)
-        answer = self._read(api, reader, "Queries", "GetRound", pb.GetRoundRequest(round_id=round_id), member)
+        answer = self._read(api, reader, "RoundService", "GetRound", pb.GetRoundRequest(round_id=round_id), member)
         if answer is not None and reader in TOKENS and reader not in ("operator", "auditor"):
-            self._hidden_cards(reader, view, answer.hands, answer.events)
+            self._hidden_cards(reader, view, answer.round.hands, answer.round.events)
         state = self.app.round_state(round_id)
         holders = dict(state.seats) | {BANKER: state.banker_player}
         seat = pick % 4
         request = pb.GetLegalCommandsRequest(round_id=round_id, seat=seat)
-        self._read(api, reader, "Queries", "GetLegalCommands", request, {holders.get(seat)} - {None})
+        self._read(api, reader, "RoundService", "GetLegalCommands", request, {holders.get(seat)} - {None})
         if view.phase == "closed":
-            verdict = self._read(api, reader, "Audit", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id), member)
+            verify = pb.VerifyRoundRequest(round_id=round_id)
+            verdict = self._read(api, reader, "AuditService", "VerifyRound", verify, member)
             assert verdict is None or verdict.ok, verdict
 
     @rule(reader=st.sampled_from(["operator", "auditor", "auditor", "alice", "anon"]), batch=st.sampled_from([0, 7]))
@@ -548,7 +552,7 @@ class GrpcModel(ModelBase):
         request = pb.SubscribeEventsRequest(after_position=0, batch_size=batch, stop_at_head=True)
         head = self.app.max_position
         try:
-            batches = list(api.method("Events", "SubscribeEvents")(request, metadata=api.metadata, timeout=30))
+            batches = list(api.method("EventService", "SubscribeEvents")(request, metadata=api.metadata, timeout=30))
         except grpc.RpcError as error:
             expected = Code.UNAUTHENTICATED if reader == "anon" else Code.PERMISSION_DENIED
             assert reader not in ("operator", "auditor") and error.code() == expected, (reader, error.code())
@@ -559,8 +563,9 @@ class GrpcModel(ModelBase):
         revealed = {view.server_seed for view in map(self.app.get_round, self.rounds) if view.server_seed}
         secret = {seed.hex() for seed in Seeds.issued} - revealed
         for item in (n for b in batches for n in b.events):
-            leaked = [seed for seed in secret if seed in item.payload_json]
-            assert not leaked, f"an unrevealed server seed in {item.kind} at {item.position}"
+            text = item.event.canonical_data.decode() + str(item)  # (the stored data, and every typed field)
+            leaked = [seed for seed in secret if seed in text]
+            assert not leaked, f"an unrevealed server seed in {item.event.WhichOneof('event')} at {item.position}"
         STATS["event feeds read"] += 1
 
     def _read(self, api: Api, reader: str, service: str, method: str, request: Message, owners: Any) -> Any:
@@ -609,8 +614,9 @@ class GrpcModel(ModelBase):
         if view.profile != "ante" and secret:
             quoted = {f'"{card}"' for card in secret}
             for event in events:
-                leaked = [q for q in quoted if q in event.payload_json]
-                assert not leaked, f"{reader} reads {leaked} in {event.kind}: {event.payload_json}"
+                text = event.canonical_data.decode() + str(event)  # (the stored data, and the typed fields)
+                leaked = [q for q in quoted if q in text]
+                assert not leaked, f"{reader} reads {leaked} in {event.WhichOneof('event')}: {text}"
             STATS["hidden hands checked"] += 1
 
 
