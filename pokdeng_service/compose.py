@@ -31,6 +31,7 @@ from pokdeng_service.application.partitions import PartitionedPokdeng, Partition
 from pokdeng_service.application.turn_clock import TurnClock
 from pokdeng_service.store.bounded import StoreProbe, renew_pool
 from pokdeng_service.store.lock import StoreLock, acquire_all, release_all
+from pokdeng_service.wallet.config import WalletConfig
 
 
 class MeasuredClock(TurnClock):
@@ -102,13 +103,22 @@ class Deployment:
     clocks: list[TurnClock] = field(default_factory=list)
     read_models: PartitionedReadModels | None = None
     locks: list[StoreLock] = field(default_factory=list)
+    recoveries: list[Any] = field(default_factory=list)  # the platform wallet's recovery workers (docs/wallet.md)
 
     @classmethod
     def open(
-        cls, config: StoreConfig, *, clocks: bool = True, read_models: bool = True, lock: bool = True
+        cls,
+        config: StoreConfig,
+        *,
+        clocks: bool = True,
+        read_models: bool = True,
+        lock: bool = True,
+        wallet: WalletConfig | None = None,
     ) -> Deployment:
         """Open a server's worth of pokdeng; with ``lock`` (SQLite) each partition's file is locked first
-        (``StoreLocked`` if another server holds it) and stays locked until ``close``."""
+        (``StoreLocked`` if another server holds it) and stays locked until ``close``. ``wallet``: whose
+        wallets the rounds book (default the store's; remote: the platform's, with a recovery worker per
+        partition)."""
         locks = []
         if lock and config.kind == "sqlite":
             locks = acquire_all(config.sqlite_file(k) for k in range(config.partitions))
@@ -123,6 +133,10 @@ class Deployment:
                 deployment.clocks = [MeasuredClock(app) for app in service.apps]
             if read_models:
                 deployment.read_models = PartitionedReadModels(service, config)
+            if wallet is not None and wallet.remote:
+                from pokdeng_service.wallet.remote import attach
+
+                deployment.recoveries = attach(service.apps, wallet)
         except Exception:
             service.close()
             release_all(locks)
@@ -134,6 +148,8 @@ class Deployment:
             RUNNING.deployments.append(self)
         for clock in self.clocks:
             clock.start()
+        for recovery in self.recoveries:
+            recovery.start()
         if self.read_models is not None:
             self.read_models.run_in_background()
 
@@ -171,6 +187,13 @@ class Deployment:
         for clock in self.clocks:
             with contextlib.suppress(Exception):
                 clock.stop()
+        for recovery in self.recoveries:
+            with contextlib.suppress(Exception):
+                recovery.stop()
+        if self.recoveries:
+            from pokdeng_service.wallet.remote import close_platform
+
+            close_platform(self.service.apps)
         try:
             self.service.close()
         finally:

@@ -14,16 +14,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol
 
 import grpc
 from grpc_status import rpc_status
 
 from pokdeng_service.api.errors import DeadlineExpired, ResourceExhausted, StoreDown, reason_of, status_for
 from pokdeng_service.application.principal import Principal
-
-if TYPE_CHECKING:
-    from pokdeng_service.api.rpcs import Rpc
 
 log = logging.getLogger("pokdeng.api")
 
@@ -60,7 +57,7 @@ class Observer(Protocol):
 
     def finished(
         self,
-        rpc: Rpc,
+        rpc: Any,  # an ``rpcs.Rpc`` (its ``name``, ``log_level`` ...)
         principal: Principal | None,
         request: Any,
         response: Any,
@@ -189,7 +186,7 @@ class Runtime:
 
     def done(
         self,
-        rpc: Rpc,
+        rpc: Any,  # an ``rpcs.Rpc`` (its ``name``, ``log_level`` ...)
         principal: Principal | None,
         request: Any,
         response: Any,
@@ -204,7 +201,7 @@ class Runtime:
 
     def fail(
         self,
-        rpc: Rpc,
+        rpc: Any,  # an ``rpcs.Rpc`` (its ``name``, ``log_level`` ...)
         principal: Principal | None,
         request: Any,
         error: BaseException,

@@ -23,7 +23,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import EventStore, JSONTranscoder, Recording
+from eventsourcing.persistence import ApplicationRecorder, EventStore, JSONTranscoder, Mapper, Recording
 from eventsourcing.utils import strtobool
 
 from pokdeng_core.limits import MAX_AMOUNT
@@ -37,7 +37,7 @@ from pokdeng_service.application.principal import SYSTEM, Principal
 from pokdeng_service.application.queries import Queries, round_view, table_view, wallet_view
 from pokdeng_service.application.views import CommandResult, RecordedEvent, RoundView, TableView, WalletView
 from pokdeng_service.store import aggregates as ag
-from pokdeng_service.store import fastpaths, integrity
+from pokdeng_service.store import commits, fastpaths, integrity
 from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
 from pokdeng_service.store.roundlog import RoundLog, round_log_uuid
 from pokdeng_service.store.signing import KeyRing
@@ -122,6 +122,16 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
         self._take_snapshots(processing_event)
         self._notify(recordings)
         return recordings
+
+    def construct_recorder(self) -> ApplicationRecorder:
+        """The library's recorder; on SQLite, the commands waiting on the store saved a group to a transaction
+        (``store.commits``: each command atomic in its own savepoint, one commit)."""
+        recorder: ApplicationRecorder = commits.grouped(super().construct_recorder())
+        return recorder
+
+    def construct_mapper(self) -> Mapper[UUID]:
+        """The library's mapper, plain rows decoded by ``fastpaths.PlainMapper`` (checked against it by a test)."""
+        return fastpaths.plain_mapper_of(super().construct_mapper())
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)

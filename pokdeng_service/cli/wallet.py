@@ -1,0 +1,92 @@
+"""``pokdeng wallet``: the transactions with a platform's wallet (docs/wallet.md).
+
+* ``pokdeng wallet reconcile --wallet-url URL [--since T] [--until T] [--json]``: pokdeng's record
+  (the store, read only) against the platform's ``ListTransactions`` for the period; every
+  difference listed; exit 1 if there is one.
+* ``pokdeng wallet pending [--json]``: the transactions pokdeng has requested and not finished (a
+  running server's recovery finishes them).
+
+Times are ISO 8601 (``2026-03-14T15:00:00+00:00``; a date is its midnight UTC); the default period
+is the last 24 hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
+
+
+def _time(text: str) -> datetime:
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an ISO 8601 time: {text!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def cmd_reconcile(args: argparse.Namespace) -> int:
+    from pokdeng_service.cli.main import _open_read_only
+    from pokdeng_service.wallet.platform import PlatformWallet
+    from pokdeng_service.wallet.reconcile import reconcile
+
+    url = args.wallet_url or os.environ.get("POKDENG_WALLET_URL", "")
+    if not url:
+        print("pokdeng: name the platform's wallet: --wallet-url (or POKDENG_WALLET_URL)")
+        return EXIT_USAGE
+    until = args.until or datetime.now(tz=UTC)
+    since = args.since or until - timedelta(days=1)
+    service = _open_read_only(args)
+    platform = PlatformWallet.connect(url, timeout=args.timeout, attempts=3)
+    try:
+        report = reconcile(service.apps, platform, since, until, margin=args.margin)
+    finally:
+        platform.close()
+    print(json.dumps(report.as_dict(), indent=2) if args.json else report.render())
+    return EXIT_OK if report.ok else EXIT_DIFFERENT
+
+
+def cmd_pending(args: argparse.Namespace) -> int:
+    from pokdeng_service.cli.main import _open_read_only
+    from pokdeng_service.wallet.reconcile import recorded_transactions
+
+    service = _open_read_only(args)
+    found = recorded_transactions(service.apps)
+    pending = [
+        {"tx_id": e.tx.tx_id, "round_id": e.round_id, "player": e.tx.player, "amount": e.tx.amount,
+         "kind": e.tx.kind, "status": e.tx.status, "requested_at": e.tx.requested_at}
+        for e in found.values() if e.tx.pending
+    ]  # fmt: skip
+    if args.json:
+        print(json.dumps(pending, indent=2))
+    else:
+        for item in pending:
+            print(f"{item['tx_id']}: {item['kind']} of {item['amount']} ({item['player']}) {item['status']}")
+        print(f"{len(pending)} pending of {len(found)} transactions")
+    return EXIT_OK
+
+
+def add_wallet_commands(sub: Any, store_options: Callable[[argparse.ArgumentParser], None]) -> None:
+    """``pokdeng wallet reconcile|pending`` (registered by ``cli.main.build_parser``)."""
+    wallet = sub.add_parser("wallet", help="transactions with the platform's wallet: reconcile, pending")
+    commands = wallet.add_subparsers(dest="wallet_command", required=True)
+    reconcile = commands.add_parser("reconcile", help="compare pokdeng's record with the platform's for a period")
+    reconcile.add_argument(
+        "--wallet-url", help="the platform's wallet: host:port (gRPC) or http://... ($POKDENG_WALLET_URL)"
+    )
+    reconcile.add_argument("--since", type=_time, help="the period's start (ISO 8601; default: 24 hours ago)")
+    reconcile.add_argument("--until", type=_time, help="the period's end (ISO 8601; default: now)")
+    reconcile.add_argument("--margin", type=float, default=300.0, help="seconds around the period read of the platform")
+    reconcile.add_argument("--timeout", type=float, default=10.0, help="seconds one call to the platform may take")
+    reconcile.add_argument("--json", action="store_true", help="the report as JSON")
+    store_options(reconcile)
+    reconcile.set_defaults(handler=cmd_reconcile)
+    pending = commands.add_parser("pending", help="transactions requested and not yet finished")
+    pending.add_argument("--json", action="store_true", help="the list as JSON")
+    store_options(pending)
+    pending.set_defaults(handler=cmd_pending)

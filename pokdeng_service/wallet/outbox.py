@@ -1,0 +1,288 @@
+"""A round's transactions with the platform's wallet: the outbox, one hash-chained stream per round.
+
+``WalletTransactions`` (stream ``uuid5("wallet-tx:<round id>")``, beside the round in the round's
+store) records every transaction pokdeng means to make with the platform *before* it calls the
+platform, and then what became of it. A debit is recorded as requested in its own transaction
+before the call (never a debit without a record); it is accepted in the very transaction that
+records the round's ``bet_placed`` (or ``side_bet_placed``); a settlement's credits and a void's
+rollbacks are requested in the transaction that settles or voids the round, and done afterwards.
+Whatever is requested and not done is *pending*: the recovery (``wallet.recovery``) finishes it,
+also after a crash (docs/wallet.md).
+
+Facts (``kind``: ``data``), each on the chain like a round's (``codec.chain_digest``, genesis
+``wallet-tx:<round id>``):
+
+* ``debit_requested``: tx_id, player, amount, purpose (bet, cover, side), seat, bettor, request_id
+* ``debit_accepted``: tx_id, balance, platform_ref (the bet is placed in the same transaction)
+* ``debit_refused``: tx_id, status, reason (a definite refusal: no money moved)
+* ``rollback_requested``: tx_id, reason (round_voided, bet_not_placed, debit_unanswered, recovered)
+* ``debit_rolled_back``: tx_id, debited (whether money had been taken), balance
+* ``credit_requested``: tx_id, player, amount, debits (with the round's ``round_settled``)
+* ``credit_applied``: tx_id, balance, platform_ref
+* ``credit_refused``: tx_id, status, reason (an operator must settle it: reconciliation lists it)
+
+``step`` is the one fold of these facts (the aggregate, the verification and the reconciliation
+use it); it refuses a fact that does not follow from the ones before (``ValueError``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Any, cast
+
+from eventsourcing.domain import Aggregate, event
+
+from pokdeng_service.store.aggregates import NAMESPACE, _ChainedStream
+from pokdeng_service.store.codec import genesis_digest
+from pokdeng_service.store.integrity import StreamIntegrityError, fact_problem
+
+STREAM = "WalletTransactions"
+"""The stream kind of the outbox in the notification log (its class name)."""
+
+PURPOSES = ("bet", "cover", "side")
+DEBIT_OPEN = "requested"  # sent (or about to be), no definite answer recorded
+ACCEPTED, REFUSED, ROLLING_BACK, ROLLED_BACK = "accepted", "refused", "rollback_requested", "rolled_back"
+APPLIED = "applied"  # a credit's success
+
+
+def transactions_uuid(round_id: str) -> uuid.UUID:
+    return uuid.uuid5(NAMESPACE, f"wallet-tx:{round_id}")
+
+
+def debit_tx_id(round_id: str, purpose: str, seat: int, bettor: str, attempt: int) -> str:
+    """The debit of one stake: ``<round>:<purpose>:<seat>:<bettor>:<n>``, ``n`` the earlier attempts of it."""
+    return f"{round_id}:{purpose}:{seat}:{bettor}:{attempt}"
+
+
+def credit_tx_id(round_id: str, player: str) -> str:
+    """The round's one credit of a player: ``<round>:credit:<player>``."""
+    return f"{round_id}:credit:{player}"
+
+
+@dataclass(frozen=True, slots=True)
+class Tx:
+    """One transaction as the outbox knows it: a debit (``purpose`` bet/cover/side) or a credit."""
+
+    tx_id: str
+    kind: str  # "debit" or "credit"
+    player: str
+    amount: int
+    status: str  # debit: requested, accepted, refused, rollback_requested, rolled_back; credit: requested, applied,
+    # refused
+    requested_at: str  # the time of its request fact (ISO 8601)
+    purpose: str = "credit"
+    seat: int = 0
+    bettor: str = ""
+    request_id: str = ""
+    debits: tuple[str, ...] = ()  # a credit: the debits it settles
+    reason: str = ""  # a refusal's or rollback's reason
+    debited: bool | None = None  # a rollback: whether the debit had taken money
+    accepted: bool = False  # a debit: whether its bet was placed (it may be rolled back since, by a void)
+
+    @property
+    def pending(self) -> bool:
+        """Whether something is still to be done with the platform."""
+        return self.status in (DEBIT_OPEN, ROLLING_BACK)
+
+    @property
+    def stake(self) -> tuple[str, int, str]:
+        return (self.purpose, self.seat, self.bettor)
+
+
+def step(txs: Mapping[str, Tx], kind: str, data: Mapping[str, Any], timestamp: str) -> dict[str, Tx]:
+    """The transactions after one fact (a new dict; ``ValueError`` if the fact does not follow)."""
+    out = dict(txs)
+    tx_id = data["tx_id"]
+    if not isinstance(tx_id, str) or not tx_id:
+        raise ValueError("a transaction id is text")
+    found = out.get(tx_id)
+    if kind in ("debit_requested", "credit_requested"):
+        if found is not None:
+            raise ValueError(f"transaction {tx_id} is requested a second time")
+        amount = data["amount"]
+        if type(amount) is not int or amount < 0:
+            raise ValueError(f"transaction {tx_id} has no amount in minor units")
+        if kind == "debit_requested":
+            if data["purpose"] not in PURPOSES:
+                raise ValueError(f"debit {tx_id} is for no stake ({data['purpose']!r})")
+            out[tx_id] = Tx(
+                tx_id, "debit", data["player"], amount, DEBIT_OPEN, timestamp,
+                data["purpose"], int(data["seat"]), data["bettor"], data.get("request_id", ""),
+            )  # fmt: skip
+        else:
+            debits = tuple(data["debits"])
+            for debit in debits:
+                owner = out.get(debit)
+                if owner is None or owner.kind != "debit" or owner.status != ACCEPTED or owner.player != data["player"]:
+                    raise ValueError(f"credit {tx_id} settles {debit}, which is no accepted debit of its player")
+            out[tx_id] = Tx(tx_id, "credit", data["player"], amount, DEBIT_OPEN, timestamp, debits=debits)
+        return out
+    if found is None:
+        raise ValueError(f"{kind} of transaction {tx_id}, never requested")
+    if kind == "debit_accepted" and found.kind == "debit" and found.status == DEBIT_OPEN:
+        out[tx_id] = replace(found, status=ACCEPTED, accepted=True)
+    elif kind == "debit_refused" and found.kind == "debit" and found.status == DEBIT_OPEN:
+        out[tx_id] = replace(found, status=REFUSED, reason=str(data.get("reason") or data.get("status", "")))
+    elif kind == "rollback_requested" and found.kind == "debit" and found.status in (DEBIT_OPEN, ACCEPTED):
+        out[tx_id] = replace(found, status=ROLLING_BACK, reason=str(data["reason"]))
+    elif kind == "debit_rolled_back" and found.kind == "debit" and found.status == ROLLING_BACK:
+        out[tx_id] = replace(found, status=ROLLED_BACK, debited=bool(data["debited"]))
+    elif kind == "credit_applied" and found.kind == "credit" and found.status == DEBIT_OPEN:
+        out[tx_id] = replace(found, status=APPLIED)
+    elif kind == "credit_refused" and found.kind == "credit" and found.status == DEBIT_OPEN:
+        out[tx_id] = replace(found, status=REFUSED, reason=str(data.get("reason") or data.get("status", "")))
+    else:
+        raise ValueError(f"{kind} does not follow: transaction {tx_id} is a {found.kind}, {found.status}")
+    return out
+
+
+def fold(facts: Iterable[tuple[str, Mapping[str, Any], str]]) -> dict[str, Tx]:
+    """The transactions of a stream's facts ``(kind, data, timestamp)``, in order."""
+    txs: dict[str, Tx] = {}
+    for kind, data, timestamp in facts:
+        txs = step(txs, kind, data, timestamp)
+    return txs
+
+
+KINDS = (
+    "debit_requested",
+    "debit_accepted",
+    "debit_refused",
+    "rollback_requested",
+    "debit_rolled_back",
+    "credit_requested",
+    "credit_applied",
+    "credit_refused",
+)
+
+
+class WalletTransactions(_ChainedStream):
+    """The outbox of one round: every transaction with the platform's wallet, requested and done."""
+
+    round_id: str
+    table_id: str
+    currency: str
+    txs: dict[str, Tx]
+
+    class Opened(Aggregate.Created):
+        round_id: str
+        table_id: str
+        currency: str
+
+    @staticmethod
+    def create_id(round_id: str, table_id: str, currency: str) -> uuid.UUID:
+        return transactions_uuid(round_id)
+
+    @event(Opened)
+    def __init__(self, round_id: str, table_id: str, currency: str) -> None:
+        self.round_id = round_id
+        self.table_id = table_id
+        self.currency = currency
+        self.stream_id = round_id
+        self.last_digest = genesis_digest(f"wallet-tx:{round_id}")
+        self.txs = {}
+
+    def apply_fact(self, fact: _ChainedStream.Fact) -> None:
+        super().apply_fact(fact)
+        self.txs = step(self.txs, fact.kind, fact.data, fact.timestamp.isoformat())
+
+    def _fact(self, kind: str, data: dict[str, Any], command_id: str) -> None:
+        self.record_fact(FACTS[kind], kind, data, command_id)
+
+    # -- what is known ---------------------------------------------------------------------
+
+    def debits(self, purpose: str, seat: int, bettor: str) -> list[Tx]:
+        """The debits of one stake, oldest first."""
+        return [t for t in self.txs.values() if t.kind == "debit" and t.stake == (purpose, seat, bettor)]
+
+    def accepted(self, player: str) -> list[Tx]:
+        """The player's debits whose bets were placed and are not rolled back (what its reservation holds)."""
+        return [t for t in self.txs.values() if t.kind == "debit" and t.player == player and t.status == ACCEPTED]
+
+    def pending(self) -> list[Tx]:
+        """Transactions still to be done with the platform: open debits, rollbacks and credits."""
+        return [t for t in self.txs.values() if t.pending]
+
+    # -- facts -------------------------------------------------------------------------------
+
+    def request_debit(
+        self, tx_id: str, player: str, amount: int, purpose: str, seat: int, bettor: str, request_id: str
+    ) -> None:
+        data = {"tx_id": tx_id, "player": player, "amount": amount, "purpose": purpose, "seat": seat}
+        self._fact("debit_requested", {**data, "bettor": bettor, "request_id": request_id}, request_id)
+
+    def accept_debit(self, tx_id: str, balance: int, platform_ref: str, command_id: str) -> None:
+        self._fact("debit_accepted", {"tx_id": tx_id, "balance": balance, "platform_ref": platform_ref}, command_id)
+
+    def refuse_debit(self, tx_id: str, status: str, reason: str, command_id: str) -> None:
+        self._fact("debit_refused", {"tx_id": tx_id, "status": status, "reason": reason}, command_id)
+
+    def request_rollback(self, tx_id: str, reason: str, command_id: str) -> None:
+        self._fact("rollback_requested", {"tx_id": tx_id, "reason": reason}, command_id)
+
+    def record_rollback(self, tx_id: str, debited: bool, balance: int, command_id: str) -> None:
+        self._fact("debit_rolled_back", {"tx_id": tx_id, "debited": debited, "balance": balance}, command_id)
+
+    def request_credit(self, tx_id: str, player: str, amount: int, debits: list[str], command_id: str) -> None:
+        data = {"tx_id": tx_id, "player": player, "amount": amount, "debits": debits}
+        self._fact("credit_requested", data, command_id)
+
+    def apply_credit(self, tx_id: str, balance: int, platform_ref: str, command_id: str) -> None:
+        self._fact("credit_applied", {"tx_id": tx_id, "balance": balance, "platform_ref": platform_ref}, command_id)
+
+    def refuse_credit(self, tx_id: str, status: str, reason: str, command_id: str) -> None:
+        self._fact("credit_refused", {"tx_id": tx_id, "status": status, "reason": reason}, command_id)
+
+
+def _fact_class(name: str) -> type[_ChainedStream.Fact]:
+    attrs = {"__qualname__": f"WalletTransactions.{name}", "__module__": __name__}
+    sub = type(name, (WalletTransactions.Fact,), attrs)
+    setattr(WalletTransactions, name, sub)
+    return cast(type[_ChainedStream.Fact], sub)
+
+
+FACTS: dict[str, type[_ChainedStream.Fact]] = {
+    kind: _fact_class("".join(part.title() for part in kind.split("_"))) for kind in KINDS
+}
+"""The stored class of each fact kind (``WalletTransactions.DebitRequested``, ...): their topics read well."""
+
+
+def load_transactions(app: Any, round_id: str) -> WalletTransactions | None:
+    """The round's outbox read afresh from the store (never cached: every process that touches it reads
+    the truth), its identity and chain checked; None if the round has none. A stream that is not what
+    it claims raises ``StreamIntegrityError``."""
+    stream_uuid = transactions_uuid(round_id)
+    aggregate: Any = None
+    for domain_event in app.events.get(stream_uuid):
+        if aggregate is not None:
+            problem = fact_problem(aggregate, domain_event) if isinstance(domain_event, _ChainedStream.Fact) else None
+            if problem is not None or not isinstance(domain_event, _ChainedStream.Fact):
+                problem = problem or f"event {domain_event.originator_version} is not a transaction fact"
+                raise StreamIntegrityError(STREAM, round_id, stream_uuid, problem)
+        aggregate = domain_event.mutate(aggregate)
+        if not isinstance(aggregate, WalletTransactions) or aggregate.round_id != round_id:
+            raise StreamIntegrityError(STREAM, round_id, stream_uuid, "it is not this round's transactions")
+    return cast(WalletTransactions | None, aggregate)
+
+
+__all__ = [
+    "ACCEPTED",
+    "APPLIED",
+    "DEBIT_OPEN",
+    "FACTS",
+    "KINDS",
+    "REFUSED",
+    "ROLLED_BACK",
+    "ROLLING_BACK",
+    "STREAM",
+    "Tx",
+    "WalletTransactions",
+    "credit_tx_id",
+    "debit_tx_id",
+    "fold",
+    "load_transactions",
+    "step",
+    "transactions_uuid",
+]

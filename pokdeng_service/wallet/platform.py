@@ -1,0 +1,215 @@
+"""The client of a platform's wallet (``pokdeng.wallet.v1.PlatformWalletService``), over gRPC or JSON over HTTP.
+
+``PlatformWallet.debit/credit/rollback`` send one transaction, retried with the same tx_id until
+a *definite* answer (a response naming that tx_id with a status), at most ``attempts`` times with
+a short backoff; ``Unanswered`` if none came (the outcome is unknown: the caller records it and
+the recovery goes on). Every gRPC error, an HTTP answer that is not a JSON response, and a
+response for another tx_id (a reply that belongs to another call) are unknown outcomes.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from pokdeng_service.wallet.v1 import wallet_pb2 as pb
+from pokdeng_service.wallet.v1 import wallet_pb2_grpc as pb_grpc
+
+SERVICE = "pokdeng.wallet.v1.PlatformWalletService"
+M = TypeVar("M", bound=Message)
+
+STATUS_NAMES = {
+    pb.TRANSACTION_STATUS_APPLIED: "applied",
+    pb.TRANSACTION_STATUS_INSUFFICIENT_FUNDS: "insufficient_funds",
+    pb.TRANSACTION_STATUS_UNKNOWN_PLAYER: "unknown_player",
+    pb.TRANSACTION_STATUS_ROLLED_BACK: "rolled_back",
+    pb.TRANSACTION_STATUS_REFUSED: "refused",
+}
+
+
+class Unanswered(Exception):
+    """No definite answer within the attempts: the transaction's outcome is unknown."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A definite answer: ``status`` (applied, insufficient_funds, unknown_player, rolled_back, refused)."""
+
+    status: str
+    balance: int = 0
+    platform_ref: str = ""
+    reason: str = ""
+    debited: bool = False
+
+    @property
+    def applied(self) -> bool:
+        return self.status == "applied"
+
+
+class Transport(Protocol):
+    """One call of the service: ``method`` (Debit, Credit, ...) with ``request``, a response or an exception."""
+
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M: ...
+    def close(self) -> None: ...
+
+
+class GrpcTransport:
+    """gRPC to ``host:port`` (plaintext: the platform's wallet is reached on a private network or a sidecar)."""
+
+    def __init__(self, target: str) -> None:
+        options = [
+            ("grpc.initial_reconnect_backoff_ms", 100),
+            ("grpc.min_reconnect_backoff_ms", 100),
+            ("grpc.max_reconnect_backoff_ms", 1000),
+        ]
+        self.channel = grpc.insecure_channel(target, options=options)
+        self.stub = pb_grpc.PlatformWalletServiceStub(self.channel)
+
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+        response: M = getattr(self.stub, method)(request, timeout=timeout)
+        return response
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class HttpTransport:
+    """JSON over HTTP: proto3 JSON POSTed to ``<base>/pokdeng.wallet.v1.PlatformWalletService/<Method>``."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base = base_url.rstrip("/")
+
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+        body = json_format.MessageToJson(request, indent=None).encode()
+        http_request = urllib.request.Request(
+            f"{self.base}/{SERVICE}/{method}", data=body, headers={"Content-Type": "application/json"}, method="POST"
+        )
+        with urllib.request.urlopen(http_request, timeout=timeout) as reply:
+            if reply.status != 200:
+                raise OSError(f"HTTP {reply.status}")
+            data = json.loads(reply.read())
+        return json_format.ParseDict(data, response_type(), ignore_unknown_fields=True)
+
+    def close(self) -> None:
+        pass
+
+
+def transport_for(url: str) -> Transport:
+    """``http://...``/``https://...``: JSON over HTTP; ``grpc://host:port`` or ``host:port``: gRPC."""
+    if url.startswith(("http://", "https://")):
+        return HttpTransport(url)
+    return GrpcTransport(url.removeprefix("grpc://"))
+
+
+class PlatformWallet:
+    """The platform's wallet: every call retried with its transaction id until a definite answer."""
+
+    def __init__(self, transport: Transport, timeout: float = 2.0, attempts: int = 3, backoff: float = 0.05) -> None:
+        self.transport = transport
+        self.timeout = timeout
+        self.attempts = attempts
+        self.backoff = backoff
+        self.calls = 0  # calls made (answered or not)
+        self.unanswered = 0  # calls without a definite answer
+        self._lock = threading.Lock()
+
+    @classmethod
+    def connect(cls, url: str, timeout: float = 2.0, attempts: int = 3) -> PlatformWallet:
+        return cls(transport_for(url), timeout, attempts)
+
+    def close(self) -> None:
+        self.transport.close()
+
+    # -- the calls -----------------------------------------------------------------------------
+
+    def debit(
+        self, tx_id: str, player: str, round_id: str, table_id: str, amount: int, currency: str, purpose: str
+    ) -> Answer:
+        request = pb.DebitRequest(
+            tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount,
+            currency=currency, purpose=purpose,
+        )  # fmt: skip
+        reply = self._definite("Debit", request, pb.DebitResponse, tx_id)
+        return Answer(STATUS_NAMES[reply.status], reply.balance, reply.platform_ref, reply.reason)
+
+    def credit(
+        self, tx_id: str, player: str, round_id: str, table_id: str, amount: int, currency: str, debits: list[str]
+    ) -> Answer:
+        request = pb.CreditRequest(
+            tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount,
+            currency=currency, debit_tx_ids=debits,
+        )  # fmt: skip
+        reply = self._definite("Credit", request, pb.CreditResponse, tx_id)
+        return Answer(STATUS_NAMES[reply.status], reply.balance, reply.platform_ref, reply.reason)
+
+    def rollback(self, tx_id: str, player: str, round_id: str, reason: str) -> Answer:
+        request = pb.RollbackRequest(tx_id=tx_id, player=player, round_id=round_id, reason=reason)
+        reply = self._definite("Rollback", request, pb.RollbackResponse, tx_id)
+        return Answer(STATUS_NAMES[reply.status], reply.balance, "", reply.reason, reply.debited)
+
+    def balance(self, player: str, currency: str) -> int | None:
+        """The player's balance, None if the platform has no such player (``Unanswered``: no answer)."""
+        request = pb.BalanceRequest(player=player, currency=currency)
+        reply = self._definite("Balance", request, pb.BalanceResponse, player, key="player")
+        return int(reply.balance) if reply.status == pb.TRANSACTION_STATUS_APPLIED else None
+
+    def transactions(self, since_ms: int, until_ms: int = 0, page_size: int = 1000) -> Iterator[pb.Transaction]:
+        """The platform's record of a period, page by page (``Unanswered`` if a page has no answer)."""
+        token = ""
+        while True:
+            request = pb.ListTransactionsRequest(
+                since_unix_ms=since_ms, until_unix_ms=until_ms, page_token=token, page_size=page_size
+            )
+            reply = self._call_retried("ListTransactions", request, pb.ListTransactionsResponse)
+            yield from reply.transactions
+            token = reply.next_page_token
+            if not token:
+                return
+
+    # -- retries -------------------------------------------------------------------------------
+
+    def _definite(self, method: str, request: Message, kind: type[M], ident: str, key: str = "tx_id") -> M:
+        def definite(reply: Any) -> bool:
+            return bool(getattr(reply, key) == ident and reply.status in STATUS_NAMES)
+
+        return self._call_retried(method, request, kind, definite)
+
+    def _call_retried(self, method: str, request: Message, kind: type[M], definite: Any = None) -> M:
+        last = "no call made"
+        for attempt in range(self.attempts):
+            if attempt:
+                time.sleep(min(self.backoff * 2 ** (attempt - 1), 1.0))
+            with self._lock:
+                self.calls += 1
+            try:
+                reply = self.transport.call(method, request, kind, self.timeout)
+            except (grpc.RpcError, OSError, ValueError, json_format.ParseError) as error:
+                last = _describe(error)
+            else:
+                if definite is None or definite(reply):
+                    return reply
+                last = "an answer that is not this call's"
+            with self._lock:
+                self.unanswered += 1
+        raise Unanswered(f"{method}: no definite answer after {self.attempts} calls ({last})")
+
+
+def _describe(error: BaseException) -> str:
+    if isinstance(error, grpc.Call):
+        return f"{error.code().name}: {error.details()}"
+    if isinstance(error, urllib.error.HTTPError):
+        return f"HTTP {error.code}"
+    return f"{type(error).__name__}: {error}"
+
+
+__all__ = ["Answer", "GrpcTransport", "HttpTransport", "PlatformWallet", "Transport", "Unanswered", "transport_for"]

@@ -1,0 +1,338 @@
+"""A reference platform wallet: a real ``PlatformWalletService`` (gRPC, and JSON over HTTP) on its own SQLite ledger.
+
+It keeps each player's balance and every transaction pokdeng sends, idempotent by tx id as
+proto/pokdeng/wallet/v1/wallet.proto says: a repeated call answers what the first did; a tx id
+reused with another body is refused; a rollback of a debit it never saw leaves a tombstone, so a
+debit arriving late (reordered or duplicated) never moves money; a credit settles only applied,
+not rolled back debits of its player, once each.
+
+``Ledger`` is the logic (thread safe: one connection, one lock, a transaction per call);
+``serve_grpc(ledger, interceptors=...)`` and ``serve_http(ledger)`` put it on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Sequence
+from concurrent import futures
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import grpc
+from google.protobuf import json_format
+from google.protobuf.message import Message
+
+from pokdeng_service.wallet.v1 import wallet_pb2 as pb
+from pokdeng_service.wallet.v1 import wallet_pb2_grpc as pb_grpc
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS players (player TEXT PRIMARY KEY, currency TEXT NOT NULL, balance INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS txs (
+    tx_id TEXT NOT NULL, kind INTEGER NOT NULL, player TEXT NOT NULL, round_id TEXT NOT NULL,
+    amount INTEGER NOT NULL, currency TEXT NOT NULL, status INTEGER NOT NULL, refs TEXT NOT NULL,
+    body TEXT NOT NULL, reply BLOB NOT NULL, recorded_ms INTEGER NOT NULL, seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    UNIQUE (tx_id, kind)
+);
+CREATE TABLE IF NOT EXISTS settled (debit_tx_id TEXT PRIMARY KEY, credit_tx_id TEXT NOT NULL);
+"""
+DEBIT, CREDIT, ROLLBACK = pb.TRANSACTION_KIND_DEBIT, pb.TRANSACTION_KIND_CREDIT, pb.TRANSACTION_KIND_ROLLBACK
+APPLIED, ROLLED_BACK, REFUSED = (
+    pb.TRANSACTION_STATUS_APPLIED,
+    pb.TRANSACTION_STATUS_ROLLED_BACK,
+    pb.TRANSACTION_STATUS_REFUSED,
+)
+
+
+def _body(request: Message, *names: str) -> str:
+    return hashlib.sha256(json.dumps([getattr(request, n) for n in names], default=list).encode()).hexdigest()
+
+
+class Ledger:
+    """The platform's books: balances and transactions in one SQLite file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = str(path)
+        self.db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        # (the platform's process is never killed in these tests: a commit need not wait for the disk)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.executescript(SCHEMA)
+        self.lock = threading.Lock()
+        self.calls: dict[str, int] = {}
+
+    def close(self) -> None:
+        with self.lock:
+            self.db.close()
+
+    # -- set up (the platform's own business, not the protocol) -------------------------------
+
+    def open_player(self, player: str, balance: int, currency: str = "THB") -> None:
+        with self.lock:
+            self.db.execute("INSERT INTO players VALUES (?, ?, ?)", (player, currency, balance))
+
+    def balance_of(self, player: str) -> int:
+        with self.lock:
+            row = self.db.execute("SELECT balance FROM players WHERE player = ?", (player,)).fetchone()
+        return int(row[0]) if row else 0
+
+    def balances(self) -> dict[str, int]:
+        with self.lock:
+            return {p: int(b) for p, b in self.db.execute("SELECT player, balance FROM players")}
+
+    def rows(self) -> list[dict[str, Any]]:
+        """Every transaction row (for the tests' own checks)."""
+        with self.lock:
+            cursor = self.db.execute(
+                "SELECT tx_id, kind, player, round_id, amount, status, refs, recorded_ms FROM txs ORDER BY seq"
+            )
+            names = [c[0] for c in cursor.description]
+            return [dict(zip(names, row, strict=True)) for row in cursor]
+
+    # -- the protocol ----------------------------------------------------------------------------
+
+    def _begin(self, method: str) -> None:
+        self.calls[method] = self.calls.get(method, 0) + 1
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def _known(self, tx_id: str, kind: int, body: str, reply_type: type[Any]) -> Any:
+        row = self.db.execute("SELECT body, reply FROM txs WHERE tx_id = ? AND kind = ?", (tx_id, kind)).fetchone()
+        if row is None:
+            return None
+        if row[0] != body:
+            return reply_type(tx_id=tx_id, status=REFUSED, reason="this tx_id was used with another body")
+        return reply_type.FromString(row[1])
+
+    def _player(self, player: str, currency: str) -> tuple[int, str] | None:
+        row = self.db.execute("SELECT balance, currency FROM players WHERE player = ?", (player,)).fetchone()
+        return None if row is None else (int(row[0]), str(row[1]))
+
+    def _record(self, tx_id: str, kind: int, request: Any, amount: int, status: int, refs: Sequence[str], body: str,
+                reply: Message) -> None:  # fmt: skip
+        self.db.execute(
+            "INSERT INTO txs (tx_id, kind, player, round_id, amount, currency, status, refs, body, reply, recorded_ms)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (tx_id, kind, request.player, request.round_id, amount, getattr(request, "currency", ""), status,
+             json.dumps(list(refs)), body, reply.SerializeToString(), int(time.time() * 1000)),
+        )  # fmt: skip
+
+    def _move(self, player: str, delta: int) -> int:
+        self.db.execute("UPDATE players SET balance = balance + ? WHERE player = ?", (delta, player))
+        found = self._player(player, "")
+        assert found is not None
+        return found[0]
+
+    def debit(self, request: pb.DebitRequest) -> pb.DebitResponse:
+        body = _body(request, "player", "round_id", "amount", "currency")
+        with self.lock:
+            self._begin("Debit")
+            try:
+                known = self._known(request.tx_id, DEBIT, body, pb.DebitResponse)
+                if self._known(request.tx_id, ROLLBACK, "", pb.RollbackResponse) is not None:
+                    known = pb.DebitResponse(tx_id=request.tx_id, status=ROLLED_BACK, reason="rolled back before")
+                if known is not None:
+                    self.db.execute("COMMIT")
+                    return known  # type: ignore[no-any-return]
+                player = self._player(request.player, request.currency)
+                if player is None:
+                    reply = pb.DebitResponse(tx_id=request.tx_id, status=pb.TRANSACTION_STATUS_UNKNOWN_PLAYER)
+                elif request.amount <= 0 or player[1] != request.currency:
+                    reply = pb.DebitResponse(tx_id=request.tx_id, status=REFUSED, reason="amount or currency")
+                elif player[0] < request.amount:
+                    reply = pb.DebitResponse(
+                        tx_id=request.tx_id, status=pb.TRANSACTION_STATUS_INSUFFICIENT_FUNDS, balance=player[0]
+                    )
+                else:
+                    balance = self._move(request.player, -request.amount)
+                    reply = pb.DebitResponse(
+                        tx_id=request.tx_id, status=APPLIED, balance=balance, platform_ref=f"d-{request.tx_id}"
+                    )
+                self._record(request.tx_id, DEBIT, request, request.amount, reply.status, (), body, reply)
+                self.db.execute("COMMIT")
+                return reply
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def rollback(self, request: pb.RollbackRequest) -> pb.RollbackResponse:
+        with self.lock:
+            self._begin("Rollback")
+            try:
+                known = self._known(request.tx_id, ROLLBACK, "", pb.RollbackResponse)
+                if known is not None:
+                    self.db.execute("COMMIT")
+                    return known  # type: ignore[no-any-return]
+                debit = self.db.execute(
+                    "SELECT status, amount, player FROM txs WHERE tx_id = ? AND kind = ?", (request.tx_id, DEBIT)
+                ).fetchone()
+                settled = self.db.execute("SELECT 1 FROM settled WHERE debit_tx_id = ?", (request.tx_id,)).fetchone()
+                if settled is not None:
+                    reply = pb.RollbackResponse(tx_id=request.tx_id, status=REFUSED, reason="settled by a credit")
+                    self.db.execute("COMMIT")
+                    return reply
+                debited = debit is not None and debit[0] == APPLIED
+                amount = int(debit[1]) if debited else 0
+                balance = self._move(debit[2], amount) if debited else self._balance_or_zero(request.player)
+                reply = pb.RollbackResponse(tx_id=request.tx_id, status=ROLLED_BACK, debited=debited, balance=balance)
+                self._record(request.tx_id, ROLLBACK, request, amount, ROLLED_BACK, (request.tx_id,), "", reply)
+                self.db.execute("COMMIT")
+                return reply
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def _balance_or_zero(self, player: str) -> int:
+        found = self._player(player, "")
+        return found[0] if found else 0
+
+    def credit(self, request: pb.CreditRequest) -> pb.CreditResponse:
+        body = _body(request, "player", "round_id", "amount", "currency", "debit_tx_ids")
+        with self.lock:
+            self._begin("Credit")
+            try:
+                known = self._known(request.tx_id, CREDIT, body, pb.CreditResponse)
+                if known is not None:
+                    self.db.execute("COMMIT")
+                    return known  # type: ignore[no-any-return]
+                problem = self._credit_problem(request)
+                if problem is not None:
+                    reply = pb.CreditResponse(tx_id=request.tx_id, status=REFUSED, reason=problem)
+                    self.db.execute("COMMIT")  # (a refusal for a cause that may pass is not remembered)
+                    return reply
+                balance = self._move(request.player, request.amount)
+                for debit in request.debit_tx_ids:
+                    self.db.execute("INSERT INTO settled VALUES (?, ?)", (debit, request.tx_id))
+                reply = pb.CreditResponse(
+                    tx_id=request.tx_id, status=APPLIED, balance=balance, platform_ref=f"c-{request.tx_id}"
+                )
+                self._record(request.tx_id, CREDIT, request, request.amount, APPLIED, request.debit_tx_ids, body, reply)
+                self.db.execute("COMMIT")
+                return reply
+            except BaseException:
+                self.db.execute("ROLLBACK")
+                raise
+
+    def _credit_problem(self, request: pb.CreditRequest) -> str | None:
+        if self._player(request.player, request.currency) is None:
+            return "unknown player"
+        if request.amount < 0:
+            return "a negative credit"
+        for debit in request.debit_tx_ids:
+            row = self.db.execute(
+                "SELECT status, player FROM txs WHERE tx_id = ? AND kind = ?", (debit, DEBIT)
+            ).fetchone()
+            undone = self.db.execute("SELECT 1 FROM txs WHERE tx_id = ? AND kind = ?", (debit, ROLLBACK)).fetchone()
+            settled = self.db.execute("SELECT 1 FROM settled WHERE debit_tx_id = ?", (debit,)).fetchone()
+            if row is None or row[0] != APPLIED or row[1] != request.player or undone or settled:
+                return f"debit {debit} is not an open applied debit of {request.player}"
+        return None
+
+    def balance(self, request: pb.BalanceRequest) -> pb.BalanceResponse:
+        with self.lock:
+            self.calls["Balance"] = self.calls.get("Balance", 0) + 1
+            found = self._player(request.player, request.currency)
+        if found is None:
+            return pb.BalanceResponse(player=request.player, status=pb.TRANSACTION_STATUS_UNKNOWN_PLAYER)
+        return pb.BalanceResponse(player=request.player, status=APPLIED, balance=found[0])
+
+    def list_transactions(self, request: pb.ListTransactionsRequest) -> pb.ListTransactionsResponse:
+        after = int(request.page_token or 0)
+        size = request.page_size or 500
+        until = request.until_unix_ms or 2**62
+        with self.lock:
+            rows = self.db.execute(
+                "SELECT seq, tx_id, kind, player, round_id, amount, currency, status, refs, recorded_ms FROM txs"
+                " WHERE seq > ? AND recorded_ms >= ? AND recorded_ms < ? ORDER BY seq LIMIT ?",
+                (after, request.since_unix_ms, until, size),
+            ).fetchall()
+        page = pb.ListTransactionsResponse(next_page_token=str(rows[-1][0]) if len(rows) == size else "")
+        for seq, tx_id, kind, player, round_id, amount, currency, status, refs, recorded in rows:
+            del seq
+            page.transactions.add(
+                tx_id=tx_id, kind=kind, player=player, round_id=round_id, amount=amount, currency=currency,
+                status=status, debit_tx_ids=json.loads(refs), recorded_unix_ms=recorded,
+            )  # fmt: skip
+        return page
+
+
+class Servicer(pb_grpc.PlatformWalletServiceServicer):
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def Debit(self, request: pb.DebitRequest, context: Any) -> pb.DebitResponse:
+        return self.ledger.debit(request)
+
+    def Credit(self, request: pb.CreditRequest, context: Any) -> pb.CreditResponse:
+        return self.ledger.credit(request)
+
+    def Rollback(self, request: pb.RollbackRequest, context: Any) -> pb.RollbackResponse:
+        return self.ledger.rollback(request)
+
+    def Balance(self, request: pb.BalanceRequest, context: Any) -> pb.BalanceResponse:
+        return self.ledger.balance(request)
+
+    def ListTransactions(self, request: pb.ListTransactionsRequest, context: Any) -> pb.ListTransactionsResponse:
+        return self.ledger.list_transactions(request)
+
+
+def serve_grpc(ledger: Ledger, interceptors: Sequence[Any] = (), workers: int = 16) -> tuple[grpc.Server, int]:
+    """The ledger as a gRPC server on a free port of 127.0.0.1 (started); (server, port)."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), interceptors=list(interceptors))
+    pb_grpc.add_PlatformWalletServiceServicer_to_server(Servicer(ledger), server)
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    return server, port
+
+
+_HTTP_METHODS = {
+    "Debit": (pb.DebitRequest, Ledger.debit),
+    "Credit": (pb.CreditRequest, Ledger.credit),
+    "Rollback": (pb.RollbackRequest, Ledger.rollback),
+    "Balance": (pb.BalanceRequest, Ledger.balance),
+    "ListTransactions": (pb.ListTransactionsRequest, Ledger.list_transactions),
+}
+
+
+def serve_http(ledger: Ledger) -> tuple[ThreadingHTTPServer, int]:
+    """The ledger as JSON over HTTP on a free port of 127.0.0.1 (serving in a thread); (server, port)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            method = self.path.rsplit("/", 1)[-1]
+            found = _HTTP_METHODS.get(method) if self.path.startswith("/pokdeng.wallet.v1.") else None
+            if found is None:
+                self.send_error(404)
+                return
+            request_type, call = found
+            length = int(self.headers.get("Content-Length", 0))
+            request = json_format.Parse(self.rfile.read(length), request_type())
+            body = json_format.MessageToJson(call(ledger, request)).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, name="platform-http", daemon=True).start()
+    return server, server.server_address[1]
+
+
+@contextlib.contextmanager
+def running(path: Path, interceptors: Sequence[Any] = ()) -> Any:
+    """A ledger at ``path`` served over gRPC: yields (ledger, "127.0.0.1:<port>")."""
+    ledger = Ledger(path)
+    server, port = serve_grpc(ledger, interceptors)
+    try:
+        yield ledger, f"127.0.0.1:{port}"
+    finally:
+        server.stop(0).wait(5)
+        ledger.close()
