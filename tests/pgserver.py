@@ -247,8 +247,10 @@ class TemporaryPostgres:
         max_connections: int = 200,
         startup_timeout: float = 30.0,
         port_attempts: int = 3,
+        settings: dict[str, str] | None = None,
     ) -> None:
         self.bin_dir = bin_dir
+        self.settings = dict(settings or {})  # over the defaults of _start_postmaster (tests/pgstandby.py)
         self.max_connections = max_connections
         self.startup_timeout = startup_timeout
         self.port_attempts = port_attempts
@@ -436,6 +438,7 @@ class TemporaryPostgres:
             "logging_collector": "off",
             "log_min_messages": "warning",
             "timezone": "UTC",
+            **self.settings,
         }
         cmd = [str(self.bin_dir / "postgres"), "-D", str(self.data_dir)]
         for key, value in settings.items():

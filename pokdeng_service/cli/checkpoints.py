@@ -86,7 +86,9 @@ def _open(args: argparse.Namespace, *, write: bool = False) -> Any:
     """The store: to sign (with the signing keys), or read only (nothing created, no key read)."""
     from pokdeng_service.application.partitions import PartitionedPokdeng
 
-    config = StoreConfig.from_args(db=args.db, postgres_url=args.postgres_url, partitions=args.partitions)
+    config = StoreConfig.from_args(
+        db=args.db, postgres_url=args.postgres_url, partitions=args.partitions, partition_urls=args.partition_url
+    )
     if not write:
         return PartitionedPokdeng.open_read_only(config)
     if args.key_file:
@@ -173,7 +175,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
     """Register ``keys`` and ``checkpoints`` on the ``pokdeng`` subparsers."""
     keys = sub.add_parser("keys", help="the signing keys of signed tree heads: new, show, rotate")
-    keys.add_argument("action", choices=("new", "show", "rotate"))
+    keys.add_argument(
+        "action", choices=("new", "show", "rotate"), help="new: make the key file; show: print the public keys; "
+        "rotate: a new current key, the old ones kept for verifying",
+    )  # fmt: skip
     keys.add_argument("--key-file", help="the key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)")
     keys.add_argument("--db", help="the SQLite file the default key file sits beside (default: pokdeng.sqlite)")
     keys.add_argument("-o", "--output", help="show: write the public keys to this file (for auditors)")

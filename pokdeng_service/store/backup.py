@@ -148,6 +148,9 @@ def _pg_connection_args(env: dict[str, str]) -> tuple[list[str], dict[str, str]]
     args = ["--host", env["POSTGRES_HOST"], "--port", env["POSTGRES_PORT"], "--username", env["POSTGRES_USER"]]
     child_env = {**os.environ, "PGPASSWORD": env["POSTGRES_PASSWORD"], "PGCONNECT_TIMEOUT": "10"}
     child_env.pop("PGOPTIONS", None)
+    attrs = env.get("POSTGRES_TARGET_SESSION_ATTRS", "")  # (a multi-host URL: the host and port lists go as they are)
+    if attrs:
+        child_env["PGTARGETSESSIONATTRS"] = attrs
     return args, child_env
 
 

@@ -40,6 +40,8 @@ BOUNDED_POSTGRES_FACTORY = f"{__name__}:BoundedPostgresFactory"
 STATEMENT_TIMEOUT = "POSTGRES_STATEMENT_TIMEOUT"  # seconds (default 5)
 TCP_USER_TIMEOUT = "POSTGRES_TCP_USER_TIMEOUT"  # seconds (default 10)
 FAIL_FAST = "POSTGRES_FAIL_FAST"  # seconds (default 1)
+# libpq's target_session_attrs for every session (``read-write``: of a multi-host URL's servers, the writable one)
+TARGET_SESSION_ATTRS = "POSTGRES_TARGET_SESSION_ATTRS"
 
 
 class StoreUnreachable(OSError):
@@ -72,7 +74,29 @@ class _FailFast:
         self.failed_at = None
 
 
-_CONNECT_KEYS = ("dbname", "host", "port", "user", "password")
+_CONNECT_KEYS = ("dbname", "host", "port", "user", "password", "target_session_attrs")
+
+
+def libpq_extras(env: Environment | dict[str, str], *, read_only: bool = False) -> dict[str, str]:
+    """libpq parameters of the settings beyond the library's own: ``target_session_attrs``. A read-only session
+    (``default_transaction_read_only``, the audit tools) is never "read-write": there it asks for the primary."""
+    attrs = env.get(TARGET_SESSION_ATTRS) or ""
+    if read_only and attrs == "read-write":
+        attrs = "primary"
+    return {"target_session_attrs": attrs} if attrs else {}
+
+
+def connect_kwargs(env: dict[str, str], *, read_only: bool = False) -> dict[str, Any]:
+    """psycopg's ``connect`` arguments for the store that the POSTGRES_* settings ``env`` name (host and port may
+    be libpq lists: ``h1,h2`` and ``5432,5433``)."""
+    return {
+        "dbname": env["POSTGRES_DBNAME"],
+        "host": env["POSTGRES_HOST"],
+        "port": env["POSTGRES_PORT"],
+        "user": env["POSTGRES_USER"],
+        "password": env["POSTGRES_PASSWORD"],
+        **libpq_extras(env, read_only=read_only),
+    }
 
 
 def _seconds(env: Environment, key: str, default: float) -> float:
@@ -99,6 +123,7 @@ class BoundedPostgresFactory(PostgresFactory):
         kwargs.update(session_options(connect, statement, user_timeout))
         previous = str(kwargs.get("options", "") or "")
         kwargs["options"] = f"{previous} -c statement_timeout={int(statement * 1000)}".strip()
+        kwargs.update(libpq_extras(self.env))
         pool.kwargs = kwargs
         guard = _FailFast(self.datastore, _seconds(self.env, FAIL_FAST, 1.0))
         setattr(self.datastore, "get_connection", guard.get_connection)  # noqa: B010 - the recorders call it
@@ -173,6 +198,8 @@ __all__ = [
     "BoundedPostgresFactory",
     "StoreProbe",
     "StoreUnreachable",
+    "connect_kwargs",
+    "libpq_extras",
     "renew_pool",
     "session_options",
 ]

@@ -29,6 +29,8 @@ from eventsourcing.postgres import PostgresFactory
 from eventsourcing.sqlite import SQLiteFactory
 from eventsourcing.utils import Environment, EnvType
 
+from pokdeng_service.store.bounded import connect_kwargs, libpq_extras
+
 READ_ONLY_OPTIONS = "-c default_transaction_read_only=on"
 SQLITE_FACTORY = f"{__name__}:ReadOnlySQLiteFactory"
 POSTGRES_FACTORY = f"{__name__}:ReadOnlyPostgresFactory"
@@ -55,6 +57,7 @@ class ReadOnlyPostgresFactory(PostgresFactory):
         pool = self.datastore.pool  # not opened yet: every connection it makes gets the option
         kwargs = dict(pool.kwargs) if isinstance(pool.kwargs, dict) else {}
         kwargs["options"] = READ_ONLY_OPTIONS
+        kwargs.update(libpq_extras(self.env, read_only=True))  # a multi-host URL's target_session_attrs
         pool.kwargs = kwargs
 
     def env_create_table(self) -> bool:
@@ -115,14 +118,7 @@ def connect_postgres(env: dict[str, str], *, read_only: bool = True, timeout: in
     import psycopg
 
     place = postgres_place(env)
-    settings: dict[str, Any] = {
-        "dbname": env["POSTGRES_DBNAME"],
-        "host": env["POSTGRES_HOST"],
-        "port": int(env["POSTGRES_PORT"]),
-        "user": env["POSTGRES_USER"],
-        "password": env["POSTGRES_PASSWORD"],
-        "connect_timeout": timeout,
-    }
+    settings: dict[str, Any] = {**connect_kwargs(env, read_only=read_only), "connect_timeout": timeout}
     if read_only:
         settings["options"] = READ_ONLY_OPTIONS
     try:

@@ -1,0 +1,74 @@
+"""Partitions on separate PostgreSQL servers, served by two ``pokdeng serve`` processes, one killed mid-load.
+
+Two throwaway clusters (``tests/pgserver.py``), one per partition, and two replicas with the same
+partition map (``--partition-url 0=URL0 --partition-url 1=URL1``). Clients whose channels spread their
+calls over both replicas (gRPC round robin) play tables of both partitions; replica A is SIGKILLed
+mid-load (its calls in flight are retried with the same request ids on B) and started again.
+``bench.harness.partition_replicas`` then checks: the replicas agree, every command asked again (through
+either replica) gets its first answer, nothing lost or doubled in either partition (through the API and in
+each store), and ``pokdeng verify --all`` over the map passes. It measures the version conflicts in each
+store by the stream they hit, the round log (``RoundLog``) among them (docs/reliability.md). The long form:
+``POKDENG_RELIABILITY_LONG=1``, or ``python -m bench.harness.partition_replicas --seconds 30 --tables 4``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.harness.partition_replicas import PartitionReplicaConfig, PartitionReplicaReport, run_partition_replicas
+
+from ..pgserver import TemporaryPostgres, find_pg_bin_dir
+
+pytestmark = pytest.mark.postgres
+LONG = "POKDENG_RELIABILITY_LONG"
+
+
+@pytest.fixture
+def clusters() -> Iterator[list[TemporaryPostgres]]:
+    bin_dir = find_pg_bin_dir()
+    if bin_dir is None:
+        if os.environ.get("CI", "").strip().lower() in ("true", "1", "yes"):
+            pytest.fail("PostgreSQL binaries (initdb, postgres) not found; CI=true: a failure")
+        pytest.skip("PostgreSQL binaries (initdb, postgres) not found")
+    started: list[TemporaryPostgres] = []
+    try:
+        for _ in range(2):
+            cluster = TemporaryPostgres(bin_dir)
+            started.append(cluster)
+            cluster.start()
+        yield started
+    finally:
+        for cluster in started:
+            cluster.stop()
+
+
+def _run(clusters: list[TemporaryPostgres], tmp_path: Path, config: PartitionReplicaConfig) -> PartitionReplicaReport:
+    report = run_partition_replicas([c.info.url for c in clusters], tmp_path, config, [c.log_file for c in clusters])
+    print(report.render())
+    assert report.ok, report.render()
+    assert not report.server_errors, report.server_errors
+    assert set(report.client_errors) <= {"UNAVAILABLE", "ABORTED", "DEADLINE_EXCEEDED"}, report.client_errors
+    assert min(report.rounds_per_partition.values()) >= 3, report.rounds_per_partition
+    assert report.served_after_restart > 0
+    assert report.verify["map"] == 0
+    rounds = sum(report.rounds_per_partition.values())
+    assert report.counts["verified"] == report.counts["rounds"] == rounds
+    return report
+
+
+def test_two_replicas_serve_partitions_on_two_servers_through_a_kill(
+    clusters: list[TemporaryPostgres], tmp_path: Path
+) -> None:
+    _run(clusters, tmp_path, PartitionReplicaConfig())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get(LONG), reason=f"the long form: {LONG}=1")
+def test_the_long_run(clusters: list[TemporaryPostgres], tmp_path: Path) -> None:
+    config = PartitionReplicaConfig(seconds=30.0, tables=4, kill_after=8.0, first_answers=None, each_store=True)
+    report = _run(clusters, tmp_path, config)
+    assert all(rc == 0 for rc in report.verify.values()), report.verify
