@@ -181,6 +181,51 @@ class Figures:
     shuffles: float  # attach_shoe (seeded shuffle) per second
 
 
+NOTE = """\
+What stops it (issue #16, item 4), from the figures above and the profile below: a whole round is
+about 22 events, and the core's design makes each of them three Python objects: the command's
+frozen dataclass, the event's frozen slotted dataclass (every field set through
+object.__setattr__), and a new RoundState folded for it (``machine._with``: a dictionary copy
+per event). Building the events alone (build/s) and folding them alone (replay/s) are each
+below or near 20,000 rounds/s on this machine, so no change to ``decide`` alone can reach it:
+the floor is the event representation itself, not a hot spot. Settlement adds Fraction
+arithmetic per bet (``settlement.settle_values``), and every decision re-derives what the
+state already holds (``RoundState.cards``, ``turn``: tuple scans).
+
+What it would take: (1) fold once per command, not once per event: ``decide`` works on a
+mutable draft of the state and returns the events and the one new frozen state (the events
+stay the audit record, the state stays immutable to callers); (2) events as plain tuples or
+slotted classes with a generated positional ``__init__`` (no frozen ``__setattr__``), their
+``to_data`` and ``from_data`` generated per class; (3) integer multipliers in hundredths in
+place of ``Fraction`` in settlement; (4) the per-seat lookups (cards, turn, bets) kept as
+dictionaries in the state. Together they remove about three quarters of the object
+creation per event; compiling pokdeng_core with mypyc would give a further 2-4x. That is a
+rewrite of pokdeng_core's machine and events (every core test and the replay vectors
+re-proven), outside this benchmark's reach: the service's rounds are bound by the store and
+the API, not by the core (bench_service.py: the core is under a tenth of a command's time)."""
+
+
+def print_note(names: Sequence[str], floors: dict[str, Figures], rounds: int = 300) -> None:
+    """Why the target is missed: the note, and where a short profile of the slowest profile spends its time."""
+    slowest = min(names, key=lambda n: floors[n].machine)
+    f = floors[slowest]
+    print(
+        f"\n{slowest}: {f.machine:,.0f} rounds/s; building its events alone {f.build_only:,.0f}/s, folding them alone "
+        f"{f.fold_only:,.0f}/s (target {TARGET:,})"
+    )
+    print(NOTE)
+    prepared = setups(slowest, rounds)
+    for s in prepared:
+        play(s)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for s in prepared:
+        play(s)
+    profiler.disable()
+    print(f"\nprofile of {rounds} {slowest} rounds, by own time (the top 12):")
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(12)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=2000, help="rounds per profile (default 2000)")
@@ -201,8 +246,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(header)
     print("-" * len(header))
     worst = float("inf")
+    floors: dict[str, Figures] = {}
     for name in names:
         f = bench_profile(name, args.rounds, args.repeat)
+        floors[name] = f
         worst = min(worst, f.machine)
         print(
             f"{name:<10} {f.machine:>9,.0f} {1e6 / f.machine:>8.1f} {f.events:>6.1f} {f.baseline:>11,.0f} "
@@ -215,6 +262,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "replay/s: replay(events) of the same rounds alone (no decisions); build/s: constructing the same event\n"
         "objects alone. Whole rounds through decide/evolve cannot be faster than either."
     )
+    if worst < TARGET:
+        print_note(names, floors)
 
     if args.cprofile:
         for name in names:

@@ -544,7 +544,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             )
     for name, stats in profiles_out:
         print(f"\n== cProfile of the application blocks: {name}")
-        stats.sort_stats("cumulative").print_stats(35)
+        order, lines = os.environ.get("POKDENG_BENCH_SORT", "cumulative"), os.environ.get("POKDENG_BENCH_LINES", "35")
+        stats.sort_stats(order).print_stats(int(lines))
     print(f"\ntotal time {time.perf_counter() - began:.1f} s")
     return 0
 

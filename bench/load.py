@@ -1,7 +1,7 @@
 """Load: N concurrent gRPC clients against ``pokdeng serve`` on loopback, for a bounded time.
 
     python bench/load.py [--seconds 10] [--clients 1,8,32] [--store sqlite,postgres]
-                         [--postgres-url URL] [--workers 16] [--short] [--json FILE]
+                         [--postgres-url URL] [--workers 16] [--repeat R] [--short] [--json FILE]
 
 For every store and client count: a fresh store (an SQLite file; a fresh PostgreSQL database of
 a throwaway cluster from ``tests/pgserver.py``, or a fresh schema in ``--postgres-url``), one
@@ -13,9 +13,13 @@ Draw/Stay, the banker's moves, a deposit or withdrawal every third round. Set-up
 After ``--seconds`` the clients stop where they are.
 
 Reported per configuration: rounds/s (rounds closed in the window), calls/s, p50 and p99
-latency per RPC, and errors by RPC and code (any error is a failure: exit code 1). As a
-baseline measured in the same run, the same N threads call the gRPC health check of the same
-server for one second (the transport's unary ceiling on this machine).
+latency per RPC, and errors by RPC and code (any error is a failure: exit code 1). Two
+baselines are measured in the same run: the same N threads call the gRPC health check of the
+same server for one second (the transport's unary ceiling on this machine), and, once the
+server has stopped, the very transactions the server committed in the window (as many events
+in each, read from its log) are appended raw, one after the other, with a minimal aggregate to
+a fresh store of the same kind on the same disk (``bench.harness.baseline``): the store's own
+round rate. The ratio of the two round rates is printed (target: at least 50% at 8 clients).
 
 ``--short`` (what CI runs, through tests/reliability/test_load_short.py): 1.5 seconds, 1 and 8
 clients, no baseline.
@@ -27,6 +31,7 @@ import argparse
 import contextlib
 import json
 import os
+import statistics
 import sys
 import tempfile
 import threading
@@ -43,6 +48,7 @@ if str(ROOT) not in sys.path:
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
+from bench.harness.baseline import LogReader, raw_env, replay, transactions  # noqa: E402
 from bench.harness.client import HarnessClient, Stats  # noqa: E402
 from bench.harness.driver import TableDriver, make_tables  # noqa: E402
 from bench.harness.server import ServerProcess, Store, postgres_databases, servers  # noqa: E402
@@ -50,6 +56,7 @@ from bench.harness.tokens import Tokens  # noqa: E402
 
 SHORT_CLIENTS = (1, 8)  # --short, and tests/reliability/test_load_short.py
 SHORT_SECONDS = 1.5
+RAW_TARGET = 0.50  # rounds/s over the raw-append round rate of the same store (8 clients)
 MAIN_RPCS = (
     "GetTable",
     "StartRound",
@@ -78,6 +85,17 @@ class LoadResult:
     rpcs: list[dict[str, Any]]
     baseline_calls_per_s: float | None = None
     notes: list[str] = field(default_factory=list)
+    raw_seconds: float | None = None  # the window's transactions appended raw, one after the other
+    transactions: int = 0  # command transactions committed in the window
+
+    @property
+    def raw_rounds_per_s(self) -> float | None:
+        return self.rounds / self.raw_seconds if self.raw_seconds else None
+
+    @property
+    def raw_ratio(self) -> float | None:
+        """rounds/s over the raw-append round rate (the same work): the raw replay's time over the window's."""
+        return self.raw_seconds / self.seconds if self.raw_seconds and self.seconds else None
 
     @property
     def rounds_per_s(self) -> float:
@@ -102,6 +120,9 @@ class LoadResult:
             "errors": self.errors,
             "rpcs": self.rpcs,
             "baseline_health_calls_per_s": self.baseline_calls_per_s,
+            "transactions": self.transactions,
+            "raw_rounds_per_s": None if self.raw_rounds_per_s is None else round(self.raw_rounds_per_s, 1),
+            "raw_ratio": None if self.raw_ratio is None else round(self.raw_ratio, 3),
         }
 
 
@@ -135,8 +156,10 @@ def run_load(
     *,
     workers: int = 16,
     baseline: bool = True,
+    raw_store: Store | None = None,
 ) -> LoadResult:
-    """One configuration: a fresh ``store``, one server, ``clients`` threads for ``seconds``."""
+    """One configuration: a fresh ``store``, one server, ``clients`` threads for ``seconds``; with
+    ``raw_store`` (a fresh store of the same kind) the window's transactions are appended there raw."""
     specs = make_tables(f"load{clients}", clients)
     wallets = [w for spec in specs for w in spec.wallets]
     tokens = Tokens.for_players(wallets)
@@ -148,10 +171,13 @@ def run_load(
         running.append(server)
         server.start()
         drivers = [TableDriver(spec, HarnessClient(server.target, patience=30.0), tokens) for spec in specs]
+        reader = LogReader(store) if raw_store is not None else None
+        sizes: list[int] = []
         try:
             for driver in drivers:
                 driver.setup()
                 driver.stats.clear()  # the set-up is not measured
+            first = reader.position() if reader is not None else 0
             stop = threading.Event()
             threads = [threading.Thread(target=d.play, args=(stop,), daemon=True) for d in drivers]
             started = time.monotonic()
@@ -169,13 +195,30 @@ def run_load(
             if any(t.is_alive() for t in threads):
                 notes.append("a client did not stop within 60 s")
             rounds = sum(len(d.closed) for d in drivers)
+            if reader is not None:
+                sizes = transactions(reader, first, reader.position())
             ceiling = _health_baseline(server.target, clients) if baseline else None
         finally:
             for driver in drivers:
                 driver.client.close()
+            if reader is not None:
+                reader.close()
         notes.extend(server.log_errors())
+    raw_seconds = replay(raw_env(raw_store), sizes) if raw_store is not None and sizes else None  # server stopped
     errors = {f"{rpc} {code}": n for (rpc, code), n in sorted(stats.errors.items())}
-    return LoadResult(store.kind, clients, elapsed, rounds, stats.calls, errors, stats.table(), ceiling, notes)
+    return LoadResult(
+        store.kind,
+        clients,
+        elapsed,
+        rounds,
+        stats.calls,
+        errors,
+        stats.table(),
+        ceiling,
+        notes,
+        raw_seconds,
+        len(sizes),
+    )
 
 
 @contextlib.contextmanager
@@ -197,13 +240,16 @@ def stores(kinds: list[str], workdir: Path, postgres_url: str | None) -> Iterato
 
 def render(results: list[LoadResult]) -> str:
     lines = [
-        "| store | clients | rounds/s | calls/s | health calls/s (baseline) | errors |",
-        "|---|---|---|---|---|---|",
+        "| store | clients | rounds/s | raw-append rounds/s | ratio | calls/s | health calls/s (baseline) | errors |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         base = f"{r.baseline_calls_per_s:,.0f}" if r.baseline_calls_per_s else "-"
+        raw = f"{r.raw_rounds_per_s:,.1f}" if r.raw_rounds_per_s else "-"
+        ratio = f"{r.raw_ratio:.0%}" if r.raw_ratio else "-"
         lines.append(
-            f"| {r.store} | {r.clients} | {r.rounds_per_s:,.1f} | {r.calls_per_s:,.0f} | {base} | {r.error_total} |"
+            f"| {r.store} | {r.clients} | {r.rounds_per_s:,.1f} | {raw} | {ratio} | {r.calls_per_s:,.0f} | {base} "
+            f"| {r.error_total} |"
         )
     lines += ["", "p50 / p99 latency per RPC, ms:", ""]
     header = "| store | clients | " + " | ".join(MAIN_RPCS) + " |"
@@ -230,6 +276,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=16, help="the server's request threads")
     parser.add_argument("--short", action="store_true", help="CI form: 1.5 s, 1 and 8 clients, no baseline")
     parser.add_argument("--no-baseline", action="store_true")
+    parser.add_argument("--repeat", type=int, default=1, help="runs per configuration (fresh store each); medians")
     parser.add_argument("--json", help="also write the results as JSON to this file")
     args = parser.parse_args(argv)
     counts = [int(c) for c in args.clients.split(",") if c]
@@ -245,15 +292,42 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="pokdeng-load-") as tmp, stores(kinds, Path(tmp), args.postgres_url) as new:
         for kind in kinds:
             for n in counts:
-                result = run_load(
-                    new(kind, f"load-{n}"), Path(tmp), n, seconds, workers=args.workers, baseline=baseline
-                )
-                results.append(result)
-                print(
-                    f"{kind:8} {n:3} clients: {result.rounds_per_s:7.1f} rounds/s, {result.calls_per_s:7.0f} calls/s, "
-                    f"{result.error_total} errors",
-                    flush=True,
-                )
+                ratios: list[float] = []
+                rates: list[float] = []
+                for run in range(max(1, args.repeat)):
+                    raw_store = new(kind, f"raw-{n}-{run}") if baseline else None
+                    result = run_load(
+                        new(kind, f"load-{n}-{run}"),
+                        Path(tmp),
+                        n,
+                        seconds,
+                        workers=args.workers,
+                        baseline=baseline,
+                        raw_store=raw_store,
+                    )
+                    results.append(result)
+                    rates.append(result.rounds_per_s)
+                    raw = ""
+                    if result.raw_ratio is not None and result.raw_rounds_per_s is not None:
+                        ratios.append(result.raw_ratio)
+                        verdict = "meets" if result.raw_ratio >= RAW_TARGET else "misses"
+                        raw = (
+                            f"; raw appends of the same {result.transactions} transactions: "
+                            f"{result.raw_rounds_per_s:.1f} rounds/s; ratio {result.raw_ratio:.0%} "
+                            f"({verdict} >= {RAW_TARGET:.0%})"
+                        )
+                    print(
+                        f"{kind:8} {n:3} clients: {result.rounds_per_s:7.1f} rounds/s, "
+                        f"{result.calls_per_s:7.0f} calls/s, {result.error_total} errors{raw}",
+                        flush=True,
+                    )
+                if args.repeat > 1:
+                    line = f"{kind:8} {n:3} clients, median of {args.repeat}: {statistics.median(rates):7.1f} rounds/s"
+                    if ratios:
+                        ratio = statistics.median(ratios)
+                        verdict = "meets" if ratio >= RAW_TARGET else "misses"
+                        line += f"; ratio to raw appends {ratio:.0%} ({verdict} >= {RAW_TARGET:.0%})"
+                    print(line, flush=True)
     print()
     print(render(results))
     if args.json:

@@ -9,6 +9,8 @@
   GetLegalCommands say, with request ids derived from the round and its state, so any client that
   sees the same state sends the same request (a retry, or a second client on another replica).
 * ``checks``  — the end-of-run audit through the API and directly in the store.
+* ``baseline`` — the raw-append baseline of a run: the same transactions appended with a minimal
+  aggregate to a fresh store of the same kind (``bench/load.py``), and a served store's log read only.
 * ``crash``   — the crash-and-restart harness (``python -m bench.harness.crash --help``).
 * ``replicas`` — two servers on one PostgreSQL store, clients sharing tables and wallets.
 

@@ -181,9 +181,11 @@ def audit_api(
     *,
     verify_workers: int = 4,
     feed: Sequence[tuple[int, str, str, int]] | None = None,
+    partition: int = 0,
 ) -> Findings:
     """Every check through the gRPC API of the server at ``target``; ``feed``: what a client of the event
-    feed received (``feed.FeedFollower.items``), which must be the log exactly."""
+    feed received (``feed.FeedFollower.items``), which must be the log exactly. ``partition``: the store whose
+    log is read (give the tables, wallets, ledger and requests of that partition)."""
     found = Findings()
     where = "api"
     client = HarnessClient(target, tokens.operator, patience=60.0)
@@ -257,7 +259,9 @@ def audit_api(
             after = 0
             for _ in range(1_000_000):
                 batches = auditor.stubs["EventService"].SubscribeEvents(
-                    pb.SubscribeEventsRequest(after_position=after, batch_size=1000, stop_at_head=True),
+                    pb.SubscribeEventsRequest(
+                        after_position=after, batch_size=1000, stop_at_head=True, partition=partition
+                    ),
                     metadata=auditor.metadata,
                     timeout=120,
                 )

@@ -35,12 +35,11 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime
 from pathlib import Path
 
 import grpc
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 
 from .checks import Findings, audit_api, audit_store
 from .client import HarnessClient, Stats
@@ -149,7 +148,7 @@ class WalletHammer:
             rid = f"{self.name}:{k}"
             method, amount = ("Deposit", 1000 + k) if k % 2 else ("Withdraw", 900 + k)
             try:
-                self.client.send("Wallets", method, request_id=rid, wallet_id=wallet, amount=amount)
+                self.client.send("WalletService", method, request_id=rid, wallet_id=wallet, amount=amount)
             except grpc.RpcError as error:
                 code = error.code() if isinstance(error, grpc.Call) else None
                 if code != grpc.StatusCode.FAILED_PRECONDITION:
@@ -188,7 +187,7 @@ def _clock_rounds(driver: TableDriver, rounds: int, deadline: float, out: list[s
         for seat, player in driver.spec.expected_bets(opened):
             driver.command(
                 driver.as_player[player],
-                "Tables",
+                "RoundService",
                 "PlaceBet",
                 f"{round_id}:bet:{seat}:{player}",
                 round_id=round_id,
@@ -196,7 +195,7 @@ def _clock_rounds(driver: TableDriver, rounds: int, deadline: float, out: list[s
                 player=player,
                 stake=driver.spec.stake(round_id, seat, player),
             )
-        driver.command(driver.ops, "Tables", "Deal", f"{round_id}:deal", round_id=round_id)
+        driver.command(driver.ops, "RoundService", "Deal", f"{round_id}:deal", round_id=round_id)
         while time.monotonic() < deadline:
             if driver.round(round_id).phase == pb.ROUND_PHASE_CLOSED:
                 out.append(round_id)
@@ -215,20 +214,23 @@ def check_clock_round(
     events = list(r.events)
     timed_out: Counter[int] = Counter()
     for i, event in enumerate(events):
-        if event.kind in ("card_drawn", "player_stood"):
-            payload = json.loads(event.payload_json)
-            if payload.get("reason") not in ("timeout", "auto"):
-                found.append(f"{r.round_id}: a {event.kind} by choice in a round nobody played: {payload}")
-        if event.kind != "turn_timed_out":
+        kind = event.WhichOneof("event")
+        if kind in ("card_drawn", "player_stood"):
+            reason = event.card_drawn.reason if kind == "card_drawn" else event.player_stood.reason
+            if reason not in (pb.ACTION_REASON_TIMEOUT, pb.ACTION_REASON_AUTO):
+                payload = json.loads(event.canonical_data) if event.canonical_data else {}
+                found.append(f"{r.round_id}: a {kind} by choice in a round nobody played: {payload}")
+        if kind != "turn_timed_out":
             continue
-        seat = json.loads(event.payload_json)["seat"]
+        seat = event.turn_timed_out.seat
         timed_out[seat] += 1
-        wait = (_when(event.recorded_at) - _when(events[i - 1].recorded_at)).total_seconds()
+        wait = (event.record_time.ToDatetime() - events[i - 1].record_time.ToDatetime()).total_seconds()
         waits.append(wait)
         if wait < timeout - 0.01:
+            before = events[i - 1]
             early.append(
-                f"{r.round_id}: seat {seat} timed out after waiting {wait:.3f}s (< {timeout}s) "
-                f"by {event.request_id} (the event before: {events[i - 1].kind} by {events[i - 1].request_id})"
+                f"{r.round_id}: seat {seat} timed out after waiting {wait:.3f}s (< {timeout}s) by {event.request_id} "
+                f"(the event before: {before.WhichOneof('event')} by {before.request_id})"
             )
         if not event.request_id.startswith("timeout:"):
             found.append(f"{r.round_id}: a timeout by {event.request_id}, not by a turn clock")
@@ -241,17 +243,13 @@ def check_clock_round(
     return waits
 
 
-def _when(text: str) -> datetime:
-    return datetime.fromisoformat(text.replace("Z", "+00:00"))
-
-
 def _request_ids(client: HarnessClient) -> Counter[str]:
     """Every request id recorded in the store, from the event feed."""
     out: Counter[str] = Counter()
     after = 0
     for _ in range(100_000):
         got = 0
-        for batch in client.stubs["Events"].SubscribeEvents(
+        for batch in client.stubs["EventService"].SubscribeEvents(
             pb.SubscribeEventsRequest(after_position=after, batch_size=1000, stop_at_head=True),
             metadata=client.metadata,
             timeout=120,
@@ -259,8 +257,8 @@ def _request_ids(client: HarnessClient) -> Counter[str]:
             for n in batch.events:
                 got += 1
                 after = n.position
-                if n.aggregate_kind == "request":
-                    out[json.loads(n.payload_json).get("request_id", "")] += 1
+                if n.stream_kind == pb.STREAM_KIND_REQUEST:
+                    out[n.event.request_accepted.request_id] += 1
         if not got:
             return out
     return out
@@ -404,9 +402,9 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
             requests = _request_ids(operator.as_token(tokens.auditor))
             waits: list[float] = []
             for spec in clock_specs:
-                table = operator.send("Queries", "GetTable", table_id=spec.table_id)
+                table = operator.send("TableService", "GetTable", table_id=spec.table_id).table
                 for n in range(1, table.round_no + 1):
-                    r = operator.send("Queries", "GetRound", round_id=f"{spec.table_id}#{n}")
+                    r = operator.send("RoundService", "GetRound", round_id=f"{spec.table_id}#{n}").round
                     waits.extend(
                         check_clock_round(report.clock_problems, report.clock_early, r, CLOCK_TIMEOUT, requests)
                     )
@@ -421,13 +419,13 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
             other = HarnessClient(b, tokens.operator)
             clients.append(other)
             for spec in (*specs, *clock_specs):
-                one = operator.send("Queries", "GetTable", table_id=spec.table_id)
-                two = other.send("Queries", "GetTable", table_id=spec.table_id)
+                one = operator.send("TableService", "GetTable", table_id=spec.table_id)
+                two = other.send("TableService", "GetTable", table_id=spec.table_id)
                 if one != two:
                     report.problems.append(f"the replicas disagree on table {spec.table_id}")
             for wallet in wallets:
-                if operator.send("Wallets", "GetWallet", wallet_id=wallet) != other.send(
-                    "Wallets", "GetWallet", wallet_id=wallet
+                if operator.send("WalletService", "GetWallet", wallet_id=wallet) != other.send(
+                    "WalletService", "GetWallet", wallet_id=wallet
                 ):
                     report.problems.append(f"the replicas disagree on wallet {wallet}")
 

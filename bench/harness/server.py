@@ -93,7 +93,8 @@ def free_port() -> int:
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment of a server: ours, without store settings that would override its arguments."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("POKDENG_DB", "POKDENG_POSTGRES", "POKDENG_VAULT"))}
+    stores = ("POKDENG_DB", "POKDENG_POSTGRES", "POKDENG_VAULT", "POKDENG_PARTITION")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(stores)}
     env["POKDENG_VAULT_KEY"] = VAULT_KEY
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
     env["PYTHONUNBUFFERED"] = "1"

@@ -14,7 +14,8 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 from google.protobuf.duration_pb2 import Duration
@@ -36,7 +37,7 @@ from pokdeng_service.application.views import (
     WalletView,
 )
 from pokdeng_service.audit import Verdict
-from pokdeng_service.store.codec import canonical_json
+from pokdeng_service.store.codec import canonical_bytes, canonical_json
 
 HIDDEN = ""  # a card the caller may not see yet
 
@@ -66,10 +67,23 @@ OVER = frozenset({"settled", "closed"})
 
 def timestamp(text: str) -> Timestamp:
     """An RFC 3339 time as stored (``datetime.isoformat()`` of a UTC time) as a Timestamp (exact to the microsecond)."""
-    stamp = Timestamp()
-    if text:
-        stamp.FromDatetime(datetime.fromisoformat(text))
-    return stamp
+    if not text:
+        return Timestamp()
+    seconds, nanos = _seconds_nanos(text)
+    return Timestamp(seconds=seconds, nanos=nanos)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+
+
+@lru_cache(maxsize=8192)
+def _seconds_nanos(text: str) -> tuple[int, int]:
+    """``Timestamp.FromDatetime(datetime.fromisoformat(text))``'s seconds (``calendar.timegm`` of the UTC time:
+    whole seconds, rounded down) and nanoseconds (the time's microseconds), in integers."""
+    moment = datetime.fromisoformat(text)
+    since = moment - (_EPOCH if moment.tzinfo is not None else _NAIVE_EPOCH)
+    return since.days * 86_400 + since.seconds, moment.microsecond * 1_000
 
 
 def currency(code: str) -> pb.Currency:
@@ -272,7 +286,7 @@ def recorded_event(
         record_time=timestamp(event.timestamp),
         request_id=event.command_id,
         redacted=redacted is not None,
-        canonical_data=b"" if redacted is not None else canonical_json(event.data).encode("utf-8"),
+        canonical_data=b"" if redacted is not None else canonical_bytes(event.data),
     )
     member = typed.member_of(stream, event.kind)
     if member is not None:

@@ -25,8 +25,12 @@ def wallet_reply(env: Env, _call: Call, result: CommandResult) -> dict[str, Any]
     view = result.view
     if not isinstance(view, WalletView):  # a retry: read the wallet as it is now
         view = env.service.app_for(result.id, "wallet").get_wallet(result.id)
-    app = env.service.app_for(result.id, "wallet")
-    after = _balances_after(app, result.id, [e.position for e in result.events])
+    positions = [e.position for e in result.events if e.position > 1]
+    if not result.replayed and isinstance(result.view, WalletView) and positions == [result.view.version]:
+        after = {view.version: view}  # the command's one movement: the wallet as it saved it (no read back)
+    else:
+        app = env.service.app_for(result.id, "wallet")
+        after = _balances_after(app, result.id, [e.position for e in result.events])
     events = [convert.recorded_event(e, "wallet", wallet_after=after.get(e.position)) for e in result.events]
     return {"request_id": result.request_id, "events": events, "wallet": convert.wallet(view)}
 

@@ -39,8 +39,17 @@ def get_round(env: Env, call: Call, request: pb.GetRoundRequest) -> pb.GetRoundR
     return pb.GetRoundResponse(round=convert.round_(view, convert.visibility_for(viewer(call), view), with_events=full))
 
 
-def _time_text(stamp: Timestamp) -> str | None:
-    return stamp.ToDatetime(tzinfo=UTC).isoformat() if stamp.seconds or stamp.nanos else None
+_FIRST, _LAST = -62135596800, 253402300799  # 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z: Timestamp's range
+
+
+def _time_text(f: Fields, field: str, stamp: Timestamp) -> str | None:
+    """A filter's time as the read models compare it (None: unset); refused outside Timestamp's range."""
+    if not (stamp.seconds or stamp.nanos):
+        return None
+    if not _FIRST <= stamp.seconds <= _LAST or not 0 <= stamp.nanos < 1_000_000_000:
+        f.bad(field, f"{field} must be a time from 0001-01-01 to 9999-12-31 (UTC)")
+        return None
+    return stamp.ToDatetime(tzinfo=UTC).isoformat()
 
 
 def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListRoundsResponse:
@@ -48,6 +57,8 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
     f.ident("table_id", request.table_id, required=False)
     f.ident("player", request.player, required=False)
     size = f.page_size(request.page_size, limits.MAX_RECENT_ROUNDS, default=10)
+    start = _time_text(f, "close_time_start", request.close_time_start)
+    end = _time_text(f, "close_time_end", request.close_time_end)
     f.done()
     player = request.player or None
     principal = call.principal
@@ -58,8 +69,8 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
     filters: dict[str, Any] = {
         "table_id": request.table_id or None,
         "player": player,
-        "closed_from": _time_text(request.close_time_start),
-        "closed_to": _time_text(request.close_time_end),
+        "closed_from": start,
+        "closed_to": end,
         "outcome": convert.OUTCOME_FROM_PB.get(int(request.outcome)),
     }
     cursor = paging.decode("ListRounds", filters, request.page_token)

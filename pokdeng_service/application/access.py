@@ -41,4 +41,3 @@ def table_for(principal: Principal, view: TableView) -> TableView:
         return view
     bids = tuple((p, rounds, capital if p == principal.player else 0) for p, rounds, capital in view.bids)
     return view.model_copy(update={"bids": bids})
-

@@ -37,7 +37,7 @@ from pokdeng_service.application.principal import SYSTEM, Principal
 from pokdeng_service.application.queries import Queries, round_view, table_view, wallet_view
 from pokdeng_service.application.views import CommandResult, RecordedEvent, RoundView, TableView, WalletView
 from pokdeng_service.store import aggregates as ag
-from pokdeng_service.store import commits, fastpaths, integrity
+from pokdeng_service.store import commits, fastmapper, fastpaths, integrity
 from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
 from pokdeng_service.store.roundlog import RoundLog, round_log_uuid
 from pokdeng_service.store.signing import KeyRing
@@ -116,10 +116,10 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
     # -- saving ----------------------------------------------------------------------------
 
     def save(self, *objs: Any, **kwargs: Any) -> list[Recording[UUID]]:
-        """``Application.save`` with the library's event collection replaced by ``fastpaths.collect``."""
+        """``Application.save`` with the library's event collection and snapshots replaced by ``fastpaths``."""
         processing_event = fastpaths.collect(objs, kwargs)
         recordings = self._record(processing_event)
-        self._take_snapshots(processing_event)
+        fastpaths.take_snapshots(self, processing_event)  # (of the aggregates as saved: no read back)
         self._notify(recordings)
         return recordings
 
@@ -130,8 +130,8 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
         return recorder
 
     def construct_mapper(self) -> Mapper[UUID]:
-        """The library's mapper, plain rows decoded by ``fastpaths.PlainMapper`` (checked against it by a test)."""
-        return fastpaths.plain_mapper_of(super().construct_mapper())
+        """The library's mapper, plain rows read and written by ``fastmapper.PlainMapper`` (tests check them)."""
+        return fastmapper.plain_mapper_of(super().construct_mapper())
 
     def register_transcodings(self, transcoder: JSONTranscoder) -> None:
         super().register_transcodings(transcoder)

@@ -7,7 +7,6 @@ application's loaders and caches) and writes nothing.
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
@@ -23,6 +22,7 @@ from pokdeng_core.errors import InvalidCommand
 from pokdeng_core.limits import MAX_STATEMENT_PAGE, check_id
 from pokdeng_core.machine import RoundState, Shoe, attach_shoe, legal_commands, shoe_client_seed
 from pokdeng_service.application.errors import NotFound, stream_forged
+from pokdeng_service.application.notifications import Activity, address, notification
 from pokdeng_service.application.views import (
     BetView,
     HandView,
@@ -38,19 +38,24 @@ from pokdeng_service.application.views import (
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import fastpaths, integrity, merkle
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed, TableRecord, Wallet
-from pokdeng_service.store.facts import fact_of, payload_of
+from pokdeng_service.store.facts import fact_of
 from pokdeng_service.store.vault import SeedVault
 
 _CACHE_SIZE = 1024
 
 
+# The views are built with ``model_construct``: every value comes from the aggregate as the core made
+# it, of the field's type already, so validating it would build the same view again (tests/service/
+# test_views_built.py compares each view with the validated one, for every stream of a played store).
+
+
 def wallet_view(wallet: Wallet) -> WalletView:
-    return WalletView(
+    return WalletView.model_construct(
         wallet_id=wallet.wallet_id,
         balance=wallet.balance,
         reserved=wallet.reserved,
         available=wallet.available,
-        reservations=tuple(Reservation(round_id=k, amount=v) for k, v in wallet.reservations.items()),
+        reservations=tuple(Reservation.model_construct(round_id=k, amount=v) for k, v in wallet.reservations.items()),
         version=wallet.version,
         currency=wallet.currency,
     )
@@ -59,7 +64,7 @@ def wallet_view(wallet: Wallet) -> WalletView:
 def table_view(record: TableRecord) -> TableView:
     s = record.state
     profile = s.rules
-    return TableView(
+    return TableView.model_construct(
         table_id=s.table_id,
         profile=profile.name,
         profile_version=profile.version,
@@ -67,7 +72,7 @@ def table_view(record: TableRecord) -> TableView:
         min_stake=s.min_stake,
         max_stake=s.max_stake,
         seat_count=s.seat_count,
-        seats=tuple(Seat(seat=n, player=p) for n, p in s.seats),
+        seats=tuple(Seat.model_construct(seat=n, player=p) for n, p in s.seats),
         dealer=s.dealer,
         banker=s.banker,
         banker_rounds_left=s.tenure_left,
@@ -87,7 +92,7 @@ def round_view(record: RoundRecord, events: tuple[RecordedEvent, ...] = ()) -> R
     profile = s.rules
     holders = dict(s.seats)
     hands = tuple(
-        HandView(
+        HandView.model_construct(
             seat=seat,
             holder=holders.get(seat) if seat else s.banker_player,
             cards=tuple(map(str, cards)),
@@ -96,7 +101,7 @@ def round_view(record: RoundRecord, events: tuple[RecordedEvent, ...] = ()) -> R
         )
         for seat, cards in s.hands
     )
-    return RoundView(
+    return RoundView.model_construct(
         round_id=s.round_id,
         table_id=s.table_id,
         round_no=s.round_no,
@@ -109,13 +114,17 @@ def round_view(record: RoundRecord, events: tuple[RecordedEvent, ...] = ()) -> R
         client_seed=s.client_seed,
         nonce=s.nonce,
         server_seed=s.server_seed,
-        bets=tuple(BetView(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved) for b in s.bets),
-        side_bets=tuple(BetView(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved) for b in s.side_bets),
+        bets=tuple(_bet_view(b) for b in s.bets),
+        side_bets=tuple(_bet_view(b) for b in s.side_bets),
         hands=hands,
         outcome=s.outcome,
         version=record.version,
         events=events,
     )
+
+
+def _bet_view(bet: Any) -> BetView:
+    return BetView.model_construct(seat=bet.seat, player=bet.player, stake=bet.stake, reserved=bet.reserved)
 
 
 class Queries(Application[UUID]):
@@ -390,11 +399,20 @@ class Queries(Application[UUID]):
             raise InvalidCommand("after >= 0 and 1 <= limit <= 10000", field="limit")
         out = []
         for item in self.recorder.select_notifications(start=after + 1, limit=limit):
-            domain_event = self.mapper.to_domain_event(item)
-            note = _notification(item.id, domain_event)
-            if note.stream == "wallet" and note.stream_id == str(domain_event.originator_id):
-                note = note.model_copy(update={"stream_id": self._wallet_name(domain_event.originator_id)})
-            out.append(note)
+            out.append(notification(item.id, self.mapper.to_domain_event(item), self._wallet_name))
+        return tuple(out)
+
+    def log_activity(self, after: int = 0, limit: int = 1000) -> tuple[Activity, ...]:
+        """``read_notifications`` without the events' data: where each event is and what it is (the turn
+        clock follows the log with it)."""
+        if after < 0 or not 1 <= limit <= 10_000:
+            raise InvalidCommand("after >= 0 and 1 <= limit <= 10000", field="limit")
+        out = []
+        for item in self.recorder.select_notifications(start=after + 1, limit=limit):
+            domain_event: Any = self.mapper.to_domain_event(item)
+            stream, _id, stream_id, _data = address(domain_event, self._wallet_name)
+            kind = getattr(domain_event, "kind", None) or type(domain_event).__name__
+            out.append(Activity(item.id, stream, stream_id, kind, domain_event.timestamp.isoformat()))
         return tuple(out)
 
     def _wallet_name(self, uuid: UUID) -> str:
@@ -434,35 +452,3 @@ class Queries(Application[UUID]):
         from pokdeng_service import audit
 
         return audit.export_bundle(self, round_id)
-
-
-_STREAM_OF = {
-    "RoundRecord": "round",
-    "TableRecord": "table",
-    "Wallet": "wallet",
-    "SealedSeed": "seed",
-    "CommandRecord": "request",
-    "RoundLog": "log",  # the store's log of closed rounds (application/checkpoints.py)
-}
-
-
-def _notification(position: int, item: Any) -> Notification:
-    owner = type(item).__qualname__.split(".")[0]
-    stream = _STREAM_OF.get(owner, owner)
-    stream_id = getattr(item, "stream_id", "")
-    data = getattr(item, "data", None)
-    if data is None:
-        data = {k: v for k, v in payload_of(item).items() if k not in ("sealed", "nonce", "digest")}
-        key = {"round": "round_id", "table": "table_id", "wallet": "wallet_id", "seed": "round_id"}.get(stream, "")
-        stream_id = str(data.get(key, "")) if key else ""
-    if stream == "request":
-        data = {"request_id": data.get("request_id", "")}
-    return Notification(
-        position=position,
-        stream=stream,
-        stream_id=stream_id or str(item.originator_id),
-        stream_version=item.originator_version,
-        kind=getattr(item, "kind", None) or type(item).__name__,
-        data=json.loads(json.dumps(data, default=str)),
-        timestamp=item.timestamp.isoformat(),
-    )

@@ -61,7 +61,7 @@ installed version until those tests have been re-run and ``CHECKED_AGAINST`` upd
     upcast, a tagged value, an unknown topic, not JSON) and
     ``test_packed_rows_fall_back_to_the_mapper`` (compressed, encrypted).
 
-``PlainMapper`` (``plain_event(row)``)
+``fastmapper.PlainMapper`` (``plain_event(row)``, ``plain_stored_event(event)``; in ``store/fastmapper.py``)
     Replaces ``eventsourcing.persistence.Mapper.to_domain_event`` (eventsourcing 9.5.6) as the
     application's mapper (``PokdengApp.construct_mapper``: every load, ``events.get``, the read
     models and the notification log decode through it) for rows in the plain form above whose
@@ -72,9 +72,22 @@ installed version until those tests have been re-run and ``CHECKED_AGAINST`` upd
     ``originator_version``). A row with any other tag (counted in its bytes: ``"_type_"`` once),
     any ``\\u`` escape, a ``class_version``, a class above version 1, text orjson refuses, or a
     mapper with another transcoder, a cipher or a compressor, goes to the library's method.
+    Its ``to_stored_event`` (``plain_stored_event``) writes the state of an event of class version 1
+    with orjson when every value is one orjson writes as the library's ``json`` encoder does (text,
+    integers, booleans, nulls, dicts with text keys, lists and tuples, and times, tagged as
+    ``DatetimeAsISO`` does): the same bytes, key order kept; anything else (a float, a uuid, a
+    subclass, a value orjson refuses) is written by the library's method.
     Guard: ``tests/service/test_fastpaths_mapper.py`` (every row of a real app, snapshots
     included: the same class and the same ``__dict__``, key order and value types included; rows
-    it must hand over; packed rows).
+    it must hand over; packed rows; every event written again: the same bytes, topic and key).
+
+``take_snapshots(app, processing_event)``
+    Replaces ``Application._take_snapshots`` as ``Application.save`` calls it (eventsourcing 9.5.6):
+    a snapshot due at a version the saved aggregate stands at is taken of that aggregate
+    (``Snapshot.take``, as ``take_snapshot`` does of the aggregate it reads back), not of a copy
+    read back from the store and folded again; any other case is the library's.
+    Guard: ``test_snapshots_of_saved_aggregates_are_the_read_back_ones`` (every snapshot of a
+    played store with small intervals: the same state as the library's ``take_snapshot``).
 
 ``stream_facts(recorder, mapper, uuids)``
     Replaces ``facts_of_rows(mapper, recorder.select_events(uuid))`` for each of many streams on
@@ -110,7 +123,7 @@ from typing import Any, NamedTuple
 import orjson
 from eventsourcing.application import ProcessingEvent
 from eventsourcing.domain import Aggregate
-from eventsourcing.persistence import DatetimeAsISO, JSONTranscoder, Mapper, StoredEvent, find_id_convertor
+from eventsourcing.persistence import JSONTranscoder, Mapper, StoredEvent
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 from eventsourcing.utils import resolve_topic
 
@@ -362,63 +375,36 @@ def select_rows(recorder: Any, reads: Iterable[Read]) -> list[list[Any]]:
     return out
 
 
-# -- the application's mapper ---------------------------------------------------------------------
+# -- snapshots after a save ----------------------------------------------------------------------
 
 
-class PlainMapper(Mapper[uuid.UUID]):
-    """The library's ``Mapper``, with rows in the plain form decoded by ``plain_event``."""
-
-    def __init__(self, transcoder: Any, compressor: Any = None, cipher: Any = None) -> None:
-        super().__init__(transcoder, compressor, cipher)
-        times = transcoder.names.get("datetime_iso") if isinstance(transcoder, JSONTranscoder) else None
-        self.plain = plain_mapper(self) and type(times) is DatetimeAsISO
-
-    def to_domain_event(self, stored_event: Any) -> Any:
-        if self.plain:
-            domain_event = plain_event(stored_event)
-            if domain_event is not None:
-                return domain_event
-        return super().to_domain_event(stored_event)
-
-
-def plain_mapper_of(mapper: Mapper[Any]) -> Mapper[Any]:
-    """``mapper`` as a ``PlainMapper`` (the same transcoder, compressor and cipher), if it is the library's own."""
-    if type(mapper) is not Mapper:
-        return mapper
-    return PlainMapper(mapper.transcoder, mapper.compressor, mapper.cipher)
-
-
-_TAG = b'"_type_"'
-_ESCAPE = b"\\u"
+def take_snapshots(app: Any, processing_event: ProcessingEvent[Any]) -> None:
+    """``Application._take_snapshots(processing_event)`` (eventsourcing 9.5.6), a snapshot of an aggregate the save
+    just wrote taken from that aggregate, when it stands at the version to snapshot, rather than read back from the
+    store (``take_snapshot``'s ``repository.get(id, version=...)``); otherwise, and for any class without a
+    projector in ``snapshotting_projectors``, the library's ``take_snapshot``."""
+    if not app.snapshots or not app.snapshotting_intervals:
+        return
+    for event in processing_event.events:
+        aggregate: Any = processing_event.aggregates.get(event.originator_id)
+        if aggregate is None:
+            continue
+        interval = app.snapshotting_intervals.get(type(aggregate))
+        if interval is None or event.originator_version % interval != 0:
+            continue
+        projector = app.snapshotting_projectors.get(type(aggregate))
+        if projector is None:  # (the library's own checks and messages)
+            app.__class__._take_snapshots(app, _only(processing_event, event, aggregate))
+            continue
+        snapshot_class = getattr(type(aggregate), "Snapshot", type(app).snapshot_class)
+        if aggregate.version != event.originator_version or snapshot_class is None or aggregate.pending_events:
+            app.take_snapshot(event.originator_id, version=event.originator_version, projector_func=projector)
+            continue
+        app.snapshots.put([snapshot_class.take(aggregate)])
 
 
-def plain_event(row: Any) -> Any:
-    """The domain event ``Mapper.to_domain_event`` makes of ``row`` (a ``StoredEvent``), or None when the row is
-    not plain JSON whose one tagged value is its ``timestamp``."""
-    stored = row.state
-    if type(stored) is not bytes or stored.count(_TAG) != 1 or _ESCAPE in stored:
-        return None
-    topic = row.topic
-    plain = _PLAIN_TOPICS.get(topic)
-    if plain is None:
-        plain = _plain_topic(topic)
-    if not plain:  # a class above version 1 (the library upcasts), or an unknown topic
-        return None
-    cls = resolve_topic(topic)
-    if not isinstance(cls, type):
-        return None
-    try:
-        state = orjson.loads(stored)
-        stamp = state["timestamp"]
-        text = stamp["_data_"]
-        if len(stamp) != 2 or stamp["_type_"] != "datetime_iso" or type(text) is not str or "class_version" in state:
-            return None
-        state["timestamp"] = datetime.fromisoformat(text)
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
-        return None
-    originator_id = row.originator_id
-    state["originator_id"] = find_id_convertor(cls, type(originator_id))(originator_id)
-    state["originator_version"] = row.originator_version
-    domain_event = object.__new__(cls)
-    object.__setattr__(domain_event, "__dict__", state)
-    return domain_event
+def _only(processing_event: ProcessingEvent[Any], event: Any, aggregate: Any) -> ProcessingEvent[Any]:
+    single: ProcessingEvent[Any] = ProcessingEvent()
+    single.events.append(event)
+    single.aggregates[event.originator_id] = aggregate
+    return single

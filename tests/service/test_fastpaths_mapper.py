@@ -1,4 +1,4 @@
-"""``fastpaths.PlainMapper`` (the application's mapper) against the library's ``Mapper`` on the same rows.
+"""``fastmapper.PlainMapper`` (the application's mapper) against the library's ``Mapper`` on the same rows.
 
 The rows are real: the app of ``test_fastpaths`` (every profile, a void, an open round, a
 withdrawal, a checkpoint, the log of closed rounds) plus snapshots taken of its wallets and
@@ -19,7 +19,7 @@ import pytest
 from eventsourcing.persistence import Mapper, StoredEvent
 
 from pokdeng_service.store import aggregates as ag
-from pokdeng_service.store import fastpaths
+from pokdeng_service.store import fastmapper, fastpaths
 
 from . import play
 from .test_fastpaths import Played, _play
@@ -73,7 +73,7 @@ def every_row(app: Any) -> tuple[list[Any], list[Any]]:
 
 def test_the_application_decodes_with_the_plain_mapper(played: Played) -> None:
     mapper = played.app.mapper
-    assert type(mapper) is fastpaths.PlainMapper and mapper.plain
+    assert type(mapper) is fastmapper.PlainMapper and mapper.plain
     assert played.app.snapshots is not None and played.app.snapshots.mapper is mapper
 
 
@@ -84,7 +84,7 @@ def test_plain_mapper_matches_the_library(played: Played) -> None:
     assert len(events) > 300 and snapshots, (len(events), len(snapshots))
     classes = set()
     for row in events:
-        fast = fastpaths.plain_event(row)
+        fast = fastmapper.plain_event(row)
         assert fast is not None, f"{row.topic} (version {row.originator_version}) is not decoded by the fast path"
         theirs = reference.to_domain_event(row)
         same_event(fast, theirs)
@@ -92,7 +92,7 @@ def test_plain_mapper_matches_the_library(played: Played) -> None:
         classes.add(type(theirs))
     assert len(classes) >= 25, len(classes)  # facts of rounds and tables, wallets, seeds, records, the log
     for row in snapshots:  # a snapshot holds tagged values (ids, the table's state): the library decodes it
-        assert fastpaths.plain_event(row) is None
+        assert fastmapper.plain_event(row) is None
         same_event(app.mapper.to_domain_event(row), reference.to_domain_event(row))
     # Through the loaders: the same aggregates as the library's mapper gives.
     for uuid in [ag.wallet_uuid(w) for w in played.wallets] + [ag.round_uuid(r) for r in played.rounds]:
@@ -105,7 +105,7 @@ def test_rows_the_plain_mapper_cannot_read_go_to_the_library(played: Played, mon
     app = played.app
     reference = library(app)
     (row,) = app.recorder.select_events(ag.wallet_uuid("classic-t-p1"), lte=2, gt=1)  # a deposit
-    assert fastpaths.plain_event(row) is not None
+    assert fastmapper.plain_event(row) is not None
     state = orjson.loads(row.state)
     extra = {"_type_": "uuid_hex", "_data_": ag.NAMESPACE.hex}
     cases = {
@@ -120,7 +120,7 @@ def test_rows_the_plain_mapper_cannot_read_go_to_the_library(played: Played, mon
     }
     cases["a memoryview"] = dataclasses.replace(row, state=memoryview(row.state))  # type: ignore[arg-type]
     for name, case in cases.items():
-        assert fastpaths.plain_event(case) is None, name
+        assert fastmapper.plain_event(case) is None, name
         try:
             theirs = reference.to_domain_event(case)
         except Exception as error:
@@ -128,14 +128,14 @@ def test_rows_the_plain_mapper_cannot_read_go_to_the_library(played: Played, mon
                 app.mapper.to_domain_event(case)
             continue
         same_event(app.mapper.to_domain_event(case), theirs)
-    assert fastpaths.plain_event(dataclasses.replace(row, topic="nowhere:Nothing")) is None
+    assert fastmapper.plain_event(dataclasses.replace(row, topic="nowhere:Nothing")) is None
     # A class above version 1: rows without a class version are upcast by the library.
     monkeypatch.setattr(fastpaths, "_PLAIN_TOPICS", {})
     monkeypatch.setattr(ag.Wallet.Deposited, "class_version", 2, raising=False)
     monkeypatch.setattr(
         ag.Wallet.Deposited, "upcast_v1_v2", staticmethod(lambda s: s.update(note="upcast")), raising=False
     )
-    assert fastpaths.plain_event(row) is None
+    assert fastmapper.plain_event(row) is None
     assert app.mapper.to_domain_event(row).note == "upcast"  # type: ignore[attr-defined]
 
 
@@ -165,15 +165,15 @@ def test_packed_stores_decode_with_the_library(tmp_path: Any, stored_as: str) ->
 
 
 def _validated(position: int, item: Any) -> Any:
-    """The notification as ``queries._notification`` made it before it skipped validation and the JSON round trip."""
+    """The notification as ``notifications.notification`` made it before it skipped validation and the JSON trip."""
     import json
 
-    from pokdeng_service.application import queries
+    from pokdeng_service.application import notifications
     from pokdeng_service.application.views import Notification
     from pokdeng_service.store.facts import payload_of
 
     owner = type(item).__qualname__.split(".")[0]
-    stream = queries._STREAM_OF.get(owner, owner)
+    stream = notifications.STREAM_OF.get(owner, owner)
     stream_id = getattr(item, "stream_id", "")
     data = getattr(item, "data", None)
     if data is None:
@@ -207,9 +207,60 @@ def test_notifications_are_the_validated_ones(played: Played) -> None:
         same_values(note.model_dump(), theirs.model_dump(), f"notification {row.id}")
         assert note.model_dump_json() == theirs.model_dump_json()
     # Values that are not plain JSON (a time, a uuid, a tuple) go through the JSON round trip as before.
-    from pokdeng_service.application.queries import _notification
+    from pokdeng_service.application.notifications import notification
 
     (row,) = app.recorder.select_events(ag.wallet_uuid("classic-t-p1"), lte=2, gt=1)
     event = reference.to_domain_event(row)
     event.__dict__["extra"] = (ag.NAMESPACE, event.timestamp)
-    same_values(_notification(7, event).model_dump(), _validated(7, event).model_dump(), "extra")
+    same_values(notification(7, event).model_dump(), _validated(7, event).model_dump(), "extra")
+
+
+def test_log_activity_is_the_notifications_without_their_data(played: Played) -> None:
+    app = played.app
+    notes = app.read_notifications(0, 10_000)
+    addresses = [(n.position, n.stream, n.stream_id, n.kind, n.timestamp) for n in notes]
+    assert addresses == list(app.log_activity(0, 10_000))
+    assert list(app.log_activity(5, 7)) == [tuple(a) for a in app.log_activity(0, 10_000)[5:12]]
+
+
+def test_plain_writes_are_the_librarys(played: Played) -> None:
+    """Every event of the played store (and snapshots) written again: the same stored event as the library's."""
+    from datetime import UTC, datetime
+
+    app = played.app
+    reference = library(app)
+    events, snapshots = every_row(app)
+    written = 0
+    for row in [*events, *snapshots]:
+        event = reference.to_domain_event(row)
+        ours, theirs = app.mapper.to_stored_event(event), reference.to_stored_event(event)
+        assert ours == theirs, (row.topic, ours.state, theirs.state)
+        assert theirs.state == row.state  # (and as the row was stored)
+        written += fastmapper.plain_stored_event(event) is not None
+    assert written >= len(events)  # every event the fast way (a snapshot too, unless it holds a uuid or a state)
+    (row,) = app.recorder.select_events(ag.wallet_uuid("classic-t-p1"), lte=2, gt=1)
+    event = reference.to_domain_event(row)
+
+    class Text(str):
+        pass
+
+    odd = {
+        "a float": 1.0e16,
+        "a uuid": ag.NAMESPACE,
+        "a text subclass": Text("x"),
+        "a big integer": 2**70,
+        "an integer key": {1: "one"},
+        "a lone surrogate": "\ud800",
+        "a naive time in a list": [datetime(2025, 1, 1)],
+        "a control character": 'a\x00\x1f\n\t"\\\u2028é',
+        "a time": datetime(2025, 1, 1, 1, 2, 3, 4, tzinfo=UTC),
+    }
+    for name, value in odd.items():
+        event.__dict__["extra"] = value
+        try:
+            theirs = reference.to_stored_event(event)
+        except Exception as error:
+            with pytest.raises(type(error)):
+                app.mapper.to_stored_event(event)
+            continue
+        assert app.mapper.to_stored_event(event) == theirs, name
