@@ -7,7 +7,7 @@ whose URL names both (``postgresql://…@127.0.0.1:P1,127.0.0.1:P2/db?target_ses
 the standby (``pg_ctl promote``), and checks: health NOT_SERVING then SERVING, commands through again within
 10 s of the stop, every acknowledged command in the store, the commands in flight retried with their request
 ids once, every command asked again answered with its first answer, ``pokdeng verify --all`` passes. The
-long form (``POKDENG_RELIABILITY_LONG=1``, or ``python -m bench.harness.failover --seconds 30 --clients 6``)
+long form (``python -m bench.harness.failover --seconds 30 --clients 6``)
 plays longer with more clients.
 """
 
@@ -25,7 +25,6 @@ from ..pgserver import find_pg_bin_dir
 from ..pgstandby import ReplicatedPostgres
 
 pytestmark = pytest.mark.postgres
-LONG = "POKDENG_RELIABILITY_LONG"
 
 
 @pytest.fixture
@@ -58,11 +57,4 @@ def _checked(report: FailoverReport, config: FailoverConfig) -> None:
 def test_the_service_follows_a_failover_to_the_synchronous_standby(pair: ReplicatedPostgres, tmp_path: Path) -> None:
     assert ("streaming", "sync") in pair.replication()
     config = FailoverConfig()
-    _checked(run_failover(pair, tmp_path, config), config)
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get(LONG), reason=f"the long form: {LONG}=1")
-def test_the_long_failover(pair: ReplicatedPostgres, tmp_path: Path) -> None:
-    config = FailoverConfig(seconds=30.0, clients=6, fail_after=10.0, first_answers=None)
     _checked(run_failover(pair, tmp_path, config), config)

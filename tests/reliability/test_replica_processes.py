@@ -8,7 +8,7 @@ mid-load (its calls in flight are retried with the same request ids on B) and st
 either replica) gets its first answer, nothing lost or doubled in either partition (through the API and in
 each store), and ``pokdeng verify --all`` over the map passes. It measures the version conflicts in each
 store by the stream they hit, the round log (``RoundLog``) among them (docs/reliability.md). The long form:
-``POKDENG_RELIABILITY_LONG=1``, or ``python -m bench.harness.partition_replicas --seconds 30 --tables 4``.
+``python -m bench.harness.partition_replicas --seconds 30 --tables 4``.
 """
 
 from __future__ import annotations
@@ -24,7 +24,6 @@ from bench.harness.partition_replicas import PartitionReplicaConfig, PartitionRe
 from ..pgserver import TemporaryPostgres, find_pg_bin_dir
 
 pytestmark = pytest.mark.postgres
-LONG = "POKDENG_RELIABILITY_LONG"
 
 
 @pytest.fixture
@@ -64,11 +63,3 @@ def test_two_replicas_serve_partitions_on_two_servers_through_a_kill(
     clusters: list[TemporaryPostgres], tmp_path: Path
 ) -> None:
     _run(clusters, tmp_path, PartitionReplicaConfig())
-
-
-@pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get(LONG), reason=f"the long form: {LONG}=1")
-def test_the_long_run(clusters: list[TemporaryPostgres], tmp_path: Path) -> None:
-    config = PartitionReplicaConfig(seconds=30.0, tables=4, kill_after=8.0, first_answers=None, each_store=True)
-    report = _run(clusters, tmp_path, config)
-    assert all(rc == 0 for rc in report.verify.values()), report.verify
