@@ -550,7 +550,7 @@ def _disjoint_pairs(deck: _Deck, player: _PathSet, rows: int, banker: _PathSet, 
             np.add.at(term, owner, h[subset])
         total += term if k % 2 == 0 else -term
     # Every partial sum above is an integer below 2**53, so float64 was exact; prove it.
-    if not (np.all(np.abs(total) < _FLOAT_EXACT) and np.array_equal(total, np.rint(total)) and total.min() >= 0):
+    if not (np.all(np.abs(total) < _FLOAT_EXACT) and np.array_equal(total, np.rint(total)) and np.all(total >= 0)):
         raise ArithmeticError("path counts left the exact range of float64")
     return np.rint(total).astype(np.int64)
 

@@ -1,5 +1,5 @@
-"""The documented client path: ``from pokdeng_service.client import PokdengClient`` (``api.client``)."""
+"""The old client path: the client is the ``pokdeng_client`` package (``from pokdeng_client import PokdengClient``)."""
 
-from pokdeng_service.api.client import PokdengClient
+from pokdeng_client import PokdengClient
 
 __all__ = ["PokdengClient"]

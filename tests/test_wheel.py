@@ -1,4 +1,5 @@
-"""The wheel is the whole package: every subpackage, the API's .proto, the typing markers, the licence, the CLI.
+"""The wheel is the whole package: every subpackage, the API's .proto, the typing markers, the licence, the CLI,
+and the dispute page's templates and scripts (it renders them, installed from the wheel alone).
 
 The wheel is built from a copy of the sources in a temporary folder (so that the build's own
 ``build/`` and ``*.egg-info`` folders never land in the working tree), with the installed
@@ -13,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 import zipfile
 from collections.abc import Iterator
 from email.parser import Parser
@@ -23,7 +25,9 @@ import pytest
 from pokdeng_service.api import generate as gen
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("pokdeng_core", "pokdeng_service")
+PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+PACKAGES = tuple(name.rstrip("*.") for name in PYPROJECT["tool"]["setuptools"]["packages"]["find"]["include"])
+WEB = ROOT / "pokdeng_service" / "web"
 BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "setup.py", "setup.cfg", "MANIFEST.in")
 NOT_SOURCES = shutil.ignore_patterns("__pycache__", "*.pyc", ".ruff_cache", ".mypy_cache", "*.egg-info")
 LICENSE_FIRST_LINES = ("Apache License", "Version 2.0, January 2004")
@@ -32,7 +36,8 @@ COPYRIGHT = "Copyright 2026 the pokdeng authors"
 
 def test_the_package_carries_the_proto_file_identical_to_proto() -> None:
     """``proto/`` is the file to edit; the package's copy follows it (``python -m pokdeng_service.api.generate``)."""
-    packaged = importlib.resources.files("pokdeng_service.api").joinpath("pokdeng.proto")
+    package = ".".join(gen.PACKAGED_PROTO.parent.parts)
+    packaged = importlib.resources.files(package).joinpath(gen.PACKAGED_PROTO.name)
     assert packaged.is_file(), f"{gen.PACKAGED_PROTO} is missing: run `python -m pokdeng_service.api.generate`"
     source = (gen.PROTO_ROOT / gen.PROTO_FILE).read_bytes()
     assert packaged.read_bytes() == source, (
@@ -51,7 +56,7 @@ def test_the_license_is_apache_2() -> None:
 
 
 def source_packages() -> list[str]:
-    """Every package under pokdeng_core and pokdeng_service, as dotted names."""
+    """Every package under the top-level packages the wheel is made of (``PACKAGES``), as dotted names."""
     found = []
     for top in PACKAGES:
         for init in sorted((ROOT / top).rglob("__init__.py")):
@@ -97,7 +102,7 @@ def dist_info(archive: zipfile.ZipFile) -> str:
 def test_wheel_holds_every_subpackage(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
     packages = source_packages()
-    assert {"pokdeng_core", "pokdeng_service", "pokdeng_service.api.v1"} <= set(packages)
+    assert {"pokdeng_core", "pokdeng_service", "pokdeng_client.v1"} <= set(packages)
     missing = [p for p in packages if p.replace(".", "/") + "/__init__.py" not in names]
     assert not missing, f"packages missing from the wheel: {', '.join(missing)}"
     modules = [
@@ -122,7 +127,7 @@ def test_wheel_carries_the_typing_markers(wheel: zipfile.ZipFile) -> None:
     for top in PACKAGES:
         assert (ROOT / top / "py.typed").is_file()
         assert f"{top}/py.typed" in names, f"{top}/py.typed is not in the wheel"
-    assert "pokdeng_service/api/v1/pokdeng_pb2.pyi" in names
+    assert "pokdeng_client/v1/pokdeng_pb2.pyi" in names
 
 
 def test_wheel_carries_the_license(wheel: zipfile.ZipFile) -> None:
@@ -144,3 +149,32 @@ def test_wheel_declares_the_console_script(wheel: zipfile.ZipFile) -> None:
     module, _, function = entry_points["console_scripts"]["pokdeng"].partition(":")
     assert f"{module.replace('.', '/')}.py" in wheel.namelist()
     assert function == "main"
+
+
+def test_wheel_carries_the_web_pages(wheel: zipfile.ZipFile) -> None:
+    """The dispute page's templates, scripts and style sheet are package data: every file of them."""
+    names = set(wheel.namelist())
+    files = sorted(p for folder in ("templates", "static") for p in (WEB / folder).iterdir() if p.is_file())
+    assert {p.suffix for p in files} >= {".j2", ".js", ".css"}
+    missing = [str(p.relative_to(ROOT)) for p in files if p.relative_to(ROOT).as_posix() not in names]
+    assert not missing, f"not in the wheel: {', '.join(missing)}"
+
+
+def test_the_installed_wheel_renders_the_pages(wheel: zipfile.ZipFile, tmp_path: Path) -> None:
+    """Installed from the wheel alone (not this source tree), the package finds its templates and scripts."""
+    target = tmp_path / "site"
+    wheel.extractall(target)
+    script = (
+        "import pokdeng_service, sys\n"
+        "from pokdeng_service import web\n"
+        "page = web.verifier_page()\n"
+        "assert pokdeng_service.__file__.startswith(sys.argv[1]), pokdeng_service.__file__\n"
+        "assert 'PokdengVerify' in page and 'bundle-file' in page\n"
+        "print(len(page))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(target)}
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(target)], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert int(done.stdout) > 20_000

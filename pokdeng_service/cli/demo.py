@@ -2,32 +2,40 @@
 
 It opens wallets, opens one table per profile (the room's banker wins a banker bid),
 plays the rounds with seeded choices, prints what the players, the house and the
-operator's commission made, checks that the money balances to the minor unit, then
-replays and verifies one round through the Audit API and checks its exported bundle
-offline.
+operator's commission made, checks that the money balances to the minor unit, signs a
+tree head over the store's log, then replays and verifies one round through the Audit API
+and checks its exported bundle offline, anchored with the demo's public key.
+
+The store stays where the user can find it: ``--db``, else ``pokdeng-demo.sqlite`` in the
+current folder (or the next free ``pokdeng-demo-N.sqlite``), with its vault key, its signing
+key, its public key file and the chosen round's bundle beside it; the demo ends with the
+commands to try next on them (``pokdeng replay … --html``, ``pokdeng verify …``).
 """
 
 from __future__ import annotations
 
 import random
 import secrets
-import tempfile
+import shlex
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from pokdeng_client import PokdengClient
+from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service import audit
-from pokdeng_service.api.auth import TokenStore
-from pokdeng_service.api.client import PokdengClient
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
+from pokdeng_service.api.auth import TokenEntry, TokenStore, token_digest
 from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.principal import Principal, Role
+from pokdeng_service.cli.checkpoints import public_keys
 from pokdeng_service.compose import Deployment
+from pokdeng_service.store.signing import KeyRing
 
 PLAYERS = ("alice", "bob", "carol", "dave", "erin")
 BANKER = "frank"
@@ -52,44 +60,97 @@ class Tally:
     round_ids: list[str] = field(default_factory=list)
 
 
+def _legal(answer: pb.GetLegalCommandsResponse) -> set[int]:
+    return {command.kind for command in answer.commands}
+
+
+DEFAULT_DB = "pokdeng-demo.sqlite"
+
+
+def demo_db(db: str | None, folder: Path | None = None) -> Path:
+    """Where the demo keeps its store: ``db``, else ``pokdeng-demo.sqlite`` in ``folder`` (the current one),
+    or the next name no earlier demo took (``pokdeng-demo-2.sqlite``, ...): the demo never reuses a store."""
+    if db:
+        return Path(db)
+    base = folder or Path.cwd()
+    path, n = base / DEFAULT_DB, 1
+    while any(path.with_name(path.name + suffix).exists() for suffix in ("", ".vault-key", ".signing-keys")):
+        n += 1
+        path = base / f"pokdeng-demo-{n}.sqlite"
+    return path
+
+
 @contextmanager
-def _server(db: str | None) -> Iterator[tuple[str, str, str, Any]]:
-    with tempfile.TemporaryDirectory(prefix="pokdeng-demo-") as folder:
-        path = db or str(Path(folder) / "pokdeng.sqlite")
-        deployment = Deployment.open(StoreConfig.from_args(db=path), clocks=False, read_models=False)
-        operator, auditor = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
-        tokens = TokenStore.from_tokens([(operator, "operator", None), (auditor, "auditor", None)])
-        server, port = deployment.server("127.0.0.1:0", tokens=tokens, max_workers=8)
-        server.start()
-        try:
-            yield f"127.0.0.1:{port}", operator, auditor, path
-        finally:
-            server.stop(grace=2)
-            deployment.close()
+def _server(path: Path) -> Iterator[tuple[str, str, str, KeyRing]]:
+    config = StoreConfig.from_args(db=str(path))
+    key_file = config.signing_key_path()
+    ring = KeyRing.from_file(key_file) if key_file.exists() else KeyRing()
+    if ring.current is None:  # (what `pokdeng keys new` does: the key that signs the demo's tree heads)
+        ring.rotate()
+        ring.save(key_file, new=not key_file.exists())
+    deployment = Deployment.open(config, clocks=False, read_models=False)
+    operator, auditor = secrets.token_urlsafe(24), secrets.token_urlsafe(24)
+    tokens = TokenStore(
+        [
+            TokenEntry(token_digest(operator), Principal(Role.OPERATOR, name="demo-operator")),
+            TokenEntry(token_digest(auditor), Principal(Role.AUDITOR, name="demo-auditor")),
+        ]
+    )
+    server, port = deployment.server("127.0.0.1:0", tokens=tokens, max_workers=8)
+    server.start()
+    try:
+        yield f"127.0.0.1:{port}", operator, auditor, ring
+    finally:
+        server.stop(grace=2)
+        deployment.close()
+
+
+def _next_steps(out: Console, path: Path, round_id: str, bundle: Path, keys: Path) -> None:
+    """The commands to try next on what the demo left, copied as they are (quoted for a POSIX shell)."""
+
+    def q(file: Path | str) -> str:  # a file under the current folder by its relative path, quoted
+        if isinstance(file, Path) and file.is_relative_to(Path.cwd()):
+            file = file.relative_to(Path.cwd())
+        return shlex.quote(str(file))
+
+    db, key, page = q(path), q(keys), q(path.with_name(f"{bundle.stem}.html"))
+    lines = [
+        ("the round's dispute page (open it in a browser: it checks the round there)",
+         f"pokdeng replay {q(round_id)} --db {db} --html {page} --key {key}"),
+        ("its bundle, checked offline", f"pokdeng verify {q(bundle)} --key {key}"),
+        ("a page that checks any bundle file in the browser",
+         f"pokdeng verifier-page {q(path.with_name('verifier.html'))} --key {key}"),
+        ("every stream of the store", f"pokdeng verify --all --quiet --db {db}"),
+        ("the last rounds of a table", f"pokdeng recall --table demo-classic --limit 3 --db {db}"),
+    ]  # fmt: skip
+    out.print(f"\n[bold]the store is kept in {path}[/] (with its keys beside it); try next:")
+    for what, command in lines:
+        out.print(f"  [dim]# {what}[/]")
+        out.print(f"  {command}", markup=False, highlight=False, soft_wrap=True)
 
 
 def _setup(ops: PokdengClient) -> None:
     for name in (*PLAYERS, BANKER):
-        ops.call("Wallets", "OpenWallet", wallet_id=name)
-        ops.call("Wallets", "Deposit", wallet_id=name, amount=FUNDS if name != BANKER else 10 * FUNDS)
+        ops.call("WalletService", "OpenWallet", wallet_id=name)
+        ops.call("WalletService", "Deposit", wallet_id=name, amount=FUNDS if name != BANKER else 10 * FUNDS)
     for name, settings in PROFILES.items():
-        ops.call("Tables", "OpenTable", table_id=f"demo-{name}", turn_timeout=30, **settings)
+        ops.call("TableService", "OpenTable", table_id=f"demo-{name}", turn_timeout=timedelta(seconds=30), **settings)
         if name == "ante":
             continue
         players = PLAYERS[:4] if name == "room" else PLAYERS
         for number, player in enumerate(players, start=1):
-            ops.call("Tables", "TakeSeat", table_id=f"demo-{name}", player=player, seat=number)
+            ops.call("TableService", "TakeSeat", table_id=f"demo-{name}", player=player, seat=number)
 
 
 def _ensure_room_banker(ops: PokdengClient) -> None:
-    table = ops.call("Queries", "GetTable", table_id="demo-room")
+    table = ops.call("TableService", "GetTable", table_id="demo-room").table
     if table.banker:
         return
-    ops.call("Tables", "TakeSeat", table_id="demo-room", player=BANKER, seat=5)
-    ops.call("Tables", "BidForBanker", table_id="demo-room", player=BANKER, rounds=10)
+    ops.call("TableService", "TakeSeat", table_id="demo-room", player=BANKER, seat=5)
+    ops.call("TableService", "BidForBanker", table_id="demo-room", player=BANKER, rounds=10)
     for seated in table.seated:
-        ops.call("Tables", "BidForBanker", table_id="demo-room", player=seated.player, rounds=0)
-    ops.call("Tables", "CloseBankerBid", table_id="demo-room")
+        ops.call("TableService", "BidForBanker", table_id="demo-room", player=seated.player, rounds=0)
+    ops.call("TableService", "CloseBankerBid", table_id="demo-room")
 
 
 def _stake(rng: random.Random, low: int, high: int) -> int:
@@ -103,56 +164,60 @@ def _play(ops: PokdengClient, name: str, rng: random.Random) -> tuple[str, int]:
     settings = PROFILES[name]
     low, high = int(settings["min_stake"]), int(settings["max_stake"])
     round_id = ops.call(
-        "Tables", "StartRound", table_id=table_id, client_seed=f"demo-{rng.random():.6f}"
+        "RoundService", "StartRound", table_id=table_id, client_seed=f"demo-{rng.random():.6f}"
     ).round.round_id
     staked = 0
     if name == "ante":
         for player in PLAYERS:
             stake = _stake(rng, low, high)
-            ops.call("Tables", "PlaceBet", round_id=round_id, seat=rng.randint(1, 5), player=player, stake=stake)
+            ops.call("RoundService", "PlaceBet", round_id=round_id, seat=rng.randint(1, 5), player=player, stake=stake)
             staked += stake
     else:
-        for seated in ops.call("Queries", "GetRound", round_id=round_id).seats:
+        for seated in ops.call("RoundService", "GetRound", round_id=round_id).round.seats:
             stake = _stake(rng, low, high)
-            ops.call("Tables", "PlaceBet", round_id=round_id, seat=seated.seat, player=seated.player, stake=stake)
+            ops.call("RoundService", "PlaceBet", round_id=round_id, seat=seated.seat, player=seated.player, stake=stake)
             staked += stake
-    ops.call("Tables", "Deal", round_id=round_id)
+    ops.call("RoundService", "Deal", round_id=round_id)
     for _ in range(100):
-        current = ops.call("Queries", "GetRound", round_id=round_id)
+        current = ops.call("RoundService", "GetRound", round_id=round_id, view=pb.ROUND_VIEW_BASIC).round
         if current.phase == pb.ROUND_PHASE_CLOSED:
             return round_id, staked
         if current.phase == pb.ROUND_PHASE_SIDE_BETS:
             for bet in current.bets:
-                legal = ops.call("Queries", "GetLegalCommands", round_id=round_id, seat=bet.seat).commands
-                if "place_side_bet" in legal and rng.random() < 0.5:
-                    ops.call("Tables", "PlaceSideBet", round_id=round_id, seat=bet.seat, player=bet.player)
+                legal = _legal(ops.call("RoundService", "GetLegalCommands", round_id=round_id, seat=bet.seat))
+                if pb.COMMAND_KIND_PLACE_SIDE_BET in legal and rng.random() < 0.5:
+                    ops.call("RoundService", "PlaceSideBet", round_id=round_id, seat=bet.seat, player=bet.player)
                     staked += bet.stake
-            ops.call("Tables", "CloseSideBets", round_id=round_id)
+            ops.call("RoundService", "CloseSideBets", round_id=round_id)
         elif current.phase == pb.ROUND_PHASE_PLAYER_TURNS:
             holder = {s.seat: s.player for s in current.seats}[current.turn]
             method = "Draw" if rng.random() < 0.5 else "Stay"
-            ops.call("Tables", method, round_id=round_id, seat=current.turn, player=holder)
+            ops.call("RoundService", method, round_id=round_id, seat=current.turn, player=holder)
         elif current.phase == pb.ROUND_PHASE_BANKER_TURN:
-            legal = ops.call("Queries", "GetLegalCommands", round_id=round_id, seat=0).commands
+            legal = _legal(ops.call("RoundService", "GetLegalCommands", round_id=round_id, seat=0))
             banker = current.banker_player
             unrevealed = [h.seat for h in current.hands if h.seat and not h.revealed]
-            if "banker_reveal" in legal and unrevealed and rng.random() < 0.3:
-                ops.call("Tables", "BankerReveal", round_id=round_id, seats=unrevealed[:1], player=banker)
-            elif "banker_draw" in legal:
+            if pb.COMMAND_KIND_BANKER_REVEAL in legal and unrevealed and rng.random() < 0.3:
+                ops.call("RoundService", "BankerReveal", round_id=round_id, seats=unrevealed[:1], player=banker)
+            elif pb.COMMAND_KIND_BANKER_DRAW in legal:
                 ops.call(
-                    "Tables", "BankerDraw" if rng.random() < 0.5 else "BankerStay", round_id=round_id, player=banker
+                    "RoundService",
+                    "BankerDraw" if rng.random() < 0.5 else "BankerStay",
+                    round_id=round_id,
+                    player=banker,
                 )
             else:
-                ops.call("Tables", "TimeOutTurn", round_id=round_id)
+                ops.call("RoundService", "TimeOutTurn", round_id=round_id)
         else:
-            ops.call("Tables", "TimeOutTurn", round_id=round_id)
+            ops.call("RoundService", "TimeOutTurn", round_id=round_id)
     raise RuntimeError(f"round {round_id} did not finish")
 
 
 def run_demo(rounds: int = 5, db: str | None = None, seed: int = 7, console: Console | None = None) -> int:
     out = console or Console()
     rng = random.Random(seed)
-    with _server(db) as (target, operator, auditor, path):
+    path = demo_db(db).resolve()
+    with _server(path) as (target, operator, auditor, ring):
         out.print(f"[bold]pokdeng demo[/]: server on {target}, SQLite store {path}")
         with PokdengClient(target, operator) as ops, PokdengClient(target, auditor) as auditors:
             _setup(ops)
@@ -169,15 +234,19 @@ def run_demo(rounds: int = 5, db: str | None = None, seed: int = 7, console: Con
                         tally.round_ids.append(round_id)
                         progress.advance(task)
             for name, tally in tallies.items():
-                table = ops.call("Queries", "GetTable", table_id=f"demo-{name}")
+                table = ops.call("TableService", "GetTable", table_id=f"demo-{name}").table
                 tally.house_net, tally.commission = table.house_net, table.commission
                 for round_id in tally.round_ids:
-                    for result in ops.call("Queries", "GetRound", round_id=round_id).results:
+                    for result in ops.call(
+                        "RoundService", "GetRound", round_id=round_id, view=pb.ROUND_VIEW_BASIC
+                    ).round.results:
                         if result.player == BANKER:
                             tally.banker_net += result.net
                         else:
                             tally.players_net += result.net
-            wallets = sum(ops.call("Wallets", "GetWallet", wallet_id=w).balance for w in (*PLAYERS, BANKER))
+            wallets = sum(
+                ops.call("WalletService", "GetWallet", wallet_id=w).wallet.balance for w in (*PLAYERS, BANKER)
+            )
             funded = FUNDS * len(PLAYERS) + 10 * FUNDS
             summary = Table(title=f"{rounds} rounds per profile (money in minor units)")
             for column in ("profile", "rounds", "staked", "players' net", "player-banker", "house", "commission"):
@@ -202,18 +271,26 @@ def run_demo(rounds: int = 5, db: str | None = None, seed: int = 7, console: Con
             )
 
             chosen = tallies["kingmaker"].round_ids[-1]
-            verdict = auditors.call("Audit", "VerifyRound", round_id=chosen)
+            head = ops.call("AuditService", "SignTreeHead").head  # the log of closed rounds, signed
+            out.print(f"signed tree head: {head.tree_size} rounds, key {head.key_id}")
+            verdict = auditors.call("AuditService", "VerifyRound", round_id=chosen)
             out.print(f"\n[bold]replay and verify {chosen}[/] (as the auditor): {'PASS' if verdict.ok else 'FAIL'}")
             for check in verdict.checks:
                 out.print(f"  {'ok ' if check.passed else 'BAD'} {check.name}: {check.detail}")
-            bundle = auditors.call("Audit", "ExportRound", round_id=chosen)
-            offline = audit.verify_bundle(bundle.bundle_json.encode())
+            bundle = auditors.call("AuditService", "ExportRound", round_id=chosen)
+            keys = path.with_name(path.name + ".public-keys")
+            keys.write_text("# pokdeng signing keys (public): KEY_ID PUBLIC_KEY\n" + "\n".join(ring.describe()) + "\n")
+            saved = path.with_name(f"{path.stem}-{chosen.replace('#', '-')}.json")
+            saved.write_text(bundle.bundle_json, encoding="utf-8")
+            offline = audit.verify_bundle(bundle.bundle_json.encode(), keys=public_keys([str(keys)]))
             out.print(
-                f"exported bundle ({len(bundle.bundle_json):,} bytes) verified offline: "
+                f"exported bundle ({len(bundle.bundle_json):,} bytes, {saved.name}) verified offline: "
                 f"{'PASS' if offline.ok else 'FAIL ' + offline.first_difference}"
+                + (" (anchored: the signed head verifies with the demo's key)" if offline.ok else "")
             )
             ok = balance == 0 and verdict.ok and offline.ok
             out.print(
                 "[green]demo finished: every round settled and verified[/]" if ok else "[red]demo found a problem[/]"
             )
+            _next_steps(out, path, chosen, saved, keys)
             return 0 if ok else 1

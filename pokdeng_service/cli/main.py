@@ -1,5 +1,5 @@
-"""The ``pokdeng`` command: serve, demo, replay, verify, export, recall, keys, checkpoints, rtp,
-backup, restore, rebuild-read-models.
+"""The ``pokdeng`` command: serve, demo, replay, verifier-page, verify, export, recall, keys, checkpoints,
+rtp, backup, restore, rebuild-read-models; ``pokdeng --version``.
 
 Exit codes: 0 success; 1 a verification failed; 2 bad usage or input; 3 not found
 or refused by the rules; 4 the store or server could not be reached.
@@ -17,6 +17,7 @@ verify with the keys given, exits 1.
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from collections.abc import Sequence
@@ -27,8 +28,19 @@ from pokdeng_core.errors import DomainError
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
+from pokdeng_service.cli.wallet import add_wallet_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
+ROUND_HELP = "the round's id, TABLE#N: the table's id, '#' and the round's number (quote it in a shell: 'demo#1')"
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pokdeng")
+    except PackageNotFoundError:  # pragma: no cover - a source tree never installed
+        return "0+unknown"
 
 
 def _store_options(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +50,10 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
         "--postgres-url", help="PostgreSQL URL postgresql://user:pw@host:port/db ($POKDENG_POSTGRES_URL)"
     )
     group.add_argument("--partitions", type=int, default=1, help="event stores to spread tables over (default 1)")
+    group.add_argument(
+        "--partition-url", action="append", metavar="K=URL",
+        help="partition K's PostgreSQL URL, once per partition (each may be its own server; $POKDENG_PARTITION_URLS)",
+    )  # fmt: skip
     group.add_argument(
         "--vault-key-file", help="the vault key file ($POKDENG_VAULT_KEY_FILE; SQLite default: <db>.vault-key)"
     )
@@ -49,6 +65,7 @@ def _config(args: argparse.Namespace) -> StoreConfig:
         postgres_url=args.postgres_url,
         partitions=args.partitions,
         vault_key_file=getattr(args, "vault_key_file", None),
+        partition_urls=getattr(args, "partition_url", None),
     )
 
 
@@ -75,24 +92,28 @@ def cmd_serve(args: argparse.Namespace) -> int:
     options = settings.server_options()  # (checks the TLS settings before the store is opened)
     configure_logging(settings.log_format, settings.log_level)
     config = settings.store_config()
-    deployment = Deployment.open(config)
+    deployment = Deployment.open(config, wallet=settings.wallet_config())
     deployment.start()
     print(f"pokdeng: serving {config.describe()} on {settings.address}", flush=True)
     probes, recover = deployment.probes()
     try:
-        return int(
-            serve(
-                settings.address,
-                deployment.target,
-                grace=settings.shutdown_grace,
-                read_models=deployment.read_models,
-                probes=probes,
-                recover=recover,
-                **options,
-            )
+        code = serve(
+            settings.address,
+            deployment.target,
+            grace=settings.shutdown_grace,
+            read_models=deployment.read_models,
+            probes=probes,
+            recover=recover,
+            **options,
         )
     finally:
         deployment.close()
+        # A store a recovery replaced is closed by the garbage collector (its pool's __del__): do it now,
+        # while the pool's threads still run. At interpreter exit they no longer do, and from Python 3.13
+        # joining them there never returns (the server would hang after its shutdown).
+        del probes, recover, deployment
+        gc.collect()
+    return int(code)
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -111,9 +132,17 @@ def cmd_replay(args: argparse.Namespace) -> int:
     print()
     print(verdict.render())
     if args.html:
-        Path(args.html).write_text(replay_view.html_page(view, verdict.render(), verdict.ok), encoding="utf-8")
-        print(f"\nwrote {args.html}")
+        replay_view.write_dispute_page(app, view, verdict, Path(args.html), public_keys(args.key))
+        print(f"\nwrote {args.html}: the dispute page (docs/dispute.md); a browser checks the round there too")
     return EXIT_OK if verdict.ok else EXIT_FAILED
+
+
+def cmd_verifier_page(args: argparse.Namespace) -> int:
+    from pokdeng_service.cli import replay_view
+
+    replay_view.write_verifier_page(Path(args.output), public_keys(args.key))
+    print(f"wrote {args.output}: open it in a browser and choose a bundle file to check it there (docs/dispute.md)")
+    return EXIT_OK
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -245,24 +274,22 @@ def _partition_file(first: Path, partition: int) -> Path:
     return StoreConfig(kind="sqlite", sqlite_path=str(first), partitions=partition + 1).sqlite_file(partition)
 
 
-def _postgres_schemas(config: StoreConfig) -> list[str]:
-    """The schemas of a PostgreSQL store's partitions, or none when partition 0 is the database's default."""
-    if "POSTGRES_SCHEMA" not in config.env(0):
-        return []  # the whole database: public and every partition's schema
-    return [config.env(k)["POSTGRES_SCHEMA"] for k in range(config.partitions)]
-
-
 def cmd_backup(args: argparse.Namespace) -> int:
-    from pokdeng_service.store import backup
+    from pokdeng_service.store import backup, readonly
 
     config = _config(args)
     out = Path(args.output)
-    if config.kind == "postgres":
-        if out.exists():
-            print(f"pokdeng: {out} exists: name a new file", file=sys.stderr)
+    if config.kind == "postgres":  # one dump per database (a partition map may name several: OUT, OUT.p<k>, ...)
+        stores = enumerate(config.postgres_stores())
+        dumps = [(out if i == 0 else _partition_file(out, k), env, schemas) for i, (k, env, schemas) in stores]
+        existing = [str(target) for target, _env, _schemas in dumps if target.exists()]
+        if existing:
+            print(f"pokdeng: {', '.join(existing)} exists: name a new file", file=sys.stderr)
             return EXIT_USAGE
-        backup.backup_postgres(config.env(0), out, _postgres_schemas(config))
-        print(f"backed up {config.describe()} to {out} ({out.stat().st_size} bytes, pg_dump custom format)")
+        for target, env, schemas in dumps:
+            backup.backup_postgres(env, target, schemas)
+            size = target.stat().st_size
+            print(f"backed up {readonly.postgres_place(env)} to {target} ({size} bytes, pg_dump custom format)")
     else:
         targets = [_partition_file(out, k) for k in range(config.partitions)]
         existing = [str(target) for target in targets if target.exists()]
@@ -278,13 +305,15 @@ def cmd_backup(args: argparse.Namespace) -> int:
 
 
 def cmd_restore(args: argparse.Namespace) -> int:
-    from pokdeng_service.store import backup
+    from pokdeng_service.store import backup, readonly
 
     config = _config(args)
     source = Path(args.backup)
-    if config.kind == "postgres":
-        backup.restore_postgres(source, config.env(0))
-        print(f"restored {source} into {config.describe()}")
+    if config.kind == "postgres":  # the dumps of `pokdeng backup`: one per database of the partition map
+        for i, (k, env, _schemas) in enumerate(config.postgres_stores()):
+            dump = source if i == 0 else _partition_file(source, k)
+            backup.restore_postgres(dump, env)
+            print(f"restored {dump} into {readonly.postgres_place(env)}")
         return EXIT_OK
     targets = [config.sqlite_file(k) for k in range(config.partitions)]
     existing = [str(target) for target in targets if target.exists()]
@@ -326,7 +355,8 @@ def cmd_rebuild_read_models(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pokdeng", description="Pok Deng round engine and audit service")
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"pokdeng {_version()}", help="print the version")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser(
         "serve", help="run the gRPC server (every flag also from $POKDENG_<FLAG>: docs/operations.md)"
@@ -339,15 +369,30 @@ def build_parser() -> argparse.ArgumentParser:
 
     demo = sub.add_parser("demo", help="play rounds of every profile through a real gRPC server, then verify one")
     demo.add_argument("--rounds", type=int, default=10, help="rounds per profile (default 10)")
-    demo.add_argument("--db", help="SQLite file (default: a temporary one)")
-    demo.add_argument("--seed", type=int, default=7, help="seed of the demo players' choices")
+    demo.add_argument(
+        "--db", help="SQLite file to keep the demo's store in (default: pokdeng-demo.sqlite here, or the next free one)"
+    )
+    demo.add_argument("--seed", type=int, default=7, help="seed of the demo players' choices (default 7)")
     demo.set_defaults(handler=cmd_demo)
 
-    replay = sub.add_parser("replay", help="show a round step by step and check it")
-    replay.add_argument("round")
-    replay.add_argument("--html", help="also write a standalone HTML page")
+    replay = sub.add_parser("replay", help="show a round step by step and check it; --html: the dispute page")
+    replay.add_argument("round", metavar="ROUND", help=ROUND_HELP)
+    replay.add_argument(
+        "--html", metavar="FILE", help="also write the round's dispute page: one HTML file that checks the round itself"
+    )
+    replay.add_argument(
+        "--key", action="append", help="the operator's public key (hex) or key file, for the page to check the signed "
+        "log's signature with; repeat for several",
+    )  # fmt: skip
     _store_options(replay)
     replay.set_defaults(handler=cmd_replay)
+
+    verifier = sub.add_parser("verifier-page", help="write a page that checks any bundle file in the browser")
+    verifier.add_argument("output", metavar="FILE", help="the HTML file to write")
+    verifier.add_argument(
+        "--key", action="append", help="the operator's public key (hex) or key file, filled in on the page (repeatable)"
+    )
+    verifier.set_defaults(handler=cmd_verifier_page)
 
     verify = sub.add_parser("verify", help="verify rounds (chain, replay, money) or an exported bundle offline")
     verify.add_argument("rounds", nargs="*", metavar="ROUND|BUNDLE", help="round ids, or bundle files (.json)")
@@ -363,17 +408,17 @@ def build_parser() -> argparse.ArgumentParser:
     verify.set_defaults(handler=cmd_verify)
 
     export = sub.add_parser("export", help="write a round's self-contained bundle (JSON)")
-    export.add_argument("round")
+    export.add_argument("round", metavar="ROUND", help=ROUND_HELP)
     export.add_argument("-o", "--output", help="file (default: standard output)")
     _store_options(export)
     export.set_defaults(handler=cmd_export)
 
     recall = sub.add_parser("recall", help="the last rounds of a table or player, in play order")
     who = recall.add_mutually_exclusive_group(required=True)
-    who.add_argument("--table")
-    who.add_argument("--player")
-    recall.add_argument("--limit", type=int, default=10)
-    recall.add_argument("--json", action="store_true")
+    who.add_argument("--table", help="the table's id: its last rounds")
+    who.add_argument("--player", help="a player's (wallet's) id: the last rounds it played")
+    recall.add_argument("--limit", type=int, default=10, help="how many rounds (default 10)")
+    recall.add_argument("--json", action="store_true", help="print the rounds as JSON instead of text")
     _store_options(recall)
     recall.set_defaults(handler=cmd_recall)
 
@@ -400,6 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_rtp_commands(sub)
     add_checkpoint_commands(sub, _store_options)
+    add_wallet_commands(sub, _store_options)
     return parser
 
 

@@ -1,14 +1,17 @@
-"""A round told step by step, as text for the terminal and as one standalone HTML page for disputes."""
+"""A round told step by step, as text for the terminal. The dispute page (``pokdeng replay ROUND --html``)
+is ``pokdeng_service.web``."""
 
 from __future__ import annotations
 
-import html
-import re
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from pokdeng_core.cards import parse_card
 from pokdeng_service.application.views import RecordedEvent, RoundView
+from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.store.signing import PublicKeys
+from pokdeng_service.web.describe import multiplier, utc
 
 
 def _cards(cards: Sequence[str], pretty: bool = True) -> str:
@@ -64,7 +67,8 @@ def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str |
         results = ", ".join(f"{p} {n:+d}" for _s, p, _st, n in d["results"]) or "none placed"
         return f"banker {'has' if d['natural'] else 'has no'} natural: side bets {results}"
     if kind == "turn_timed_out":
-        return f"{_seat(d['seat'], holders, banker)} timed out: automatic {d['action']}"
+        by = f" ({d['by']})" if d.get("by") else ""
+        return f"{_seat(d['seat'], holders, banker)} timed out{by}: automatic {d['action']}"
     if kind == "card_drawn":
         return f"{_seat(d['seat'], holders, banker)} draws {parse_card(d['card']).pretty} ({d['reason']})"
     if kind == "player_stood":
@@ -75,13 +79,15 @@ def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str |
     if kind == "bet_settled":
         return (
             f"{d['player']} on seat {d['seat']}: {d['hand']} vs {d['banker_hand']} → {d['outcome'].replace('_', ' ')}"
-            f" x{d['multiplier']}, net {d['net']:+d}" + (f" (commission {d['commission']})" if d["commission"] else "")
+            f" {multiplier(d['multiplier'])}, net {d['net']:+d}"
+            + (f" (commission {d['commission']})" if d["commission"] else "")
         )
     if kind == "round_settled":
         nets = ", ".join(f"{p} {n:+d}" for p, _r, n in d["wallets"])
         return f"settled: {nets}; house {d['house_net']:+d}; commission {d['commission']}"
     if kind == "round_voided":
-        return f"voided: {d['reason']} (reservations released)"
+        by = f" by {d['by']}" if d.get("by") else ""
+        return f"voided{by}: {d['reason']} (reservations released)"
     if kind == "seed_revealed":
         return f"server seed revealed: {d['server_seed']}"
     if kind == "round_closed":
@@ -92,57 +98,36 @@ def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str |
 def text(round_view: RoundView) -> str:
     holders: dict[int, str | None] = {}
     lines = [f"Round {round_view.round_id} · {round_view.profile} v{round_view.profile_version} · {round_view.phase}"]
+    day = ""
     for event in round_view.events:
         if event.kind == "round_opened":
             holders = {s: h for s, h in event.data["seats"]}
         if not event.digest:
             continue
-        lines.append(f"  #{event.position:<3} {event.timestamp[11:23]}  {describe(event, holders, round_view.banker)}")
+        if event.timestamp[:10] != day:  # each date once, in full (the times are UTC)
+            day = event.timestamp[:10]
+            lines.append(f"  {utc(event.timestamp).split(' ')[0]} (times in UTC)")
+        what = describe(event, holders, round_view.banker)
+        lines.append(f"  #{event.position:<3} {utc(event.timestamp)[11:-4]}  {what}")
     return "\n".join(lines)
 
 
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:2rem auto;max-width:60rem;color:#222}
-h1{font-size:1.4rem} table{border-collapse:collapse;width:100%} td,th{border-bottom:1px solid #ddd;padding:.35rem;
-text-align:left;vertical-align:top} .red{color:#c00} .card{font-weight:600;margin-right:.25rem}
-code{font-size:.8rem;color:#555} .verdict{padding:.5rem;border-radius:.3rem;background:#eef7ee}
-.bad{background:#fbeaea}
-"""
+def _hex_keys(keys: PublicKeys | None) -> list[str]:
+    return [keys.hex(key_id) for key_id in keys] if keys is not None else []
 
 
-_CARD = re.compile(r"(10|[2-9AJQK])([♠♥♣♦])")
+def write_dispute_page(app: Any, view: RoundView, verdict: Verdict, path: Path, keys: PublicKeys | None) -> None:
+    """The round's dispute page (``pokdeng_service.web``): a closed round's carries its bundle as exported
+    (an open round has none yet: its seed is secret); ``keys`` check the signed head in the browser."""
+    from pokdeng_service import audit, web
+
+    raw = audit.bundle_bytes(app.export_bundle(view.round_id)) if view.phase == "closed" else None
+    page = web.dispute_page(view.events, raw, verdict, keys=_hex_keys(keys), phase=view.phase)
+    path.write_text(page, encoding="utf-8")
 
 
-def _html_cards(text_line: str) -> str:
-    def card(match: re.Match[str]) -> str:
-        red = " red" if match.group(2) in "♥♦" else ""
-        return f'<span class="card{red}">{match.group(0)}</span>'
+def write_verifier_page(path: Path, keys: PublicKeys | None) -> None:
+    """The page that checks any bundle file chosen in it, in the browser."""
+    from pokdeng_service import web
 
-    return _CARD.sub(card, html.escape(text_line))
-
-
-def html_page(round_view: RoundView, verdict_text: str = "", ok: bool = True) -> str:
-    holders: dict[int, str | None] = {}
-    rows = []
-    for event in round_view.events:
-        if event.kind == "round_opened":
-            holders = {s: h for s, h in event.data["seats"]}
-        if not event.digest:
-            continue
-        line = describe(event, holders, round_view.banker)
-        rows.append(
-            f"<tr><td>{event.position}</td><td>{html.escape(event.timestamp[11:23])}</td><td>{html.escape(event.kind)}</td>"
-            f"<td>{_html_cards(line)}</td><td><code>{event.digest[:12]}</code></td></tr>"
-        )
-    verdict = ""
-    if verdict_text:
-        verdict = f'<pre class="verdict{"" if ok else " bad"}">{html.escape(verdict_text)}</pre>'
-    title = html.escape(f"Round {round_view.round_id}")
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        f"<title>{title}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{title}</h1><p>{html.escape(round_view.profile)} v{round_view.profile_version} · table "
-        f"{html.escape(round_view.table_id)} · commitment <code>{html.escape(round_view.commitment)}</code></p>"
-        f"{verdict}<table><thead><tr><th>#</th><th>time</th><th>event</th><th>what happened</th><th>digest</th>"
-        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></body></html>\n"
-    )
+    path.write_text(web.verifier_page(keys=_hex_keys(keys)), encoding="utf-8")

@@ -31,6 +31,7 @@ class ServeSettings(BaseSettings):
     db: str | None = Field(None, description="SQLite file (default pokdeng.sqlite)")
     postgres_url: str | None = Field(None, description="PostgreSQL URL postgresql://user:pw@host:port/db")
     partitions: int = Field(1, ge=1, le=64, description="event stores to spread tables over")
+    partition_urls: str | None = Field(None, description="a PostgreSQL URL per partition: K=URL items or JSON")
     vault_key_file: str | None = Field(None, description="the vault key file (SQLite default: <db>.vault-key)")
     # the gRPC port
     host: str = Field("127.0.0.1", description="interface to listen on (0.0.0.0: every one)")
@@ -56,11 +57,18 @@ class ServeSettings(BaseSettings):
     log_format: Literal["json", "text"] = Field("json", description="log lines: JSON objects or text")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="the log's threshold")
     access_log: bool = Field(True, description="one log line per call")
+    # the wallets (docs/wallet.md)
+    wallet: Literal["internal", "remote"] = Field("internal", description="the store's wallets, or the platform's")
+    wallet_url: str | None = Field(None, description="the platform's wallet: host:port (gRPC) or http://... (JSON)")
+    wallet_timeout: float = Field(2.0, gt=0, le=60, description="seconds one call to the platform's wallet may take")
+    wallet_attempts: int = Field(3, ge=1, le=20, description="calls of one transaction within a command")
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeSettings:
         """The flags given (not None) over the environment over the defaults."""
         given = {name: value for name, value in vars(args).items() if name in cls.model_fields and value is not None}
+        if getattr(args, "partition_url", None):  # --partition-url K=URL, repeated: the map, over the environment's
+            given["partition_urls"] = "\n".join(args.partition_url)
         try:
             return cls(**given)
         except ValidationError as error:
@@ -77,8 +85,18 @@ class ServeSettings(BaseSettings):
 
     def store_config(self) -> StoreConfig:
         return StoreConfig.from_args(
-            db=self.db, postgres_url=self.postgres_url, partitions=self.partitions, vault_key_file=self.vault_key_file
+            db=self.db,
+            postgres_url=self.postgres_url,
+            partitions=self.partitions,
+            vault_key_file=self.vault_key_file,
+            partition_urls=self.partition_urls,
         )
+
+    def wallet_config(self) -> Any:
+        """The deployment's wallets (``wallet.config.WalletConfig``)."""
+        from pokdeng_service.wallet.config import WalletConfig
+
+        return WalletConfig(self.wallet, self.wallet_url or "", self.wallet_timeout, self.wallet_attempts)
 
     def server_options(self) -> dict[str, Any]:
         """``api.server.create_server``'s keyword arguments."""
@@ -122,6 +140,10 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--probe-interval": {"type": float, "help": "seconds between store probes (default 1)"},
     "--log-format": {"choices": ["json", "text"], "help": "log lines as JSON objects (default) or text"},
     "--log-level": {"choices": ["DEBUG", "INFO", "WARNING", "ERROR"], "help": "the log's threshold (default INFO)"},
+    "--wallet": {"choices": ["internal", "remote"], "help": "the store's wallets (default) or the platform's"},
+    "--wallet-url": {"help": "the platform's wallet service: host:port (gRPC) or http://host:port (JSON)"},
+    "--wallet-timeout": {"type": float, "help": "seconds one call to the platform's wallet may take (default 2)"},
+    "--wallet-attempts": {"type": int, "help": "calls of one wallet transaction within a command (default 3)"},
 }
 
 

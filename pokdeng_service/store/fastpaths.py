@@ -314,8 +314,8 @@ def stream_facts(recorder: Any, mapper: Mapper[Any], uuids: Iterable[Any]) -> di
     stream by stream."""
     wanted = list(dict.fromkeys(uuids))
     if not sqlite_reader(recorder):
-        return {uuid: facts_of_rows(mapper, recorder.select_events(uuid)) for uuid in wanted}
-    out: dict[Any, list[RecordedEvent]] = {uuid: [] for uuid in wanted}
+        return {u: facts_of_rows(mapper, recorder.select_events(u)) for u in wanted}
+    out: dict[Any, list[RecordedEvent]] = {u: [] for u in wanted}  # (not `uuid`: the module; 3.12.1 breaks)
     plain = plain_mapper(mapper)
     table = recorder.events_table_name
     for start in range(0, len(wanted), STREAMS_PER_QUERY):

@@ -17,8 +17,8 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from pokdeng_service.api.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.v1 import pokdeng_pb2_grpc as pb_grpc
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 from pokdeng_service.application.config import ConfigError
 from pokdeng_service.auth import token_digest
 from pokdeng_service.cli.main import build_parser
@@ -112,13 +112,13 @@ def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
             answer = _ready(process, health)
             assert answer.status == health_pb2.HealthCheckResponse.SERVING
             metadata = (("authorization", f"Bearer {TOKEN}"),)
-            opened = pb_grpc.WalletsStub(channel).OpenWallet(
+            opened = pb_grpc.WalletServiceStub(channel).OpenWallet(
                 pb.OpenWalletRequest(request_id="env-1", wallet_id="env"), metadata=metadata, timeout=10
             )
             assert opened.wallet.wallet_id == "env"
             with urllib.request.urlopen(f"http://127.0.0.1:{metrics}/metrics", timeout=5) as scraped:
                 text = scraped.read().decode()
-            assert 'pokdeng_rpcs_total{code="OK",method="pokdeng.v1.Wallets/OpenWallet"} 1.0' in text
+            assert 'pokdeng_rpcs_total{code="OK",method="pokdeng.v1.WalletService/OpenWallet"} 1.0' in text
             watch = health.Watch(health_pb2.HealthCheckRequest(), timeout=30)
             assert next(watch).status == health_pb2.HealthCheckResponse.SERVING
             started = time.monotonic()
@@ -130,7 +130,7 @@ def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
         assert f"127.0.0.1:{port}" in out
         lines = [json.loads(line) for line in err.splitlines() if line.startswith("{")]
         calls = [line for line in lines if line.get("logger") == "pokdeng.calls"]
-        assert any(c["method"] == "pokdeng.v1.Wallets/OpenWallet" and c["request_id"] == "env-1" for c in calls)
+        assert any(c["method"] == "pokdeng.v1.WalletService/OpenWallet" and c["request_id"] == "env-1" for c in calls)
         assert all(c["level"] in ("INFO", "WARNING", "DEBUG") for c in calls)
         assert TOKEN not in err and TOKEN not in out
     finally:

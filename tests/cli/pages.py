@@ -1,0 +1,206 @@
+"""A store for the dispute page's tests: rounds of every profile, a void, hostile player ids, a signed head.
+
+``make_store(folder)`` plays into an SQLite file (with a signing key file beside it, as ``pokdeng keys
+new`` makes) and returns what it played; the tests write pages from it with the ``pokdeng`` command.
+``Edits`` changes a bundle the way a forger would (docs/audit.md's checks name what each edit breaks),
+with the documentation's own verifier (docs/examples/worked_round.py) to recompute digests.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from pokdeng_core.machine import Phase
+from pokdeng_service.application.commands import VoidRound
+from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.partitions import PartitionedPokdeng
+from pokdeng_service.application.principal import Principal, Role
+from pokdeng_service.store.signing import KeyRing
+
+from ..service import play
+
+ROOT = Path(__file__).resolve().parents[2]
+HOSTILE = "<img src=x onerror=alert(1)>"  # a player id holding markup
+CARDLIKE = "A♠"  # a player id that looks like a card
+DESK = Principal(Role.OPERATOR, name="desk-7")
+
+
+@dataclass
+class Store:
+    db: Path
+    public_key: str  # hex
+    rounds: dict[str, str] = field(default_factory=dict)  # profile (or "voided", "hostile", "late") -> round id
+
+
+def _profile_round(d: play.Driver, profile: str) -> str:
+    table = f"{profile}-t"
+    names = [f"{profile}-p{i}" for i in range(1, 4)]
+    play.open_wallets(d, names)
+    if profile == "ante":
+        play.open_table(d, table, profile, min_stake=100, max_stake=1000)
+    elif profile == "room":
+        banker = f"{table}-banker"
+        play.open_wallets(d, [banker], 10_000_000)
+        play.open_table(d, table, profile, [(1, names[0]), (2, names[1]), (3, banker)])
+        play.hold_banker_bid(d, table, [(banker, 10), (names[0], 0), (names[1], 0)])
+    else:
+        play.open_table(d, table, profile, [(i + 1, n) for i, n in enumerate(names)])
+    round_id = play.start_round(d, table, "platform-seed")
+    if profile == "ante":
+        play.place_bets(d, round_id, [(1, names[0], 200), (3, names[1], 400), (3, names[2], 200)])
+    else:
+        play.seat_bets(d, round_id, 200)
+    play.drive_round(d, round_id)
+    return round_id
+
+
+def make_store(folder: Path) -> Store:
+    db = folder / "pages.sqlite"
+    config = StoreConfig.from_args(db=str(db))
+    ring = KeyRing()
+    key = ring.rotate()
+    ring.save(config.signing_key_path(), new=True)
+    store = Store(db, key.public.hex())
+    service = PartitionedPokdeng.open(config)
+    app = service.apps[0]
+    try:
+        d = play.Driver(app, chooser=play.Chooser(random.Random(5), side_bet=1.0, timeout=0.2))
+        for profile in play.PROFILES:
+            store.rounds[profile] = _profile_round(d, profile)
+        play.open_wallets(d, [HOSTILE, CARDLIKE])
+        play.open_table(d, "odd", "classic", [(1, HOSTILE), (2, CARDLIKE)])
+        store.rounds["hostile"] = play.start_round(d, "odd", "</script><b>seed</b>")
+        play.seat_bets(d, store.rounds["hostile"], 100)
+        play.drive_round(d, store.rounds["hostile"])
+        voided = ""
+        for _ in range(20):  # voided after its deal: its cards are on the record, nothing is paid
+            voided = play.start_round(d, "classic-t")
+            play.seat_bets(d, voided, 100)
+            d.call("deal", voided)
+            if app.round_state(voided).phase is not Phase.CLOSED:
+                break
+        app.handle(DESK, "void-by-desk", VoidRound(voided, "a card fell face up <b>on the floor</b>"))
+        store.rounds["voided"] = voided
+        d.call("sign_tree_head")
+        store.rounds["late"] = play.start_round(d, "kingmaker-t")  # closed after the head: unanchored
+        play.seat_bets(d, store.rounds["late"], 100)
+        play.drive_round(d, store.rounds["late"])
+        store.rounds["open"] = play.start_round(d, "ante-t")
+        play.place_bets(d, store.rounds["open"], [(2, "ante-p1", 200)])
+    finally:
+        service.close()
+    return store
+
+
+def worked_round() -> ModuleType:
+    """docs/examples/worked_round.py: the verifier written from the documentation alone."""
+    spec = importlib.util.spec_from_file_location("worked_round_for_pages", ROOT / "docs/examples/worked_round.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+Edit = Callable[[bytes, ModuleType], bytes]
+
+
+def _redigest(bundle: dict[str, Any], wr: ModuleType) -> bytes:
+    body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
+    bundle["bundle_digest"] = hashlib.sha256(wr.canonical(body)).hexdigest()
+    return bytes(wr.canonical(bundle)) + b"\n"
+
+
+def _rechain(bundle: dict[str, Any], wr: ModuleType) -> None:
+    previous = wr.genesis(bundle["round_id"])
+    for event in bundle["events"]:
+        event["digest"] = wr.link(
+            previous, event["kind"], event["data"], event["position"], event["command_id"], event["timestamp"]
+        )
+        previous = event["digest"]
+    bundle["chain"]["last"] = previous
+
+
+def _event(bundle: dict[str, Any], kind: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(e for e in bundle["events"] if e["kind"] == kind)
+    return found
+
+
+def _other_card(text: str) -> str:
+    return ("2" if not text.startswith("2") else "3") + text[-1]
+
+
+def _card(bundle: dict[str, Any]) -> None:
+    cards = _event(bundle, "cards_dealt")["data"]["cards"]
+    cards[0][1] = _other_card(cards[0][1])
+
+
+def _amount(bundle: dict[str, Any]) -> None:
+    _event(bundle, "bet_settled")["data"]["net"] += 1
+
+
+def json_edit(change: Callable[[dict[str, Any]], None], *, rechain: bool = False) -> Edit:
+    def edit(raw: bytes, wr: ModuleType) -> bytes:
+        bundle = json.loads(raw)
+        change(bundle)
+        if rechain:
+            _rechain(bundle, wr)
+        return _redigest(bundle, wr)
+
+    return edit
+
+
+def _in_file(raw: bytes, _wr: ModuleType) -> bytes:
+    """A card changed in the file itself, nothing recomputed."""
+    bundle = json.loads(raw)
+    seat, card = _event(bundle, "cards_dealt")["data"]["cards"][0]
+    old = f'"cards":[[{seat},"{card}"]'.encode()
+    assert old in raw
+    return raw.replace(old, f'"cards":[[{seat},"{_other_card(card)}"]'.encode(), 1)
+
+
+def _swap_last_two(bundle: dict[str, Any]) -> None:
+    deck = bundle["shuffle"]["deck_order"]
+    deck[-1], deck[-2] = deck[-2], deck[-1]
+    assert deck[-1] != deck[-2]
+
+
+def _set(*path: Any, value: Any) -> Callable[[dict[str, Any]], None]:
+    def change(bundle: dict[str, Any]) -> None:
+        target: Any = bundle
+        for step in path[:-1]:
+            target = target[step]
+        target[path[-1]] = value
+
+    return change
+
+
+# name: (the edit, the checks that must fail)
+EDITS: dict[str, tuple[Edit, set[str]]] = {
+    "a card in the file": (_in_file, {"bundle digest", "chain", "cards"}),
+    "a card, re-digested": (json_edit(_card), {"chain", "cards"}),
+    "a card, every digest recomputed": (json_edit(_card, rechain=True), {"cards", "log inclusion"}),
+    "an amount, every digest recomputed": (json_edit(_amount, rechain=True), {"money", "log inclusion"}),
+    "a stored digest": (json_edit(_set("events", 4, "digest", value="0" * 64)), {"chain"}),
+    "the bundle digest": (json_edit(lambda b: None), set()),  # (replaced below: a digest that is not the body's)
+    "a balance": (json_edit(_set("balances", 0, "after", value=1)), {"balances"}),
+    "the server seed": (json_edit(_set("shuffle", "server_seed", value="00" * 32)), {"commitment"}),
+    "the deck order": (json_edit(_swap_last_two), {"shuffle"}),
+    "the head's signature": (json_edit(_set("log", "head", "signature", value="00" * 64)), {"anchor"}),
+}
+
+
+def _bad_digest(raw: bytes, wr: ModuleType) -> bytes:
+    bundle = json.loads(raw)
+    bundle["bundle_digest"] = "f" * 64
+    return bytes(wr.canonical(bundle)) + b"\n"
+
+
+EDITS["the bundle digest"] = (_bad_digest, {"bundle digest"})
