@@ -224,7 +224,7 @@ def test_side_bets_are_debited_and_settled(platform: Platform, remote_app: App) 
     d = play.Driver(app, chooser=play.Chooser(random.Random(5), side_bet=1.0))
     _table(d, "k1", "kingmaker")
     rounds, sides = [], 0
-    for _ in range(12):
+    for _ in range(120):  # a window opens in about 1 round of 7 (the banker's up card an 8 or a 9)
         round_id = play.start_round(d, "k1")
         play.seat_bets(d, round_id, 400)
         play.drive_round(d, round_id)
@@ -232,9 +232,11 @@ def test_side_bets_are_debited_and_settled(platform: Platform, remote_app: App) 
         txs = load_transactions(app, round_id)
         assert txs is not None
         sides += sum(1 for t in txs.txs.values() if t.purpose == "side")
+        if sides and len(rounds) >= 12:
+            break
     nets = _nets(app, rounds)
     assert platform.ledger.balances() == {p: FUNDS + nets.get(p, 0) for p in PLAYERS}
-    assert sides, "no side bet window opened in 12 rounds"
+    assert sides, f"no side bet window opened in {len(rounds)} rounds"
     _store_ok(app)
 
 
