@@ -445,7 +445,7 @@ def build_parser() -> argparse.ArgumentParser:
     else:
         add_rtp_commands(sub)
     add_checkpoint_commands(sub, _store_options)
-    add_wallet_commands(sub, _store_options)
+    add_wallet_commands(sub, _store_options, _open_read_only)
     return parser
 
 

@@ -31,7 +31,6 @@ def _time(text: str) -> datetime:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    from pokdeng_service.cli.main import _open_read_only
     from pokdeng_service.wallet.platform import PlatformWallet
     from pokdeng_service.wallet.reconcile import reconcile
 
@@ -41,7 +40,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     until = args.until or datetime.now(tz=UTC)
     since = args.since or until - timedelta(days=1)
-    service = _open_read_only(args)
+    service = args.open_store(args)
     platform = PlatformWallet.connect(url, timeout=args.timeout, attempts=3)
     try:
         report = reconcile(service.apps, platform, since, until, margin=args.margin)
@@ -52,10 +51,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def cmd_pending(args: argparse.Namespace) -> int:
-    from pokdeng_service.cli.main import _open_read_only
     from pokdeng_service.wallet.reconcile import recorded_transactions
 
-    service = _open_read_only(args)
+    service = args.open_store(args)
     found = recorded_transactions(service.apps)
     pending = [
         {"tx_id": e.tx.tx_id, "round_id": e.round_id, "player": e.tx.player, "amount": e.tx.amount,
@@ -71,7 +69,12 @@ def cmd_pending(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def add_wallet_commands(sub: Any, store_options: Callable[[argparse.ArgumentParser], None]) -> None:
+def add_wallet_commands(
+    sub: Any,
+    store_options: Callable[[argparse.ArgumentParser], None],
+    open_store: Callable[[argparse.Namespace], Any],
+) -> None:
+    """``open_store``: the CLI's read-only opening of the store (``main._open_read_only``), handed down."""
     """``pokdeng wallet reconcile|pending`` (registered by ``cli.main.build_parser``)."""
     wallet = sub.add_parser("wallet", help="transactions with the platform's wallet: reconcile, pending")
     commands = wallet.add_subparsers(dest="wallet_command", required=True)
@@ -85,8 +88,8 @@ def add_wallet_commands(sub: Any, store_options: Callable[[argparse.ArgumentPars
     reconcile.add_argument("--timeout", type=float, default=10.0, help="seconds one call to the platform may take")
     reconcile.add_argument("--json", action="store_true", help="the report as JSON")
     store_options(reconcile)
-    reconcile.set_defaults(handler=cmd_reconcile)
+    reconcile.set_defaults(handler=cmd_reconcile, open_store=open_store)
     pending = commands.add_parser("pending", help="transactions requested and not yet finished")
     pending.add_argument("--json", action="store_true", help="the list as JSON")
     store_options(pending)
-    pending.set_defaults(handler=cmd_pending)
+    pending.set_defaults(handler=cmd_pending, open_store=open_store)

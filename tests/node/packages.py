@@ -21,9 +21,9 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 
-import pytest
+from tests.needs import unavailable as unavailable
+from tests.needs import under_ci as under_ci
 
 NODE_DIR = Path(__file__).resolve().parent
 MODULES = NODE_DIR / "node_modules"
@@ -47,15 +47,6 @@ class NodePackages:
         return NODE_DIR / "play.js"
 
 
-def under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
-
-
-def unavailable(reason: str) -> NoReturn:
-    """Skip with ``reason``, or under ``CI=true`` fail with it."""
-    if under_ci():
-        pytest.fail(f"{reason} (CI=true: a missing Node.js toolchain is a failure, not a skip)", pytrace=False)
-    pytest.skip(reason)
 
 
 def _node_version(node: str) -> str:
