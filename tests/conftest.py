@@ -47,7 +47,7 @@ from dataclasses import replace
 import psycopg
 import pytest
 
-from tests.needs import unavailable
+from tests.needs import unavailable, under_ci
 
 from .pgserver import (
     PostgresServerInfo,
@@ -68,8 +68,7 @@ _POSTGRES_FIXTURES = frozenset(
 )
 
 
-def _under_ci() -> bool:
-    return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
+_under_ci = under_ci
 
 
 @pytest.hookimpl(tryfirst=True)
