@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -402,13 +402,14 @@ class Queries(Application[UUID]):
             out.append(notification(item.id, self.mapper.to_domain_event(item), self._wallet_name))
         return tuple(out)
 
-    def log_activity(self, after: int = 0, limit: int = 1000) -> tuple[Activity, ...]:
+    def log_activity(self, after: int = 0, limit: int = 1000, topics: Sequence[str] = ()) -> tuple[Activity, ...]:
         """``read_notifications`` without the events' data: where each event is and what it is (the turn
-        clock follows the log with it)."""
+        clock follows the log with it); with ``topics``, only the events stored under those topics (the
+        store selects them: nothing else is read or decoded)."""
         if after < 0 or not 1 <= limit <= 10_000:
             raise InvalidCommand("after >= 0 and 1 <= limit <= 10000", field="limit")
         out = []
-        for item in self.recorder.select_notifications(start=after + 1, limit=limit):
+        for item in self.recorder.select_notifications(start=after + 1, limit=limit, topics=topics):
             domain_event: Any = self.mapper.to_domain_event(item)
             stream, _id, stream_id, _data = address(domain_event, self._wallet_name)
             kind = getattr(domain_event, "kind", None) or type(domain_event).__name__

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
+from eventsourcing.utils import get_topic
+
 from pokdeng_core import events as re
 from pokdeng_core import table as tc
 from pokdeng_core.errors import DomainError
@@ -34,6 +36,7 @@ from pokdeng_core.profiles import get_profile
 from pokdeng_service.application.commands import TimeOutTurn
 from pokdeng_service.application.errors import StreamForged
 from pokdeng_service.application.principal import TURN_CLOCK
+from pokdeng_service.store.aggregates import ROUND_FACTS, TABLE_FACTS
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +46,15 @@ WAITING_PHASES = {p.value for p in (Phase.SIDE_BETS, Phase.PLAYER_TURNS, Phase.B
 _BANKER_BACK_OR_GONE = frozenset(
     {tc.BankerReconnected.kind, tc.BankerRoleEnded.kind, tc.BankerAssigned.kind, tc.RoundFinished.kind}
 )
+FOLLOWED_TOPICS = tuple(
+    sorted(
+        {get_topic(ROUND_FACTS[kind]) for kind in (re.RoundOpened.kind, re.RoundClosed.kind)}
+        | {get_topic(TABLE_FACTS[kind]) for kind in _BANKER_BACK_OR_GONE | {tc.BankerDisconnected.kind}}
+    )
+)
+"""The stored topics the clock reads: a round's opening and closing, a banker's disconnection and what ends
+it. The store selects them, so the clock reads and decodes none of the other events of the log (about
+twenty per round)."""
 
 
 class TurnClock:
@@ -62,14 +74,14 @@ class TurnClock:
     def follow(self) -> None:
         """Read new notifications: rounds that opened, moved or closed."""
         while True:
-            batch = self.app.log_activity(self.position, 1000)  # (read_notifications without the data)
+            batch = self.app.log_activity(self.position, 1000, FOLLOWED_TOPICS)  # (without the data)
             if not batch:
                 return
             for item in batch:
                 if item.stream == "round":
                     if item.kind == re.RoundClosed.kind:
                         self.open_rounds.discard(item.stream_id)
-                    elif item.stream_id not in self.refused:
+                    elif item.kind == re.RoundOpened.kind and item.stream_id not in self.refused:
                         self.open_rounds.add(item.stream_id)
                 elif item.stream == "table":
                     if item.kind == tc.BankerDisconnected.kind:
