@@ -30,6 +30,9 @@ any other ``DomainError`` (a rule)                          ``UNKNOWN_SEAT``, ``
 ``Unauthenticated`` (auth)             UNAUTHENTICATED      ErrorInfo ``UNAUTHENTICATED``
 ``PermissionDenied`` (auth)            PERMISSION_DENIED    ErrorInfo ``PERMISSION_DENIED``
 ``Unavailable`` (shutting down)        UNAVAILABLE          ErrorInfo ``SHUTTING_DOWN``
+``WalletUnavailable`` (the platform's  UNAVAILABLE          ErrorInfo ``WALLET_UNAVAILABLE`` with ``tx_id``
+wallet did not answer a stake's                             metadata; RetryInfo (the debit is rolled back: retry
+debit, docs/wallet.md)                                      the same request id)
 ``StoreDown`` (the store probe), the   UNAVAILABLE          ErrorInfo ``STORE_UNAVAILABLE``; RetryInfo (retry the
 store driver's connection errors                            same request id once the store answers: health says
 (``OperationalError``, ``InterfaceError``                   when). Nothing was written: a command is one
@@ -73,6 +76,7 @@ from pokdeng_service.application.errors import (
     RequestInvalid,
     StreamForged,
 )
+from pokdeng_service.wallet.errors import WalletUnavailable
 
 DOMAIN = "pokdeng"
 log = logging.getLogger("pokdeng.api")
@@ -243,6 +247,10 @@ def status_for(exc: BaseException) -> status_pb2.Status:
     if isinstance(exc, Conflict):
         retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
         return _status(grpc.StatusCode.ABORTED, exc.message, _info("CONFLICT", _metadata(exc.details)), retry)
+    if isinstance(exc, WalletUnavailable):  # no answer: transient, as the store's (not a rule of the game)
+        return _status(
+            grpc.StatusCode.UNAVAILABLE, exc.message, _info("WALLET_UNAVAILABLE", _metadata(exc.details)), _retry()
+        )
     if isinstance(exc, InsufficientFunds):
         metadata = {"required": str(exc.required), "available": str(exc.available), "wallet": exc.wallet}
         failure = error_details_pb2.PreconditionFailure(

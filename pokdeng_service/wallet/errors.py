@@ -1,4 +1,5 @@
-"""The refusals of a stake the platform's wallet did not take (mapped to FAILED_PRECONDITION by the API)."""
+"""The refusals of a stake the platform's wallet did not take: ``WalletRefused`` is mapped to FAILED_PRECONDITION
+by the API, ``WalletUnavailable`` (no answer, try again) to UNAVAILABLE."""
 
 from __future__ import annotations
 

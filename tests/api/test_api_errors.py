@@ -28,6 +28,7 @@ from pokdeng_service.api.errors import (
     status_for,
 )
 from pokdeng_service.application.errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
+from pokdeng_service.wallet.errors import WalletRefused, WalletUnavailable
 
 CASES = [
     (
@@ -42,6 +43,7 @@ CASES = [
     (UnknownSeat("no seat 9", seat=9), "FAILED_PRECONDITION", "UNKNOWN_SEAT"),
     (SealedShoe("sealed"), "FAILED_PRECONDITION", "SEALED_SHOE"),
     (DomainError("already has a side bet"), "FAILED_PRECONDITION", "RULE_VIOLATION"),
+    (WalletRefused("the platform refused", tx_id="r#1:debit:1"), "FAILED_PRECONDITION", "WALLET_REFUSED"),
     (InsufficientFunds("short", required=5, available=3, wallet="w"), "FAILED_PRECONDITION", "INSUFFICIENT_FUNDS"),
     (NotFound("round 'x' not found", round="x"), "NOT_FOUND", "NOT_FOUND"),
     (AlreadyExists("wallet 'w' already exists", wallet="w"), "ALREADY_EXISTS", "ALREADY_EXISTS"),
@@ -49,6 +51,7 @@ CASES = [
     (Unauthenticated("who?"), "UNAUTHENTICATED", "UNAUTHENTICATED"),
     (PermissionDenied("no"), "PERMISSION_DENIED", "PERMISSION_DENIED"),
     (Unavailable("bye"), "UNAVAILABLE", "SHUTTING_DOWN"),
+    (WalletUnavailable("the platform did not answer", tx_id="r#1:debit:1"), "UNAVAILABLE", "WALLET_UNAVAILABLE"),
     (DeadlineExpired("late"), "DEADLINE_EXCEEDED", "DEADLINE_EXCEEDED"),
     (ResourceExhausted("full"), "RESOURCE_EXHAUSTED", "RESOURCE_EXHAUSTED"),
     (RuntimeError("boom"), "INTERNAL", "INTERNAL"),
@@ -81,5 +84,9 @@ def test_the_map(error: Exception, code: str, reason: str) -> None:
         assert failure.violations[0].type == reason
     if isinstance(error, InsufficientFunds):
         assert dict(info.metadata) == {"required": "5", "available": "3", "wallet": "w"}
+    if isinstance(error, WalletUnavailable):  # transient: retry the same request id, after the delay given
+        assert dict(info.metadata) == {"tx_id": "r#1:debit:1"}
+        (retry,) = _unpack(status, error_details_pb2.RetryInfo)
+        assert retry.retry_delay.nanos > 0
     if code == "INTERNAL":
         assert "boom" not in status.message and status.message.startswith("internal error (reference ")
