@@ -70,6 +70,7 @@ class TurnClock:
         # table id -> (turn timeout, a disconnected banker's reconnection window or None), seconds
         self._waits: dict[str, tuple[int, int | None]] = {}
         self.disconnected: dict[str, datetime] = {}  # table id -> when its banker disconnected this round
+        self.failing: str | None = None  # the failure of the running clock's ticks since the last good one
 
     def follow(self) -> None:
         """Read new notifications: rounds that opened, moved or closed."""
@@ -150,13 +151,29 @@ class TurnClock:
             rules = self._waits[table_id] = (int(table.turn_timeout), None if bid is None else bid.reconnect_seconds)
         return rules
 
+    def tick_logged(self) -> None:
+        """One tick of the running clock: a failure is logged once, as one WARNING line, when it starts
+        (and again only if it changes), not on every tick that meets it (a store that is down during a
+        failover fails a tick each ``interval``); an INFO line says when ticks work again. The failure's
+        traceback goes to DEBUG."""
+        try:
+            self.tick()
+        except Exception as error:  # keep the clock running; the next tick retries
+            text = str(error).strip().splitlines()
+            failure = f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")
+            if failure != self.failing:
+                log.warning("turn clock: its ticks fail (tried again every %g s): %s", self.interval, failure)
+                log.debug("turn clock: the failed tick", exc_info=True)
+            self.failing = failure
+            return
+        if self.failing is not None:
+            log.info("turn clock: its ticks work again (after %s)", self.failing)
+            self.failing = None
+
     def start(self) -> None:
         def loop() -> None:
             while not self._stop.wait(self.interval):
-                try:
-                    self.tick()
-                except Exception:  # keep the clock running; the next tick retries
-                    log.exception("turn clock tick failed")
+                self.tick_logged()
 
         self._thread = threading.Thread(target=loop, name="pokdeng-turn-clock", daemon=True)
         self._thread.start()

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import logging
+import sqlite3
 from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
 
 from pokdeng_core.machine import Phase
 from pokdeng_service.application import PokdengApp
@@ -87,3 +92,32 @@ def test_a_disconnected_room_banker_is_waited_for_five_seconds_not_the_table_tim
     assert timed and timed[-1].data["seat"] == 0
     play.drive_round(driver, round_id)
     assert app.get_table("rc").banker is None  # the role ended with the round
+
+
+def test_a_store_outage_is_one_warning_not_a_traceback_per_tick(
+    app: PokdengApp, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """While the store is down (a failover), every tick fails: the clock says so once, then once when it
+    works again."""
+    clock = TurnClock(app, now=lambda: datetime.now(tz=UTC))
+    calls = {"n": 0}
+    working = app.log_activity
+
+    def down(*args: Any, **kwargs: Any) -> Any:
+        calls["n"] += 1
+        if calls["n"] <= 5:
+            raise sqlite3.OperationalError("disk I/O error\ndetail on a second line")
+        return working(*args, **kwargs)
+
+    monkeypatch.setattr(app, "log_activity", down)
+    with caplog.at_level(logging.DEBUG, logger="pokdeng_service.application.turn_clock"):
+        for _ in range(8):
+            clock.tick_logged()
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and warnings[0].exc_info is None
+    assert warnings[0].getMessage().endswith("OperationalError: disk I/O error")
+    assert [r.getMessage() for r in caplog.records if r.levelno == logging.INFO] == [
+        "turn clock: its ticks work again (after OperationalError: disk I/O error)"
+    ]
+    assert not any(r.levelno >= logging.ERROR for r in caplog.records)
+    assert clock.failing is None and calls["n"] >= 8
