@@ -40,6 +40,7 @@ class OpenRound(RoundCommand):
     engines before 1.1.0). ``shuffle.CLIENT_SEED_RULE``: the client seed is derived at the deal from the
     contributions made during betting, and ``client_seed`` (if not empty) is the platform's first one."""
     currency: str = "THB"  # ISO 4217: the table's currency, recorded in round_opened
+    by: str = ""  # who starts it (StartRound's sender): recorded in round_opened
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +69,7 @@ class Deal(RoundCommand):
     """Close betting and deal."""
 
     name: ClassVar[str] = "deal"
+    by: str = ""  # who deals (an operator, the service): recorded in cards_dealt
 
 
 @dataclass(frozen=True, slots=True)

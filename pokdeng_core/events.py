@@ -33,6 +33,7 @@ class RoundOpened(RoundEvent):
     min_stake: int
     max_stake: int
     currency: str = "THB"  # ISO 4217, the table's (rounds opened before currencies: THB)
+    by: str = ""  # who started the round (StartRound's sender: an operator, the service)
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +102,7 @@ class CardsDealt(RoundEvent):
     kind: ClassVar[str] = "cards_dealt"
     cards: tuple[tuple[int, str], ...]  # (seat, card) in the order dealt
     banker_up_card: str | None  # kingmaker: the banker's first card, dealt face up
+    by: str = ""  # who dealt (Deal's sender: an operator, the service)
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,7 +261,8 @@ EVENT_BY_KIND: Mapping[str, type[RoundEvent]] = MappingProxyType({cls.kind: cls 
 
 ADDED_FIELDS: Mapping[str, Mapping[str, object]] = MappingProxyType(
     {
-        RoundOpened.kind: MappingProxyType({"currency": "THB"}),
+        RoundOpened.kind: MappingProxyType({"currency": "THB", "by": ""}),
+        CardsDealt.kind: MappingProxyType({"by": ""}),
         SideBetsSettled.kind: MappingProxyType({"by": ""}),
         TurnTimedOut.kind: MappingProxyType({"by": ""}),
         RoundVoided.kind: MappingProxyType({"by": ""}),

@@ -620,6 +620,7 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
             cmd.min_stake,
             cmd.max_stake,
             cmd.currency,
+            cmd.by,
         )
     )
     if not cmd.client_seed_rule:  # the client seed is given now (engines before 1.1.0)
@@ -713,7 +714,7 @@ def _fix_client_seed(run: _Run) -> None:
     run.emit(e.ClientSeedFixed(derived, state.client_seed_rule, state.contributions))  # (its fold shuffles the shoe)
 
 
-def _deal(run: _Run, _cmd: c.Deal) -> None:
+def _deal(run: _Run, cmd: c.Deal) -> None:
     state = run.state
     _require_phase(state, Phase.BETTING, doing="deal")
     if not state.bets:
@@ -734,7 +735,7 @@ def _deal(run: _Run, _cmd: c.Deal) -> None:
         raise DomainError("the shoe is too short for this deal")
     dealt = tuple((seat, _text(shoe.cards[i])) for i, seat in enumerate(order))
     up_card = _text(shoe.cards[len(in_play)]) if profile.side_bet is not None else None
-    run.emit(e.CardsDealt(dealt, up_card))
+    run.emit(e.CardsDealt(dealt, up_card, cmd.by))
     _after_deal(run)
 
 

@@ -4243,6 +4243,7 @@ class RoundOpened(_message.Message):
     MIN_STAKE_FIELD_NUMBER: _builtins.int
     MAX_STAKE_FIELD_NUMBER: _builtins.int
     CURRENCY_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
     round_id: _builtins.str
     """The round."""
     table_id: _builtins.str
@@ -4263,6 +4264,10 @@ class RoundOpened(_message.Message):
     """The largest stake."""
     currency: _builtins.str
     """The round's currency code (the table's)."""
+    by: _builtins.str
+    """Who started the round: the principal of StartRound's sender ("operator:<token name>",
+    "service:<name>"); "" in rounds recorded before.
+    """
     @_builtins.property
     def profile_options(self) -> _containers.RepeatedCompositeFieldContainer[Global___ProfileOption]:
         """The options, by name."""
@@ -4286,10 +4291,11 @@ class RoundOpened(_message.Message):
         min_stake: _builtins.int = ...,
         max_stake: _builtins.int = ...,
         currency: _builtins.str = ...,
+        by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_banker_player", b"_banker_player", "banker_player", b"banker_player"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_banker_player", b"_banker_player", "banker_player", b"banker_player", "currency", b"currency", "engine_version", b"engine_version", "max_stake", b"max_stake", "min_stake", b"min_stake", "profile_name", b"profile_name", "profile_options", b"profile_options", "profile_version", b"profile_version", "round_id", b"round_id", "round_no", b"round_no", "seats", b"seats", "table_id", b"table_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_banker_player", b"_banker_player", "banker_player", b"banker_player", "by", b"by", "currency", b"currency", "engine_version", b"engine_version", "max_stake", b"max_stake", "min_stake", b"min_stake", "profile_name", b"profile_name", "profile_options", b"profile_options", "profile_version", b"profile_version", "round_id", b"round_id", "round_no", b"round_no", "seats", b"seats", "table_id", b"table_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__banker_player: _TypeAlias = _typing.Literal["banker_player"]  # noqa: Y015
     _WhichOneofArgType__banker_player: _TypeAlias = _typing.Literal["_banker_player", b"_banker_player"]  # noqa: Y015
@@ -4461,8 +4467,13 @@ class CardsDealt(_message.Message):
 
     CARDS_FIELD_NUMBER: _builtins.int
     BANKER_UP_CARD_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
     banker_up_card: _builtins.str
     """Kingmaker: the banker's first card, face up."""
+    by: _builtins.str
+    """Who dealt: the principal of Deal's sender ("operator:<token name>", "service:<name>"); "" in
+    rounds recorded before.
+    """
     @_builtins.property
     def cards(self) -> _containers.RepeatedCompositeFieldContainer[Global___SeatCard]:
         """(seat, card) in the order dealt."""
@@ -4472,10 +4483,11 @@ class CardsDealt(_message.Message):
         *,
         cards: _abc.Iterable[Global___SeatCard] | None = ...,
         banker_up_card: _builtins.str | None = ...,
+        by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_banker_up_card", b"_banker_up_card", "banker_up_card", b"banker_up_card"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_banker_up_card", b"_banker_up_card", "banker_up_card", b"banker_up_card", "cards", b"cards"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_banker_up_card", b"_banker_up_card", "banker_up_card", b"banker_up_card", "by", b"by", "cards", b"cards"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__banker_up_card: _TypeAlias = _typing.Literal["banker_up_card"]  # noqa: Y015
     _WhichOneofArgType__banker_up_card: _TypeAlias = _typing.Literal["_banker_up_card", b"_banker_up_card"]  # noqa: Y015

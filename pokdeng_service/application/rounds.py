@@ -73,6 +73,7 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
         SHUFFLE_ALGORITHM,
         CLIENT_SEED_RULE,
         state.currency,
+        attempt.principal.actor,
     )
     record = RoundRecord(round_id, command.table_id)
     record.record(decide_and_fold(record.state, opening), attempt.request_id)
@@ -187,7 +188,7 @@ def _side_funds(attempt: Attempt, command: PlaceSideBet) -> int:
 
 @handler(Deal)
 def deal(attempt: Attempt, command: Deal) -> Outcome:
-    return _play(attempt, command, lambda _a, _s: rc.Deal())
+    return _play(attempt, command, lambda a, _s: rc.Deal(a.principal.actor))
 
 
 @handler(CloseSideBets)

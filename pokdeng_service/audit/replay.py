@@ -82,8 +82,9 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
     if kind == re.ClientSeedContributed.kind:
         contributor = data["contributor"]
         return rc.ContributeSeed(None if contributor == PLATFORM else contributor, data["client_seed"])
-    if kind == re.ClientSeedFixed.kind:
-        return rc.Deal()
+    if kind == re.ClientSeedFixed.kind:  # the deal of a round with contributions: its cards follow
+        dealt = next((e for e in group[1:] if e.kind == re.CardsDealt.kind), None)
+        return rc.Deal(dealt.data.get("by", "") if dealt is not None else "")
     if kind == re.CardDrawn.kind:
         seat = data["seat"]
         return rc.BankerDraw(banker) if seat == 0 else rc.Draw(seat, state.holder(seat) or "")
@@ -91,7 +92,7 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
         seat = data["seat"]
         return rc.BankerStay(banker) if seat == 0 else rc.Stay(seat, state.holder(seat) or "")
     if kind == re.CardsDealt.kind:
-        return rc.Deal()
+        return rc.Deal(data.get("by", ""))
     if kind == re.SideBetPlaced.kind:
         return rc.PlaceSideBet(data["seat"], data["player"], data["reserved"])
     if kind == re.SideBetsSettled.kind:
@@ -131,6 +132,7 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
             committed["algorithm"],
             rule,
             data.get("currency", "THB"),
+            data.get("by", ""),
         )
     first = _core(head) if kind in re.EVENT_BY_KIND else None
     if isinstance(first, re.HandsRevealed) and first.selective:

@@ -191,9 +191,28 @@ class Describer:
         return (t(kind),)
 
 
-def actor(kind: str, d: dict[str, Any], holders: dict[int, str | None], banker: str | None, timed_out: str) -> str:
+SENDER_KINDS = ("round_opened", "cards_dealt")
+"""The events whose ``by`` names the sender of the command that caused every event of its group (the
+opening's commitment, the deal's fixed client seed): see ``senders``."""
+
+
+def senders(facts: Sequence[dict[str, Any]]) -> dict[str, str]:
+    """The recorded sender of each start and deal, by the command id of its events (``round_opened.by``,
+    ``cards_dealt.by``; rounds recorded before these fields name none)."""
+    return {f["command_id"]: str(f["data"]["by"]) for f in facts if f["kind"] in SENDER_KINDS and f["data"].get("by")}
+
+
+def actor(
+    kind: str,
+    d: dict[str, Any],
+    holders: dict[int, str | None],
+    banker: str | None,
+    timed_out: str,
+    sender: str = "",
+) -> str:
     """Who made the event happen, as the record says: a player, an operator's command (with its sender
-    where the record names it), or the engine on its own."""
+    where the record names it: ``sender``, from ``senders``, for the events of a start or a deal), or
+    the engine on its own."""
     if kind in ("bet_placed", "side_bet_placed"):
         return str(d["player"])
     if kind == "client_seed_contributed":
@@ -201,9 +220,9 @@ def actor(kind: str, d: dict[str, Any], holders: dict[int, str | None], banker: 
     if kind in ("round_voided", "turn_timed_out", "side_bets_settled"):
         return str(d.get("by") or "operator (not recorded)")
     if kind in ("round_opened", "contributions_opened", "shuffle_committed"):
-        return "operator (start round)"
+        return sender or "operator (start round)"
     if kind in ("client_seed_fixed", "cards_dealt"):
-        return "operator (deal)"
+        return sender or "operator (deal)"
     if kind in ("card_drawn", "player_stood"):
         if d["reason"] == "auto":
             return "the draw rule"

@@ -18,7 +18,7 @@ from typing import Any
 
 from pokdeng_core.cards import parse_card
 from pokdeng_core.hands import taem
-from pokdeng_service.web.describe import Describer, Face, Parts, actor, face, money, multiplier, utc
+from pokdeng_service.web.describe import Describer, Face, Parts, actor, face, money, multiplier, senders, utc
 
 ROUND_EVENTS_FROM = 2  # position 1 is the stream's creation row, not a round event
 
@@ -162,6 +162,7 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
     voided: dict[str, Any] | None = None
     settled_step = 0
     timed_out = ""
+    sent_by = senders(facts)
     for event in facts:
         kind, d = event["kind"], event["data"]
         first = step + 1
@@ -201,7 +202,7 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
             settlement, settled_step = d, step
         elif kind == "round_voided":
             voided = d
-        who = actor(kind, d, holders, banker, timed_out)
+        who = actor(kind, d, holders, banker, timed_out, sent_by.get(event["command_id"], ""))
         timed_out = str(d.get("by") or "operator (time out)") if kind == "turn_timed_out" else ""
         steps.append(
             Step(

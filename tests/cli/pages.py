@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from pokdeng_core.machine import Phase
-from pokdeng_service.application.commands import VoidRound
+from pokdeng_service.application.commands import Deal, StartRound, VoidRound
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.application.principal import Principal, Role
@@ -81,10 +81,10 @@ def make_store(folder: Path) -> Store:
         play.seat_bets(d, store.rounds["hostile"], 100)
         play.drive_round(d, store.rounds["hostile"])
         voided = ""
-        for _ in range(20):  # voided after its deal: its cards are on the record, nothing is paid
-            voided = play.start_round(d, "classic-t")
+        for n in range(20):  # voided after its deal: its cards are on the record, nothing is paid
+            voided = app.handle(DESK, f"start-by-desk-{n}", StartRound("classic-t")).id  # (started, dealt by desk-7)
             play.seat_bets(d, voided, 100)
-            d.call("deal", voided)
+            app.handle(DESK, f"deal-by-desk-{n}", Deal(voided))
             if app.round_state(voided).phase is not Phase.CLOSED:
                 break
         app.handle(DESK, "void-by-desk", VoidRound(voided, "a card fell face up <b>on the floor</b>"))

@@ -20,6 +20,8 @@ from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, main
 
 from .pages import CARDLIKE, HOSTILE, Store, make_store
 
+LEGACY = Path(__file__).resolve().parents[1] / "service" / "legacy"
+
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory: pytest.TempPathFactory) -> Store:
@@ -76,7 +78,11 @@ def test_times_are_full_utc_and_every_step_names_who_acted(store: Store, tmp_pat
     shown = visible(page(store, "room", tmp_path))
     times = re.findall(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{6})? UTC", shown)
     assert len(times) >= 10, "dates, times and the zone"
-    assert "by operator (start round)" in shown and "by operator (deal)" in shown and "by room-p1" in shown
+    # the start and the deal name their sender (the service itself here: play.Driver sends as SYSTEM)
+    for kind in ("round_opened", "shuffle_committed", "client_seed_fixed", "cards_dealt"):
+        assert re.search(rf"{kind}\s+by service:system", shown), kind
+    assert "by room-p1" in shown
+    assert "operator (start round)" not in shown and "operator (deal)" not in shown
     for word in ("Commitment", "Server seed", "Client seed", "Nonce", "Chain start", "Chain end", "Bundle digest"):
         assert word in shown
     assert "Checked by pokdeng against the store" in shown and "Checked in this browser" in shown
@@ -87,6 +93,8 @@ def test_a_voided_round_says_by_whom_and_why(store: Store, tmp_path: Path) -> No
     assert 'class="headline voided"' in text
     shown = visible(text)
     assert "VOIDED by operator:desk-7" in shown and "SETTLED" not in shown
+    for kind in ("round_opened", "contributions_opened", "shuffle_committed", "client_seed_fixed", "cards_dealt"):
+        assert re.search(rf"{kind}\s+by operator:desk-7", shown), kind  # desk-7 started and dealt it too
     assert "a card fell face up <b>on the floor</b>" in shown  # the reason, as text
     assert "<b>on the floor</b>" not in text  # (escaped, never markup)
     assert "no money moved" in shown
@@ -125,3 +133,16 @@ def test_the_verifier_page(tmp_path: Path, store: Store) -> None:
     text = out.read_text(encoding="utf-8")
     assert 'type="file"' in text and store.public_key in text and "PokdengVerify" in text
     assert "http://" not in text and "https://" not in text
+
+
+def test_a_round_recorded_before_the_start_and_deal_named_their_sender() -> None:
+    """A bundle of engine 1.0.0 (no ``by`` in round_opened or cards_dealt): its steps say operator."""
+    from pokdeng_service.web import model
+
+    bundle = json.loads((LEGACY / "kingmaker-settled-1.0.0.json").read_bytes())
+    opened = next(e for e in bundle["events"] if e["kind"] == "round_opened")
+    dealt = next(e for e in bundle["events"] if e["kind"] == "cards_dealt")
+    assert "by" not in opened["data"] and "by" not in dealt["data"]
+    who = {s.kind: s.who for s in model.build(bundle["events"], bundle).steps}
+    assert who["round_opened"] == who["shuffle_committed"] == "operator (start round)"
+    assert who["cards_dealt"] == "operator (deal)"

@@ -47,8 +47,6 @@ class NodePackages:
         return NODE_DIR / "play.js"
 
 
-
-
 def _node_version(node: str) -> str:
     try:
         return subprocess.run([node, "--version"], capture_output=True, text=True, timeout=30, check=True).stdout
