@@ -43,7 +43,7 @@ from pokdeng_client.v1 import pokdeng_pb2 as pb
 
 from .checks import Findings, audit_api, audit_store
 from .client import HarnessClient, Stats
-from .driver import TableDriver, TableSpec, all_acked, merged_ledger
+from .driver import MAX_UNEXPECTED, TableDriver, TableSpec, all_acked, merged_ledger
 from .server import ServerProcess, Store, postgres_databases, servers
 from .tokens import Tokens
 
@@ -59,6 +59,10 @@ class ReplicaConfig:
     clock_tables: int = 6
     clock_rounds: int = 2  # rounds per clock table, one after the other
     hammer_ops: int = 400  # deposits/withdrawals per hammer at most
+    # a shared table that closed fewer rounds in ``seconds`` (a loaded machine) goes on until it has, for at
+    # most ``extra_seconds`` more: what a test needs is the rounds, however long they take
+    min_rounds: int = 0
+    extra_seconds: float = 60.0
 
 
 @dataclass
@@ -169,6 +173,20 @@ def _clock_table(index: int) -> TableSpec:
         tuple(f"clock-{index}-p{j}" for j in range(3)),
         turn_timeout=CLOCK_TIMEOUT,
     )
+
+
+def _play_shared(driver: TableDriver, stop: threading.Event, deadline: float, config: ReplicaConfig) -> None:
+    """A shared table's rounds for ``config.seconds`` (every client at once: the contention), then, if it
+    closed fewer than ``config.min_rounds``, on until it has or ``config.extra_seconds`` have passed."""
+    driver.play(stop, deadline=deadline)
+    latest = deadline + config.extra_seconds
+    while (
+        len(driver.closed) < config.min_rounds
+        and time.monotonic() < latest
+        and not stop.is_set()
+        and len(driver.unexpected) < MAX_UNEXPECTED
+    ):
+        driver.play(stop, config.min_rounds, latest)  # (returns once it has seen min_rounds rounds close)
 
 
 def _run_clock_table(driver: TableDriver, rounds: int, deadline: float, out: list[str]) -> None:
@@ -358,8 +376,7 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
             deadline = time.monotonic() + config.seconds
             clock_closed: list[str] = []
             threads = [
-                threading.Thread(target=d.play, args=(stop,), kwargs={"deadline": deadline}, daemon=True)
-                for d in drivers
+                threading.Thread(target=_play_shared, args=(d, stop, deadline, config), daemon=True) for d in drivers
             ]
             threads += [threading.Thread(target=h.run, args=(deadline,), daemon=True) for h in hammers]
             threads += [
