@@ -52,6 +52,7 @@ class PlaceBet(RoundCommand):
     available: int  # the player's wallet: balance less what is reserved
     banker_available: int | None = None  # a player-banker's wallet, the same way
     client_seed: str | None = None  # the bettor's contribution to the client seed, with the stake
+    by: str = ""  # its sender, when not the bettor itself (an operator, the service): recorded in bet_placed
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,7 @@ class ContributeSeed(RoundCommand):
     name: ClassVar[str] = "contribute_seed"
     player: str | None
     client_seed: str
+    by: str = ""  # its sender, when not the contributor itself (the platform's: always): in client_seed_contributed
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class PlaceSideBet(RoundCommand):
     seat: int
     player: str
     available: int
+    by: str = ""  # its sender, when not the bettor itself: recorded in side_bet_placed
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +94,7 @@ class Draw(RoundCommand):
     name: ClassVar[str] = "draw"
     seat: int
     player: str
+    by: str = ""  # its sender, when not the seat's holder itself: recorded in card_drawn
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,7 @@ class Stay(RoundCommand):
     name: ClassVar[str] = "stay"
     seat: int
     player: str
+    by: str = ""  # its sender, when not the seat's holder itself: recorded in player_stood
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,18 +112,21 @@ class BankerReveal(RoundCommand):
     name: ClassVar[str] = "banker_reveal"
     seats: tuple[int, ...]
     player: str | None = None  # the player-banker, or None when the operator acts for the house
+    by: str = ""  # its sender, when not the player-banker itself (the house's: always): in hands_revealed
 
 
 @dataclass(frozen=True, slots=True)
 class BankerDraw(RoundCommand):
     name: ClassVar[str] = "banker_draw"
     player: str | None = None
+    by: str = ""  # its sender, when not the player-banker itself (the house's: always): in card_drawn
 
 
 @dataclass(frozen=True, slots=True)
 class BankerStay(RoundCommand):
     name: ClassVar[str] = "banker_stay"
     player: str | None = None
+    by: str = ""  # its sender, when not the player-banker itself (the house's: always): in player_stood
 
 
 @dataclass(frozen=True, slots=True)

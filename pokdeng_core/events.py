@@ -70,6 +70,7 @@ class ClientSeedContributed(RoundEvent):
     kind: ClassVar[str] = "client_seed_contributed"
     contributor: str  # the player id; "" for the platform (no player id is empty)
     client_seed: str
+    by: str = ""  # ContributeSeed's sender when not the contributor itself ("" in a bet's or the opening's)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +94,7 @@ class BetPlaced(RoundEvent):
     stake: int
     reserved: int
     banker_reserved: int  # what the player-banker reserves for it (0 under the house)
+    by: str = ""  # PlaceBet's sender when not the bettor itself (an operator, the service)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,7 @@ class SideBetPlaced(RoundEvent):
     player: str
     stake: int
     reserved: int
+    by: str = ""  # PlaceSideBet's sender when not the bettor itself
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +158,7 @@ class CardDrawn(RoundEvent):
     seat: int
     card: str
     reason: str  # "choice", "auto" (the profile's draw rule) or "timeout"
+    by: str = ""  # a choice's sender (Draw, BankerDraw) when not the hand's holder itself (the house's: always)
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +168,7 @@ class PlayerStood(RoundEvent):
     kind: ClassVar[str] = "player_stood"
     seat: int
     reason: str  # "choice", "auto" or "timeout"
+    by: str = ""  # a choice's sender (Stay, BankerStay) when not the hand's holder itself (the house's: always)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,6 +179,7 @@ class HandsRevealed(RoundEvent):
     seats: tuple[int, ...]
     hands: tuple[tuple[int, tuple[str, ...]], ...]  # (seat, cards), seat 0 the banker
     selective: bool  # True: the banker's chosen reveal before it draws
+    by: str = ""  # BankerReveal's sender when not the player-banker itself (the house's: always); a showdown: ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,9 +268,15 @@ EVENT_BY_KIND: Mapping[str, type[RoundEvent]] = MappingProxyType({cls.kind: cls 
 ADDED_FIELDS: Mapping[str, Mapping[str, object]] = MappingProxyType(
     {
         RoundOpened.kind: MappingProxyType({"currency": "THB", "by": ""}),
+        ClientSeedContributed.kind: MappingProxyType({"by": ""}),
+        BetPlaced.kind: MappingProxyType({"by": ""}),
         CardsDealt.kind: MappingProxyType({"by": ""}),
+        SideBetPlaced.kind: MappingProxyType({"by": ""}),
         SideBetsSettled.kind: MappingProxyType({"by": ""}),
         TurnTimedOut.kind: MappingProxyType({"by": ""}),
+        CardDrawn.kind: MappingProxyType({"by": ""}),
+        PlayerStood.kind: MappingProxyType({"by": ""}),
+        HandsRevealed.kind: MappingProxyType({"by": ""}),
         RoundVoided.kind: MappingProxyType({"by": ""}),
     }
 )

@@ -678,8 +678,8 @@ def _place_bet(run: _Run, cmd: c.PlaceBet) -> None:
         _check_funds(banker_reserve, cmd.banker_available, state.banker_player, "the banker's")
     if cmd.client_seed is not None:
         _check_contribution(state, cmd.client_seed)
-    run.emit(e.BetPlaced(cmd.seat, cmd.player, stake, reserve, banker_reserve))
-    if cmd.client_seed is not None:
+    run.emit(e.BetPlaced(cmd.seat, cmd.player, stake, reserve, banker_reserve, cmd.by))
+    if cmd.client_seed is not None:  # (its sender is the bet's: bet_placed.by)
         run.emit(e.ClientSeedContributed(cmd.player, cmd.client_seed))
 
 
@@ -701,7 +701,7 @@ def _contribute(run: _Run, cmd: c.ContributeSeed) -> None:
         check_id(player, "player")
         if player != state.banker_player and not any(b.player == player for b in state.bets):
             raise NotYourTurn(f"{player!r} has no stake in this round: its bettors contribute (and the platform)")
-    run.emit(e.ClientSeedContributed(PLATFORM if player is None else player, cmd.client_seed))
+    run.emit(e.ClientSeedContributed(PLATFORM if player is None else player, cmd.client_seed, cmd.by))
 
 
 def _fix_client_seed(run: _Run) -> None:
@@ -812,7 +812,7 @@ def _place_side_bet(run: _Run, cmd: c.PlaceSideBet) -> None:
         raise DomainError(f"seat {cmd.seat} already has a side bet", seat=cmd.seat)
     stake = main[0].stake
     _check_funds(stake, cmd.available, cmd.player, "the player's")
-    run.emit(e.SideBetPlaced(cmd.seat, cmd.player, stake, stake))
+    run.emit(e.SideBetPlaced(cmd.seat, cmd.player, stake, stake, cmd.by))
 
 
 def _close_side_bets(run: _Run, cmd: c.CloseSideBets | c.TimeOutTurn) -> None:
@@ -829,7 +829,7 @@ def _close_side_bets(run: _Run, cmd: c.CloseSideBets | c.TimeOutTurn) -> None:
     _advance(run)
 
 
-def _player_action(run: _Run, seat: int, player: str, draw: bool) -> None:
+def _player_action(run: _Run, seat: int, player: str, draw: bool, by: str) -> None:
     state = run.state
     _require_phase(state, Phase.PLAYER_TURNS, doing="draw" if draw else "stay")
     holder = state.holder(seat)
@@ -842,18 +842,18 @@ def _player_action(run: _Run, seat: int, player: str, draw: bool) -> None:
     if player_draw.action(_taem(state.cards(seat))) != "choose":
         raise DomainError(f"seat {seat} has no choice to make")
     if draw:
-        run.emit(e.CardDrawn(seat, run.next_text(), "choice"))
+        run.emit(e.CardDrawn(seat, run.next_text(), "choice", by))
     else:
-        run.emit(e.PlayerStood(seat, "choice"))
+        run.emit(e.PlayerStood(seat, "choice", by))
     _advance(run)
 
 
 def _draw(run: _Run, cmd: c.Draw) -> None:
-    _player_action(run, cmd.seat, cmd.player, True)
+    _player_action(run, cmd.seat, cmd.player, True, cmd.by)
 
 
 def _stay(run: _Run, cmd: c.Stay) -> None:
-    _player_action(run, cmd.seat, cmd.player, False)
+    _player_action(run, cmd.seat, cmd.player, False, cmd.by)
 
 
 def _banker_may_choose(state: RoundState, player: str | None, doing: str) -> None:
@@ -881,7 +881,7 @@ def _banker_reveal(run: _Run, cmd: c.BankerReveal) -> None:
             raise UnknownSeat(f"seat {seat} has no hand in this round", seat=seat)
         if seat in state.revealed:
             raise DomainError(f"seat {seat} is already settled", seat=seat)
-    _reveal_and_settle(run, tuple(sorted(seats)), selective=True)
+    _reveal_and_settle(run, tuple(sorted(seats)), selective=True, by=cmd.by)
     if all(s in run.state.revealed for s in run.state.in_play):
         _showdown(run)
 
@@ -890,9 +890,9 @@ def _banker_play(run: _Run, cmd: c.BankerDraw | c.BankerStay) -> None:
     draw = isinstance(cmd, c.BankerDraw)
     _banker_may_choose(run.state, cmd.player, "draw" if draw else "stay")
     if draw:
-        run.emit(e.CardDrawn(BANKER, run.next_text(), "choice"))
+        run.emit(e.CardDrawn(BANKER, run.next_text(), "choice", cmd.by))
     else:
-        run.emit(e.PlayerStood(BANKER, "choice"))
+        run.emit(e.PlayerStood(BANKER, "choice", cmd.by))
     _showdown(run)
 
 
@@ -920,11 +920,12 @@ def _time_out(run: _Run, cmd: c.TimeOutTurn) -> None:
         _advance(run)
 
 
-def _reveal_and_settle(run: _Run, seats: tuple[int, ...], selective: bool) -> None:
+def _reveal_and_settle(run: _Run, seats: tuple[int, ...], selective: bool, by: str = "") -> None:
+    """Show ``seats`` and the banker's hand and settle their stakes (``by``: a selective reveal's sender)."""
     state = run.state
     profile = state.rules
     shown = tuple((s, _texts(state.cards(s))) for s in (*seats, BANKER))
-    run.emit(e.HandsRevealed(seats, shown, selective))
+    run.emit(e.HandsRevealed(seats, shown, selective, by))
     banker_value = evaluate(profile, state.banker_cards)
     for seat in seats:
         value = evaluate(profile, state.cards(seat))

@@ -4371,19 +4371,27 @@ class ClientSeedContributed(_message.Message):
 
     CONTRIBUTOR_FIELD_NUMBER: _builtins.int
     CLIENT_SEED_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
     contributor: _builtins.str
     """The contributor ("" for the platform)."""
     client_seed: _builtins.str
     """The contribution."""
+    by: _builtins.str
+    """Who sent ContributeSeed, when not the contributor itself: the sender's principal ("operator:<token
+    name>", "service:<name>"; always for the platform's). "" when the contributor sent it, for the
+    contribution made with a stake or at the opening (their sender is bet_placed's, round_opened's),
+    and in rounds recorded before.
+    """
     def __init__(
         self,
         *,
         contributor: _builtins.str = ...,
         client_seed: _builtins.str = ...,
+        by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["client_seed", b"client_seed", "contributor", b"contributor"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "client_seed", b"client_seed", "contributor", b"contributor"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -4432,6 +4440,7 @@ class BetPlaced(_message.Message):
     STAKE_FIELD_NUMBER: _builtins.int
     RESERVED_FIELD_NUMBER: _builtins.int
     BANKER_RESERVED_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat."""
     player: _builtins.str
@@ -4442,6 +4451,10 @@ class BetPlaced(_message.Message):
     """What it reserves in the bettor's wallet."""
     banker_reserved: _builtins.int
     """What the player-banker reserves for it (0 under the house)."""
+    by: _builtins.str
+    """Who sent PlaceBet, when not the bettor itself: the sender's principal ("operator:<token name>",
+    "service:<name>"). "" when the bettor sent it, and in rounds recorded before.
+    """
     def __init__(
         self,
         *,
@@ -4450,10 +4463,11 @@ class BetPlaced(_message.Message):
         stake: _builtins.int = ...,
         reserved: _builtins.int = ...,
         banker_reserved: _builtins.int = ...,
+        by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["banker_reserved", b"banker_reserved", "player", b"player", "reserved", b"reserved", "seat", b"seat", "stake", b"stake"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["banker_reserved", b"banker_reserved", "by", b"by", "player", b"player", "reserved", b"reserved", "seat", b"seat", "stake", b"stake"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -4563,6 +4577,7 @@ class SideBetPlaced(_message.Message):
     PLAYER_FIELD_NUMBER: _builtins.int
     STAKE_FIELD_NUMBER: _builtins.int
     RESERVED_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat."""
     player: _builtins.str
@@ -4571,6 +4586,10 @@ class SideBetPlaced(_message.Message):
     """The side stake."""
     reserved: _builtins.int
     """What it reserves."""
+    by: _builtins.str
+    """Who sent PlaceSideBet, when not the bettor itself: the sender's principal. "" when the bettor sent
+    it, and in rounds recorded before.
+    """
     def __init__(
         self,
         *,
@@ -4578,10 +4597,11 @@ class SideBetPlaced(_message.Message):
         player: _builtins.str = ...,
         stake: _builtins.int = ...,
         reserved: _builtins.int = ...,
+        by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["player", b"player", "reserved", b"reserved", "seat", b"seat", "stake", b"stake"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "player", b"player", "reserved", b"reserved", "seat", b"seat", "stake", b"stake"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -4658,22 +4678,29 @@ class CardDrawn(_message.Message):
     SEAT_FIELD_NUMBER: _builtins.int
     CARD_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat (0: the banker)."""
     card: _builtins.str
     """The card ("" when redacted)."""
     reason: Global___ActionReason.ValueType
     """Why it drew."""
+    by: _builtins.str
+    """A choice's sender (Draw, BankerDraw), when not the hand's holder itself: the sender's principal
+    (always for the house's hand). "" when the holder chose, for the draw rule and a timeout, and in
+    rounds recorded before.
+    """
     def __init__(
         self,
         *,
         seat: _builtins.int = ...,
         card: _builtins.str = ...,
         reason: Global___ActionReason.ValueType = ...,
+        by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["card", b"card", "reason", b"reason", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "card", b"card", "reason", b"reason", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -4687,19 +4714,26 @@ class PlayerStood(_message.Message):
 
     SEAT_FIELD_NUMBER: _builtins.int
     REASON_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
     seat: _builtins.int
     """The seat."""
     reason: Global___ActionReason.ValueType
     """Why it stood."""
+    by: _builtins.str
+    """A choice's sender (Stay, BankerStay), when not the hand's holder itself: the sender's principal
+    (always for the house's hand). "" when the holder chose, for the draw rule and a timeout, and in
+    rounds recorded before.
+    """
     def __init__(
         self,
         *,
         seat: _builtins.int = ...,
         reason: Global___ActionReason.ValueType = ...,
+        by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["reason", b"reason", "seat", b"seat"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "reason", b"reason", "seat", b"seat"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -4714,8 +4748,14 @@ class HandsRevealed(_message.Message):
     SEATS_FIELD_NUMBER: _builtins.int
     HANDS_FIELD_NUMBER: _builtins.int
     SELECTIVE_FIELD_NUMBER: _builtins.int
+    BY_FIELD_NUMBER: _builtins.int
     selective: _builtins.bool
     """True: the banker's chosen reveal before it draws."""
+    by: _builtins.str
+    """A chosen reveal's sender (BankerReveal), when not the player-banker itself: the sender's principal
+    (always for the house). "" when the player-banker chose, at a showdown, and in rounds recorded
+    before.
+    """
     @_builtins.property
     def seats(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """The seats revealed."""
@@ -4730,10 +4770,11 @@ class HandsRevealed(_message.Message):
         seats: _abc.Iterable[_builtins.int] | None = ...,
         hands: _abc.Iterable[Global___HandCards] | None = ...,
         selective: _builtins.bool = ...,
+        by: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["hands", b"hands", "seats", b"seats", "selective", b"selective"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by", b"by", "hands", b"hands", "seats", b"seats", "selective", b"selective"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -86,6 +86,16 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
 CoreCommand = Callable[[Attempt, RoundState], rc.RoundCommand]
 
 
+def sent_by(attempt: Attempt, command: RoundCommand) -> str:
+    """The ``by`` of a decision sent for a player, a contributor or the banker's hand (``command.actor``: the
+    player it acts for; None for the platform's contribution and the house's hand): ``""`` when that player
+    sends it itself (its own token), else the sender's ``Principal.actor`` (an operator, the service)."""
+    principal = attempt.principal
+    if principal.is_player and command.actor is not None and principal.player == command.actor:
+        return ""
+    return principal.actor
+
+
 def _play(attempt: Attempt, command: RoundCommand, make: CoreCommand, expected_version: int | None = None) -> Outcome:
     """Load the round, decide the core command ``make`` gives, record it, and book its money."""
     record = attempt.round(command.round_id)
@@ -140,11 +150,15 @@ def _book_money(attempt: Attempt, record: RoundRecord, events: Iterable[re.Round
 
 @handler(PlaceBet)
 def place_bet(attempt: Attempt, command: PlaceBet) -> Outcome:
+    by = sent_by(attempt, command)
+
     def make(attempt: Attempt, state: RoundState) -> rc.RoundCommand:
         funds = port_of(attempt).stake_funds(attempt, command.round_id)  # the platform's: its debit was the check
         if funds is not None:
             banker_funds = funds if state.banker_player is not None else None
-            return rc.PlaceBet(command.seat, command.player, command.stake, funds, banker_funds, command.client_seed)
+            return rc.PlaceBet(
+                command.seat, command.player, command.stake, funds, banker_funds, command.client_seed, by
+            )
         wallet = attempt.wallet(command.player)
         banker = state.banker_player
         banker_wallet = attempt.wallet(banker) if banker is not None else None
@@ -160,7 +174,7 @@ def place_bet(attempt: Attempt, command: PlaceBet) -> Outcome:
         available = wallet.available
         banker_available = banker_wallet.available if banker_wallet is not None else None
         return rc.PlaceBet(
-            command.seat, command.player, command.stake, available, banker_available, command.client_seed
+            command.seat, command.player, command.stake, available, banker_available, command.client_seed, by
         )
 
     return _play(attempt, command, make)
@@ -169,7 +183,8 @@ def place_bet(attempt: Attempt, command: PlaceBet) -> Outcome:
 @handler(ContributeSeed)
 def contribute_seed(attempt: Attempt, command: ContributeSeed) -> Outcome:
     """A bettor's (or the platform's) contribution to the round's client seed, until the deal."""
-    return _play(attempt, command, lambda _a, _s: rc.ContributeSeed(command.contributor, command.client_seed))
+    by = sent_by(attempt, command)
+    return _play(attempt, command, lambda _a, _s: rc.ContributeSeed(command.contributor, command.client_seed, by))
 
 
 @handler(PlaceSideBet)
@@ -177,7 +192,7 @@ def place_side_bet(attempt: Attempt, command: PlaceSideBet) -> Outcome:
     return _play(
         attempt,
         command,
-        lambda a, _s: rc.PlaceSideBet(command.seat, command.player, _side_funds(a, command)),
+        lambda a, _s: rc.PlaceSideBet(command.seat, command.player, _side_funds(a, command), sent_by(a, command)),
     )
 
 
@@ -198,12 +213,12 @@ def close_side_bets(attempt: Attempt, command: CloseSideBets) -> Outcome:
 
 @handler(Draw)
 def draw(attempt: Attempt, command: Draw) -> Outcome:
-    return _play(attempt, command, lambda _a, _s: rc.Draw(command.seat, command.player))
+    return _play(attempt, command, lambda a, _s: rc.Draw(command.seat, command.player, sent_by(a, command)))
 
 
 @handler(Stay)
 def stay(attempt: Attempt, command: Stay) -> Outcome:
-    return _play(attempt, command, lambda _a, _s: rc.Stay(command.seat, command.player))
+    return _play(attempt, command, lambda a, _s: rc.Stay(command.seat, command.player, sent_by(a, command)))
 
 
 def _as_banker(attempt: Attempt, command: BankerReveal | BankerDraw | BankerStay, state: RoundState) -> str | None:
@@ -228,17 +243,17 @@ def _returns(attempt: Attempt, table_id: str, banker: str) -> None:
 @handler(BankerReveal)
 def banker_reveal(attempt: Attempt, command: BankerReveal) -> Outcome:
     seats = tuple(command.seats)
-    return _play(attempt, command, lambda a, s: rc.BankerReveal(seats, _as_banker(a, command, s)))
+    return _play(attempt, command, lambda a, s: rc.BankerReveal(seats, _as_banker(a, command, s), sent_by(a, command)))
 
 
 @handler(BankerDraw)
 def banker_draw(attempt: Attempt, command: BankerDraw) -> Outcome:
-    return _play(attempt, command, lambda a, s: rc.BankerDraw(_as_banker(a, command, s)))
+    return _play(attempt, command, lambda a, s: rc.BankerDraw(_as_banker(a, command, s), sent_by(a, command)))
 
 
 @handler(BankerStay)
 def banker_stay(attempt: Attempt, command: BankerStay) -> Outcome:
-    return _play(attempt, command, lambda a, s: rc.BankerStay(_as_banker(a, command, s)))
+    return _play(attempt, command, lambda a, s: rc.BankerStay(_as_banker(a, command, s), sent_by(a, command)))
 
 
 @handler(TimeOutTurn)

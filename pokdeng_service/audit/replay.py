@@ -78,23 +78,26 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
             data["reserved"],
             data["banker_reserved"] if banker else None,
             seed,
+            data.get("by", ""),
         )
     if kind == re.ClientSeedContributed.kind:
         contributor = data["contributor"]
-        return rc.ContributeSeed(None if contributor == PLATFORM else contributor, data["client_seed"])
+        return rc.ContributeSeed(
+            None if contributor == PLATFORM else contributor, data["client_seed"], data.get("by", "")
+        )
     if kind == re.ClientSeedFixed.kind:  # the deal of a round with contributions: its cards follow
         dealt = next((e for e in group[1:] if e.kind == re.CardsDealt.kind), None)
         return rc.Deal(dealt.data.get("by", "") if dealt is not None else "")
-    if kind == re.CardDrawn.kind:
-        seat = data["seat"]
-        return rc.BankerDraw(banker) if seat == 0 else rc.Draw(seat, state.holder(seat) or "")
+    if kind == re.CardDrawn.kind:  # (a command's first card_drawn is a choice: the others follow one)
+        seat, by = data["seat"], data.get("by", "")
+        return rc.BankerDraw(banker, by) if seat == 0 else rc.Draw(seat, state.holder(seat) or "", by)
     if kind == re.PlayerStood.kind:
-        seat = data["seat"]
-        return rc.BankerStay(banker) if seat == 0 else rc.Stay(seat, state.holder(seat) or "")
+        seat, by = data["seat"], data.get("by", "")
+        return rc.BankerStay(banker, by) if seat == 0 else rc.Stay(seat, state.holder(seat) or "", by)
     if kind == re.CardsDealt.kind:
         return rc.Deal(data.get("by", ""))
     if kind == re.SideBetPlaced.kind:
-        return rc.PlaceSideBet(data["seat"], data["player"], data["reserved"])
+        return rc.PlaceSideBet(data["seat"], data["player"], data["reserved"], data.get("by", ""))
     if kind == re.SideBetsSettled.kind:
         return rc.CloseSideBets(data.get("by", ""))
     if kind == re.TurnTimedOut.kind:
@@ -136,7 +139,7 @@ def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand
         )
     first = _core(head) if kind in re.EVENT_BY_KIND else None
     if isinstance(first, re.HandsRevealed) and first.selective:
-        return rc.BankerReveal(first.seats, banker)
+        return rc.BankerReveal(first.seats, banker, first.by)
     raise ValueError(f"event {head.position} ({kind}) does not start a command")
 
 

@@ -26,7 +26,16 @@ def _seat(seat: int, holders: dict[int, str | None], banker: str | None) -> str:
 
 
 def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str | None) -> str:
-    """One line saying what an event means."""
+    """One line saying what an event means, and who sent its command where the event names the sender
+    (a non-empty ``by``: docs/events.md, "Who sent a command")."""
+    line = _what(event, holders, banker)
+    by = event.data.get("by")
+    if by and event.kind != "round_voided":  # (a void's line says it: "voided by ...")
+        line += f" — by {by}"
+    return line
+
+
+def _what(event: RecordedEvent, holders: dict[int, str | None], banker: str | None) -> str:
     d: dict[str, Any] = event.data
     kind = event.kind
     if kind == "round_opened":
@@ -67,8 +76,7 @@ def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str |
         results = ", ".join(f"{p} {n:+d}" for _s, p, _st, n in d["results"]) or "none placed"
         return f"banker {'has' if d['natural'] else 'has no'} natural: side bets {results}"
     if kind == "turn_timed_out":
-        by = f" ({d['by']})" if d.get("by") else ""
-        return f"{_seat(d['seat'], holders, banker)} timed out{by}: automatic {d['action']}"
+        return f"{_seat(d['seat'], holders, banker)} timed out: automatic {d['action']}"
     if kind == "card_drawn":
         return f"{_seat(d['seat'], holders, banker)} draws {parse_card(d['card']).pretty} ({d['reason']})"
     if kind == "player_stood":

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import groupby
 from typing import Any
 
 from pokdeng_core.cards import parse_card
@@ -191,15 +192,22 @@ class Describer:
         return (t(kind),)
 
 
-SENDER_KINDS = ("round_opened", "cards_dealt")
-"""The events whose ``by`` names the sender of the command that caused every event of its group (the
-opening's commitment, the deal's fixed client seed): see ``senders``."""
+def senders(facts: Sequence[dict[str, Any]]) -> list[str]:
+    """Each event's command's recorded sender, in the events' order: the first ``by`` that is not empty
+    among the consecutive events of its command (one ``command_id``), or ``""``. So the opening's
+    commitment has ``round_opened.by``, the deal's fixed client seed ``cards_dealt.by``, a stake's own
+    contribution ``bet_placed.by`` (docs/events.md, "Who sent a command"); rounds recorded before these
+    fields, and a player's own decisions, name none."""
+    out: list[str] = []
+    for _command, events in groupby(facts, key=lambda f: f["command_id"]):
+        group = list(events)
+        out += [next((str(f["data"]["by"]) for f in group if f["data"].get("by")), "")] * len(group)
+    return out
 
 
-def senders(facts: Sequence[dict[str, Any]]) -> dict[str, str]:
-    """The recorded sender of each start and deal, by the command id of its events (``round_opened.by``,
-    ``cards_dealt.by``; rounds recorded before these fields name none)."""
-    return {f["command_id"]: str(f["data"]["by"]) for f in facts if f["kind"] in SENDER_KINDS and f["data"].get("by")}
+def _for(by: str, whom: str) -> str:
+    """A decision for ``whom``, sent by ``by`` when the record names another sender."""
+    return f"{by} for {whom}" if by else whom
 
 
 def actor(
@@ -210,15 +218,17 @@ def actor(
     timed_out: str,
     sender: str = "",
 ) -> str:
-    """Who made the event happen, as the record says: a player, an operator's command (with its sender
-    where the record names it: ``sender``, from ``senders``, for the events of a start or a deal), or
-    the engine on its own."""
+    """Who made the event happen, as the record says: a player (``<sender> for <player>`` when someone
+    else sent its decision: the event's ``by``), an operator's command (with its sender where the record
+    names it: ``sender``, from ``senders``, for the events of a start or a deal, and for a contribution
+    made with a stake or the opening), or the engine on its own."""
+    by = str(d.get("by") or "")
     if kind in ("bet_placed", "side_bet_placed"):
-        return str(d["player"])
-    if kind == "client_seed_contributed":
-        return str(d["contributor"] or "the platform")
+        return _for(by, str(d["player"]))
+    if kind == "client_seed_contributed":  # (made with a stake or the opening: their sender's)
+        return _for(by or sender, str(d["contributor"] or "the platform"))
     if kind in ("round_voided", "turn_timed_out", "side_bets_settled"):
-        return str(d.get("by") or "operator (not recorded)")
+        return by or "operator (not recorded)"
     if kind in ("round_opened", "contributions_opened", "shuffle_committed"):
         return sender or "operator (start round)"
     if kind in ("client_seed_fixed", "cards_dealt"):
@@ -229,7 +239,7 @@ def actor(
         if d["reason"] == "timeout":
             return timed_out or "operator (time out)"
         seat = d["seat"]
-        return (banker or "the house") if seat == 0 else str(holders.get(seat) or f"position {seat}")
+        return _for(by, (banker or "the house") if seat == 0 else str(holders.get(seat) or f"position {seat}"))
     if kind == "hands_revealed" and d["selective"]:
-        return banker or "the house"
+        return _for(by, banker or "the house")
     return "the engine"

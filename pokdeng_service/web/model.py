@@ -163,7 +163,7 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
     settled_step = 0
     timed_out = ""
     sent_by = senders(facts)
-    for event in facts:
+    for index, event in enumerate(facts):
         kind, d = event["kind"], event["data"]
         first = step + 1
         dealt: list[Face] = []
@@ -202,7 +202,7 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
             settlement, settled_step = d, step
         elif kind == "round_voided":
             voided = d
-        who = actor(kind, d, holders, banker, timed_out, sent_by.get(event["command_id"], ""))
+        who = actor(kind, d, holders, banker, timed_out, sent_by[index])
         timed_out = str(d.get("by") or "operator (time out)") if kind == "turn_timed_out" else ""
         steps.append(
             Step(

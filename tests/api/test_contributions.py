@@ -49,7 +49,7 @@ def test_players_contribute_through_the_bet_and_on_their_own(served: Served) -> 
     request = pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=200, client_seed="alice: 🍀")
     placed = alice.cmd("RoundService", "PlaceBet", request)
     assert [kind_of(e) for e in placed.events] == ["bet_placed", "client_seed_contributed"]
-    assert payload(placed.events[1]) == {"contributor": "alice", "client_seed": "alice: 🍀"}
+    assert payload(placed.events[1]) == {"contributor": "alice", "client_seed": "alice: 🍀", "by": ""}
     # bob stakes, then contributes on his own, and changes his mind
     bob.cmd("RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=2, player="bob", stake=200))
     assert bob.legal(round_id, 2) == ["contribute_seed"]

@@ -19,7 +19,17 @@ from types import ModuleType
 from typing import Any
 
 from pokdeng_core.machine import Phase
-from pokdeng_service.application.commands import Deal, StartRound, VoidRound
+from pokdeng_service.application.commands import (
+    BankerDraw,
+    BankerStay,
+    ContributeSeed,
+    Deal,
+    Draw,
+    PlaceBet,
+    StartRound,
+    Stay,
+    VoidRound,
+)
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.application.principal import Principal, Role
@@ -62,6 +72,34 @@ def _profile_round(d: play.Driver, profile: str) -> str:
     return round_id
 
 
+def _desk_round(app: Any) -> str:
+    """A classic round of ``classic-t`` (the house banks) where desk-7 places seat 2's stake and plays its
+    hand and the house's, and the platform's contribution, while seats 1 and 3 play their own: until the
+    banker and seats 1 and 2 each chose (a pok chooses nothing)."""
+    own = {seat: Principal(Role.PLAYER, f"classic-p{seat}") for seat in (1, 3)}
+    for n in range(20):
+        round_id: str = app.handle(DESK, f"desk-start-{n}", StartRound("classic-t")).id
+        for seat in (1, 2, 3):
+            app.handle(own.get(seat, DESK), f"desk-bet-{n}-{seat}", PlaceBet(round_id, seat, f"classic-p{seat}", 100))
+        app.handle(DESK, f"desk-seed-{n}", ContributeSeed(round_id, None, "the desk's seed"))
+        app.handle(DESK, f"desk-deal-{n}", Deal(round_id))
+        chose: set[int] = set()
+        for i in range(10):
+            state = app.round_state(round_id)
+            if state.phase is Phase.PLAYER_TURNS:
+                seat, holder = state.turn, state.holder(state.turn)
+                command = (Draw if i % 2 else Stay)(round_id, seat, holder)
+                app.handle(own.get(seat, DESK), f"desk-turn-{n}-{i}", command)
+                chose.add(seat)
+            elif state.phase is Phase.BANKER_TURN:
+                app.handle(DESK, f"desk-banker-{n}", (BankerDraw if n % 2 else BankerStay)(round_id))
+                chose.add(0)
+        assert app.round_state(round_id).phase is Phase.CLOSED
+        if {0, 1, 2} <= chose:
+            return round_id
+    raise AssertionError("no round of 20 had the choices")
+
+
 def make_store(folder: Path) -> Store:
     db = folder / "pages.sqlite"
     config = StoreConfig.from_args(db=str(db))
@@ -89,6 +127,7 @@ def make_store(folder: Path) -> Store:
                 break
         app.handle(DESK, "void-by-desk", VoidRound(voided, "a card fell face up <b>on the floor</b>"))
         store.rounds["voided"] = voided
+        store.rounds["desk"] = _desk_round(app)
         d.call("sign_tree_head")
         store.rounds["late"] = play.start_round(d, "kingmaker-t")  # closed after the head: unanchored
         play.seat_bets(d, store.rounds["late"], 100)

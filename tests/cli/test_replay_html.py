@@ -81,11 +81,42 @@ def test_times_are_full_utc_and_every_step_names_who_acted(store: Store, tmp_pat
     # the start and the deal name their sender (the service itself here: play.Driver sends as SYSTEM)
     for kind in ("round_opened", "shuffle_committed", "client_seed_fixed", "cards_dealt"):
         assert re.search(rf"{kind}\s+by service:system", shown), kind
-    assert "by room-p1" in shown
+    assert "by service:system for room-p1" in shown  # (its players' decisions too, sent for them)
     assert "operator (start round)" not in shown and "operator (deal)" not in shown
     for word in ("Commitment", "Server seed", "Client seed", "Nonce", "Chain start", "Chain end", "Bundle digest"):
         assert word in shown
     assert "Checked by pokdeng against the store" in shown and "Checked in this browser" in shown
+
+
+def test_decisions_sent_for_a_player_or_the_house_name_their_sender(store: Store, tmp_path: Path) -> None:
+    """desk-7 staked and played seat 2 and the house's hand, and contributed for the platform; seats 1 and
+    3 played their own (docs/events.md, "Who sent a command")."""
+    shown = visible(page(store, "desk", tmp_path))
+    assert re.search(r"bet_placed\s+by operator:desk-7 for classic-p2\b", shown)
+    assert re.search(r"bet_placed\s+by classic-p1\b", shown) and re.search(r"bet_placed\s+by classic-p3\b", shown)
+    assert re.search(r"client_seed_contributed\s+by operator:desk-7 for the platform\b", shown)
+    assert re.search(r"(card_drawn|player_stood)\s+by operator:desk-7 for classic-p2\b", shown)
+    assert re.search(r"(card_drawn|player_stood)\s+by classic-p1\b", shown)
+    assert re.search(r"(card_drawn|player_stood)\s+by operator:desk-7 for the house\b", shown)
+    assert "for classic-p1" not in shown and "for classic-p3" not in shown
+
+
+def test_the_terminal_replay_names_every_recorded_sender(store: Store, capsys: pytest.CaptureFixture[str]) -> None:
+    """``pokdeng replay ROUND`` (text): each event with a ``by`` says it, not only timeouts and voids."""
+    assert main(["replay", store.rounds["desk"], "--db", str(store.db)]) == EXIT_OK
+    lines = capsys.readouterr().out.splitlines()
+    sent = [line for line in lines if line.endswith(" — by operator:desk-7")]
+    assert any("opens:" in line for line in sent) and any(
+        line.lstrip().startswith("#") and "deal —" in line for line in sent
+    )
+    assert any("classic-p2 stakes" in line for line in sent) and any(
+        "the platform contributes" in line for line in sent
+    )
+    assert any("seat 2 (classic-p2)" in line and "(choice)" in line for line in sent)
+    assert any("banker (house)" in line and "(choice)" in line for line in sent)
+    played = [line for line in sent if "opens:" not in line and ("stakes" in line or "(choice)" in line)]
+    assert not any("classic-p1" in line or "classic-p3" in line for line in played)  # (they played their own)
+    assert any("classic-p1 stakes" in line and " — by " not in line for line in lines)  # (its own)
 
 
 def test_a_voided_round_says_by_whom_and_why(store: Store, tmp_path: Path) -> None:
@@ -146,3 +177,24 @@ def test_a_round_recorded_before_the_start_and_deal_named_their_sender() -> None
     who = {s.kind: s.who for s in model.build(bundle["events"], bundle).steps}
     assert who["round_opened"] == who["shuffle_committed"] == "operator (start round)"
     assert who["cards_dealt"] == "operator (deal)"
+
+
+def test_a_round_recorded_before_decisions_named_their_sender() -> None:
+    """The worked example as published before ``by`` in the players' and the banker's events: its bets,
+    contributions and choices name the player (or the house), with no sender; its start and deal do not."""
+    from pokdeng_service.web import model
+
+    bundle = json.loads((LEGACY / "worked-round-1.1.0.json").read_bytes())
+    who = [(s.kind, s.who) for s in model.build(bundle["events"], bundle).steps]
+    assert who[3:12] == [
+        ("client_seed_contributed", "the platform"),
+        ("bet_placed", "ann"),
+        ("client_seed_contributed", "ann"),
+        ("bet_placed", "bob"),
+        ("client_seed_contributed", "bob"),
+        ("client_seed_fixed", "operator (deal)"),
+        ("cards_dealt", "operator (deal)"),
+        ("card_drawn", "ann"),
+        ("player_stood", "bob"),
+    ]
+    assert who[12] == ("card_drawn", "the house")
