@@ -3708,7 +3708,10 @@ class RecordedEvent(_message.Message):
     stream's creation.
     """
     request_id: _builtins.str
-    """The request id of the command that caused it (empty for wallet events: see their own fields)."""
+    """The request id of the command that caused it (empty for wallet events: see their own fields). When
+    the stream's previous event is another command's with the same request id (ids are each caller's
+    own), it is the request id followed by " (<role>:<caller>)": consecutive commands never share one.
+    """
     redacted: _builtins.bool
     """True when cards the caller may not see yet were blanked out (a player token reading an open
     round); chain_digest then covers the cards as recorded, which this message does not show.

@@ -95,6 +95,22 @@ class Attempt:
     request_id: str
     loaded: dict[Any, Aggregate] = field(default_factory=dict)
     held: list[threading.Lock] = field(default_factory=list)
+    command_ids: dict[UUID, str] = field(default_factory=dict)  # per stream: the id its events get
+
+    def command_id(self, stream: Aggregate) -> str:
+        """The ``command_id`` this command's events get on a round's or table's ``stream``: the request id,
+        unless the stream's last event is another command's with that same id, which another sender may
+        have used (request ids are each sender's own: ``Principal.scope``); then the request id and this
+        sender's scope, ``"<request id> (<scope>)"``. So consecutive commands on a stream never share a
+        command id, and a round's events still group by command (docs/audit.md) whatever ids its senders
+        chose. Kept for the attempt: every event this command records on the stream gets the same one."""
+        chosen = self.command_ids.get(stream.id)
+        if chosen is None:
+            chosen = self.request_id
+            if getattr(stream, "last_command_id", "") == chosen:
+                chosen = f"{chosen} ({self.principal.scope})"
+            self.command_ids[stream.id] = chosen
+        return chosen
 
     def hold(self, lock: threading.Lock) -> None:
         """Hold ``lock`` until this attempt's save is done (a stream that every command of a kind writes,

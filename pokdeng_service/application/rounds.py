@@ -55,7 +55,7 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
     if state.rules.banker_bid is not None:
         port = port_of(attempt)  # (the store's wallets, or the platform's: docs/wallet.md)
         funds = [(player, port.funds(attempt, player, state.currency, missing_ok=True)) for player in state.players]
-    table.record(tc.decide_and_fold_table(state, tc.StartRound(round_id, tuple(funds))), attempt.request_id)
+    table.record(tc.decide_and_fold_table(state, tc.StartRound(round_id, tuple(funds))), attempt.command_id(table))
     state = table.state
     seed = fresh_seed()
     opening = rc.OpenRound(
@@ -76,7 +76,7 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
         attempt.principal.actor,
     )
     record = RoundRecord(round_id, command.table_id)
-    record.record(decide_and_fold(record.state, opening), attempt.request_id)
+    record.record(decide_and_fold(record.state, opening), attempt.command_id(record))
     vault = attempt.app.vault
     nonce, sealed = vault.seal(seed, round_id, record.id)  # bound to this round's stream
     sealed_seed = SealedSeed(round_id, nonce, sealed, vault.key_id, SEAL_AAD_VERSION)
@@ -105,7 +105,7 @@ def _play(attempt: Attempt, command: RoundCommand, make: CoreCommand, expected_v
             version=record.version,
         )
     decision = decide_and_fold(record.state, make(attempt, record.state))
-    record.record(decision, attempt.request_id)
+    record.record(decision, attempt.command_id(record))
     touched = _book_money(attempt, record, decision.events)
     touched += [t for t in attempt.tables() if t.pending_events and t not in touched]  # a banker's return
     return Outcome((record, *touched), record, "round", command.round_id)
@@ -142,7 +142,7 @@ def _book_money(attempt: Attempt, record: RoundRecord, events: Iterable[re.Round
         banker = record.state.banker_player
         banker_funds = port.closing_funds(attempt, record, banker) if banker else None
         finish = tc.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds, record.last_digest)
-        table.record(tc.decide_and_fold_table(table.state, finish), attempt.request_id)
+        table.record(tc.decide_and_fold_table(table.state, finish), attempt.command_id(table))
         touched.append(table)
         touched.append(log_closed_round(attempt, record))  # the store's log of closed rounds
     return touched
@@ -237,7 +237,7 @@ def _returns(attempt: Attempt, table_id: str, banker: str) -> None:
     """A player-banker's own call (its own token) is its reconnect signal: within its window it keeps the role."""
     table = attempt.table(table_id)
     if table.state.banker == banker and table.state.banker_leaving and attempt.app.returned_in_time(table):
-        table.record(tc.decide_and_fold_table(table.state, tc.ReconnectBanker(banker, True)), attempt.request_id)
+        table.record(tc.decide_and_fold_table(table.state, tc.ReconnectBanker(banker, True)), attempt.command_id(table))
 
 
 @handler(BankerReveal)

@@ -28,7 +28,7 @@ def _outcome(table: TableRecord) -> Outcome:
 
 def _decide(attempt: Attempt, table_id: str, command: tc.TableCommand) -> Outcome:
     table = attempt.table(table_id)
-    table.record(tc.decide_and_fold_table(table.state, command), attempt.request_id)
+    table.record(tc.decide_and_fold_table(table.state, command), attempt.command_id(table))
     return _outcome(table)
 
 
@@ -55,7 +55,7 @@ def open_table(attempt: Attempt, command: OpenTable) -> Outcome:
         command.currency,
     )
     table = TableRecord(command.table_id)
-    table.record(tc.decide_and_fold_table(tc.TableState(), opening), attempt.request_id)
+    table.record(tc.decide_and_fold_table(tc.TableState(), opening), attempt.command_id(table))
     return _outcome(table)
 
 
@@ -75,7 +75,7 @@ def bid_for_banker(attempt: Attempt, command: BidForBanker) -> Outcome:
     capital = port_of(attempt).funds(attempt, command.player, table.state.currency)  # (docs/wallet.md)
     table.record(
         tc.decide_and_fold_table(table.state, tc.BidForBanker(command.player, command.rounds, capital)),
-        attempt.request_id,
+        attempt.command_id(table),
     )
     return _outcome(table)
 
@@ -108,5 +108,5 @@ def checkpoint_table(attempt: Attempt, command: CheckpointTable) -> Outcome:
     root = merkle.root([merkle.leaf_hash(r, d) for _n, r, d in rounds]).hex()
     label = command.period or f"rounds {rounds[0][0]}-{rounds[-1][0]}"
     checkpoint = tc.RecordCheckpoint(label, rounds[0][0], rounds[-1][0], len(rounds), root)
-    table.record(tc.decide_and_fold_table(table.state, checkpoint), attempt.request_id)
+    table.record(tc.decide_and_fold_table(table.state, checkpoint), attempt.command_id(table))
     return _outcome(table)

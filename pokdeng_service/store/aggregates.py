@@ -82,6 +82,7 @@ class _ChainedStream(Aggregate):
 
     last_digest: str
     stream_id: str  # the round id or table id the stream belongs to
+    last_command_id: str  # the command id of the stream's last event ("" before the first, or in an old snapshot)
 
     class Fact(Aggregate.Event):
         """One core fact: ``kind`` names it, ``data`` holds its fields."""
@@ -99,6 +100,7 @@ class _ChainedStream(Aggregate):
 
     def apply_fact(self, fact: _ChainedStream.Fact) -> None:
         self.last_digest = fact.digest
+        self.last_command_id = fact.command_id  # (``pipeline.Attempt.command_id``: consecutive commands differ)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         return _copy_aggregate(self, memo)

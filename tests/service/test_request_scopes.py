@@ -9,8 +9,9 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 from pokdeng_core.machine import Phase
+from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.commands import LeaveSeat, OpenWallet, TakeSeat
+from pokdeng_service.application.commands import LeaveSeat, OpenWallet, PlaceBet, TakeSeat
 from pokdeng_service.application.principal import SYSTEM, TURN_CLOCK, Principal, Role
 from pokdeng_service.application.turn_clock import TurnClock
 from pokdeng_service.store import aggregates as ag
@@ -70,3 +71,28 @@ def test_scopes_are_disjoint_and_out_of_every_clients_reach() -> None:
     }
     assert len(clients) == 4 and "internal" not in clients
     assert SYSTEM.scope == TURN_CLOCK.scope == "internal"
+
+
+def test_one_request_id_from_two_senders_back_to_back_keeps_the_round_verifiable(
+    app: PokdengApp, driver: play.Driver
+) -> None:
+    """Request ids are each sender's own, and a round's events group by command id (docs/audit.md): a
+    player who reuses, at once, the id another player just used (it sees it in the round's events) must
+    not merge the two commands into one group, which no replay could follow (the round would stop
+    verifying). The second command's events carry the id with its sender's scope."""
+    play.open_wallets(driver, ["alice", "mallory"])
+    play.open_table(driver, "echo", "classic", [(1, "alice"), (2, "mallory")])
+    round_id = play.start_round(driver, "echo")
+    alice, mallory = Principal(Role.PLAYER, "alice"), Principal(Role.PLAYER, "mallory")
+    first = app.handle(alice, "bet-0", PlaceBet(round_id, 1, "alice", 200))
+    echoed = app.handle(mallory, "bet-0", PlaceBet(round_id, 2, "mallory", 300))
+    assert not first.replayed and not echoed.replayed
+    assert app.handle(mallory, "bet-0", PlaceBet(round_id, 2, "mallory", 300)).replayed  # her retry: her first answer
+    play.drive_round(driver, round_id)
+    events = app.round_events(round_id)
+    bets = {e.data["player"]: e.command_id for e in events if e.kind == "bet_placed"}
+    assert bets == {"alice": "bet-0", "mallory": "bet-0 (player:mallory)"}
+    assert app.verify_round(round_id).ok, app.verify_round(round_id).render()
+    verdict, _replayed = app.replay_round(round_id)
+    assert verdict.ok, verdict.render()
+    assert audit.verify_bundle(audit.bundle_bytes(app.export_bundle(round_id))).ok
