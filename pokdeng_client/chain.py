@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any
 
 import rfc8785
@@ -32,9 +33,33 @@ def genesis(stream: str) -> str:
 
 
 def timestamp_text(stamp: Timestamp) -> str:
-    """The time as the chain covers it: ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` (no fraction at a whole second)."""
+    """The time as the chain covers it: ``YYYY-MM-DDTHH:MM:SS.ffffff+00:00`` (no fraction at a whole second).
+    The inverse of ``timestamp_of``."""
     moment = datetime.fromtimestamp(stamp.seconds, tz=UTC).replace(microsecond=stamp.nanos // 1000)
     return moment.isoformat()
+
+
+def timestamp_of(text: str) -> Timestamp:
+    """A time as the record stores it (``datetime.isoformat()`` of a UTC time) as a Timestamp, exact to the
+    microsecond; "" gives the empty Timestamp. The inverse of ``timestamp_text`` (what the server sends
+    as ``record_time``)."""
+    if not text:
+        return Timestamp()
+    seconds, nanos = _seconds_nanos(text)
+    return Timestamp(seconds=seconds, nanos=nanos)
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+
+
+@lru_cache(maxsize=8192)
+def _seconds_nanos(text: str) -> tuple[int, int]:
+    """``Timestamp.FromDatetime(datetime.fromisoformat(text))``'s seconds (``calendar.timegm`` of the UTC time:
+    whole seconds, rounded down) and nanoseconds (the time's microseconds), in integers."""
+    moment = datetime.fromisoformat(text)
+    since = moment - (_EPOCH if moment.tzinfo is not None else _NAIVE_EPOCH)
+    return since.days * 86_400 + since.seconds, moment.microsecond * 1_000
 
 
 def member(event: pb.RecordedEvent) -> str:

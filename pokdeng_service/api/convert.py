@@ -14,14 +14,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from functools import lru_cache
 from typing import Any
 
 from google.protobuf.duration_pb2 import Duration
-from google.protobuf.timestamp_pb2 import Timestamp
 
 from pokdeng_client import events as typed
+from pokdeng_client.chain import timestamp_of as timestamp
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core import currencies
 from pokdeng_core import events as re
@@ -63,27 +61,6 @@ OVER = frozenset({"settled", "closed"})
 
 
 # --- shared values -------------------------------------------------------------------------------
-
-
-def timestamp(text: str) -> Timestamp:
-    """An RFC 3339 time as stored (``datetime.isoformat()`` of a UTC time) as a Timestamp (exact to the microsecond)."""
-    if not text:
-        return Timestamp()
-    seconds, nanos = _seconds_nanos(text)
-    return Timestamp(seconds=seconds, nanos=nanos)
-
-
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_NAIVE_EPOCH = datetime(1970, 1, 1)
-
-
-@lru_cache(maxsize=8192)
-def _seconds_nanos(text: str) -> tuple[int, int]:
-    """``Timestamp.FromDatetime(datetime.fromisoformat(text))``'s seconds (``calendar.timegm`` of the UTC time:
-    whole seconds, rounded down) and nanoseconds (the time's microseconds), in integers."""
-    moment = datetime.fromisoformat(text)
-    since = moment - (_EPOCH if moment.tzinfo is not None else _NAIVE_EPOCH)
-    return since.days * 86_400 + since.seconds, moment.microsecond * 1_000
 
 
 def currency(code: str) -> pb.Currency:
