@@ -14,6 +14,6 @@ def under_ci() -> bool:
 
 def unavailable(reason: str) -> NoReturn:
     """Skip with ``reason``; under ``CI=true`` fail with it (CI must have everything the suite needs)."""
-    if under_ci():
-        pytest.fail(f"{reason} (CI=true: a missing dependency is a failure, not a skip)", pytrace=False)
-    pytest.skip(reason)
+    if not under_ci():
+        pytest.skip(reason)
+    pytest.fail(f"{reason} (CI=true: a missing dependency is a failure, not a skip)", pytrace=False)
