@@ -33,6 +33,7 @@ from pokdeng_service.store import codec, merkle
 from pokdeng_service.store.signing import SigningKey, TreeHead
 from pokdeng_service.store.vault import SeedVault
 
+from . import forgery
 from .service import play
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -106,38 +107,16 @@ def test_the_service_verifies_the_worked_example_too() -> None:
 # --- (2) edits fail, naming what failed ----------------------------------------------------------
 
 
-def _redigest(bundle: dict[str, Any], wr: ModuleType) -> bytes:
-    body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
-    bundle["bundle_digest"] = hashlib.sha256(wr.canonical(body)).hexdigest()
-    return bytes(wr.canonical(bundle)) + b"\n"
-
-
-def _rechain(bundle: dict[str, Any], wr: ModuleType) -> None:
-    """Recompute every link, as a forger without any key can."""
-    previous = wr.genesis(bundle["round_id"])
-    for event in bundle["events"]:
-        event["digest"] = wr.link(
-            previous, event["kind"], event["data"], event["position"], event["command_id"], event["timestamp"]
-        )
-        previous = event["digest"]
-    bundle["chain"]["last"] = previous
-
-
-def _event(bundle: dict[str, Any], kind: str, n: int = 0) -> dict[str, Any]:
-    found: dict[str, Any] = [e for e in bundle["events"] if e["kind"] == kind][n]
-    return found
-
-
 def _card(bundle: dict[str, Any]) -> None:
-    _event(bundle, "cards_dealt")["data"]["cards"][0][1] = "6D"  # ann's first card: 5D in the shoe
+    forgery.event_of(bundle, "cards_dealt")["data"]["cards"][0][1] = "6D"  # ann's first card: 5D in the shoe
 
 
 def _amount(bundle: dict[str, Any]) -> None:
-    _event(bundle, "bet_settled")["data"]["net"] = -401  # ann's loss: -400
+    forgery.event_of(bundle, "bet_settled")["data"]["net"] = -401  # ann's loss: -400
 
 
 def _contribution(bundle: dict[str, Any]) -> None:
-    _event(bundle, "client_seed_contributed", 1)["data"]["client_seed"] = "ann-lucky-8"
+    forgery.event_of(bundle, "client_seed_contributed", 1)["data"]["client_seed"] = "ann-lucky-8"
 
 
 Edit = Callable[[bytes, Any], bytes]
@@ -148,8 +127,8 @@ def _json_edit(change: Callable[[dict[str, Any]], None], *, rechain: bool = Fals
         bundle = json.loads(raw)
         change(bundle)
         if rechain:
-            _rechain(bundle, wr)
-        return _redigest(bundle, wr) if redigest else bytes(wr.canonical(bundle)) + b"\n"
+            forgery.rechain(bundle, wr)
+        return forgery.redigest(bundle, wr) if redigest else bytes(wr.canonical(bundle)) + b"\n"
 
     return edit
 

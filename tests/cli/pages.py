@@ -8,7 +8,6 @@ with the documentation's own verifier (docs/examples/worked_round.py) to recompu
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
 import random
@@ -35,6 +34,7 @@ from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.store.signing import KeyRing
 
+from .. import forgery
 from ..service import play
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -151,38 +151,17 @@ def worked_round() -> ModuleType:
 Edit = Callable[[bytes, ModuleType], bytes]
 
 
-def _redigest(bundle: dict[str, Any], wr: ModuleType) -> bytes:
-    body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
-    bundle["bundle_digest"] = hashlib.sha256(wr.canonical(body)).hexdigest()
-    return bytes(wr.canonical(bundle)) + b"\n"
-
-
-def _rechain(bundle: dict[str, Any], wr: ModuleType) -> None:
-    previous = wr.genesis(bundle["round_id"])
-    for event in bundle["events"]:
-        event["digest"] = wr.link(
-            previous, event["kind"], event["data"], event["position"], event["command_id"], event["timestamp"]
-        )
-        previous = event["digest"]
-    bundle["chain"]["last"] = previous
-
-
-def _event(bundle: dict[str, Any], kind: str) -> dict[str, Any]:
-    found: dict[str, Any] = next(e for e in bundle["events"] if e["kind"] == kind)
-    return found
-
-
 def _other_card(text: str) -> str:
     return ("2" if not text.startswith("2") else "3") + text[-1]
 
 
 def _card(bundle: dict[str, Any]) -> None:
-    cards = _event(bundle, "cards_dealt")["data"]["cards"]
+    cards = forgery.event_of(bundle, "cards_dealt")["data"]["cards"]
     cards[0][1] = _other_card(cards[0][1])
 
 
 def _amount(bundle: dict[str, Any]) -> None:
-    _event(bundle, "bet_settled")["data"]["net"] += 1
+    forgery.event_of(bundle, "bet_settled")["data"]["net"] += 1
 
 
 def json_edit(change: Callable[[dict[str, Any]], None], *, rechain: bool = False) -> Edit:
@@ -190,8 +169,8 @@ def json_edit(change: Callable[[dict[str, Any]], None], *, rechain: bool = False
         bundle = json.loads(raw)
         change(bundle)
         if rechain:
-            _rechain(bundle, wr)
-        return _redigest(bundle, wr)
+            forgery.rechain(bundle, wr)
+        return forgery.redigest(bundle, wr)
 
     return edit
 
@@ -199,7 +178,7 @@ def json_edit(change: Callable[[dict[str, Any]], None], *, rechain: bool = False
 def _in_file(raw: bytes, _wr: ModuleType) -> bytes:
     """A card changed in the file itself, nothing recomputed."""
     bundle = json.loads(raw)
-    seat, card = _event(bundle, "cards_dealt")["data"]["cards"][0]
+    seat, card = forgery.event_of(bundle, "cards_dealt")["data"]["cards"][0]
     old = f'"cards":[[{seat},"{card}"]'.encode()
     assert old in raw
     return raw.replace(old, f'"cards":[[{seat},"{_other_card(card)}"]'.encode(), 1)
