@@ -53,9 +53,9 @@ from typing import Any
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 sys.path.insert(0, ROOT)
 
-from eventsourcing.application import Application, Repository  # noqa: E402
-from eventsourcing.domain import Aggregate, event  # noqa: E402
+from eventsourcing.application import Repository  # noqa: E402
 
+from bench.harness.baseline import Mini, RawApp  # noqa: E402
 from pokdeng_core import events as core_events  # noqa: E402
 from pokdeng_core.hands import taem  # noqa: E402
 from pokdeng_core.machine import BANKER, Phase, RoundState, evolve, legal_commands  # noqa: E402
@@ -281,21 +281,7 @@ def transactions(app: PokdengApp, after: int, upto: int) -> list[int]:
 
 
 # ---------------------------------------------------------------------------------------
-# the baseline: raw appends with a minimal aggregate
-
-
-class Mini(Aggregate):
-    @event("Created")
-    def __init__(self) -> None:
-        pass
-
-    @event("Pinged")
-    def ping(self) -> None:
-        pass
-
-
-class RawApp(Application[uuid.UUID]):
-    name = "raw"
+# the baseline: raw appends with a minimal aggregate (``Mini`` and ``RawApp``: bench.harness.baseline)
 
 
 def baseline_block(app: RawApp, sizes: Sequence[int], per_round: Sequence[int]) -> float:

@@ -50,7 +50,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
 from bench.harness.baseline import LogReader, raw_env, replay, transactions  # noqa: E402
 from bench.harness.client import HarnessClient, Stats  # noqa: E402
-from bench.harness.driver import TableDriver, make_tables  # noqa: E402
+from bench.harness.driver import TableDriver, make_tables, play_for  # noqa: E402
 from bench.harness.server import ServerProcess, Store, postgres_databases, servers  # noqa: E402
 from bench.harness.tokens import Tokens  # noqa: E402
 
@@ -178,21 +178,12 @@ def run_load(
                 driver.setup()
                 driver.stats.clear()  # the set-up is not measured
             first = reader.position() if reader is not None else 0
-            stop = threading.Event()
-            threads = [threading.Thread(target=d.play, args=(stop,), daemon=True) for d in drivers]
-            started = time.monotonic()
-            for thread in threads:
-                thread.start()
-            time.sleep(seconds)
-            stop.set()
-            elapsed = time.monotonic() - started
-            for thread in threads:
-                thread.join(timeout=60)
+            elapsed, stuck = play_for(drivers, seconds)
             stats = Stats()
             for driver in drivers:
                 stats.merge(driver.stats)
             notes = [f"{d.name}: {u}" for d in drivers for u in d.unexpected]
-            if any(t.is_alive() for t in threads):
+            if stuck:
                 notes.append("a client did not stop within 60 s")
             rounds = sum(len(d.closed) for d in drivers)
             if reader is not None:

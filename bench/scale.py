@@ -35,7 +35,6 @@ import os
 import statistics
 import sys
 import tempfile
-import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -49,7 +48,7 @@ if str(ROOT) not in sys.path:
 
 from bench.harness.baseline import LogReader, transactions  # noqa: E402
 from bench.harness.client import HarnessClient, Stats  # noqa: E402
-from bench.harness.driver import TableDriver, make_tables  # noqa: E402
+from bench.harness.driver import TableDriver, make_tables, play_for  # noqa: E402
 from bench.harness.server import ServerProcess, Store, _with_schema, servers  # noqa: E402
 from bench.harness.tokens import Tokens  # noqa: E402
 
@@ -147,16 +146,7 @@ def run_config(
                 driver.stats.clear()
             first = [reader.position() for reader in readers]
             cpu = sum(_cpu_seconds(s.proc.pid) for s in running if s.proc is not None)
-            stop = threading.Event()
-            threads = [threading.Thread(target=d.play, args=(stop,), daemon=True) for d in drivers]
-            started = time.monotonic()
-            for thread in threads:
-                thread.start()
-            time.sleep(seconds)
-            stop.set()
-            elapsed = time.monotonic() - started
-            for thread in threads:
-                thread.join(timeout=60)
+            elapsed, _stuck = play_for(drivers, seconds)
             cpu = sum(_cpu_seconds(s.proc.pid) for s in running if s.proc is not None) - cpu
             commits = [len(transactions(r, f, r.position())) for r, f in zip(readers, first, strict=True)]
         finally:

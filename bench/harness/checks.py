@@ -22,11 +22,13 @@ Each returns a ``Findings``: the problems found (empty: all good) and what was c
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
@@ -449,3 +451,38 @@ def _statement(source: Any, wallet_id: str) -> list[Any]:
         lines.extend(page)
         after = page[-1].position
     return lines
+
+
+# --- the reports' common ending ----------------------------------------------------------------
+
+
+def findings_lines(
+    unexpected: Sequence[str],
+    server_errors: Sequence[str],
+    problems: Sequence[tuple[str, Sequence[str]]],
+    ok: bool,
+    notes: Sequence[str] = (),
+) -> list[str]:
+    """The end of a harness report: the clients' unexpected errors, the servers' logged errors, each
+    titled list of problems (the first 30 of each), ``notes``, and "all checks passed" when ``ok``."""
+    lines = []
+    if unexpected:
+        lines.append(f"  UNEXPECTED client errors ({len(unexpected)}): {list(unexpected[:10])}")
+    if server_errors:
+        lines.append(f"  server log errors ({len(server_errors)}): {list(server_errors[:5])}")
+    for title, found in problems:
+        if found:
+            lines.append(f"  {title} ({len(found)}):")
+            lines.extend(f"    - {p}" for p in found[:30])
+    lines.extend(notes)
+    if ok:
+        lines.append("  all checks passed")
+    return lines
+
+
+def finish(report: Any, json_path: str | None) -> int:
+    """A harness command's last step: print the report, write it as JSON (with ``ok``) if asked; the exit code."""
+    print(report.render())
+    if json_path:
+        Path(json_path).write_text(json.dumps({**asdict(report), "ok": report.ok}, indent=2), encoding="utf-8")
+    return 0 if report.ok else 1

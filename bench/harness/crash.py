@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import random
 import sys
 import tempfile
@@ -32,13 +31,12 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .checks import Findings, audit_api, audit_store
+from .checks import Findings, audit_api, audit_store, findings_lines, finish
 from .client import HarnessClient, Stats, command_names
 from .driver import TableDriver, all_acked, make_tables, merged_ledger
 from .feed import FeedFollower
@@ -102,15 +100,7 @@ class CrashReport:
             f"  client errors (retried or not): {self.client_errors}",
             f"  checked: {dict(sorted(self.counts.items()))}",
         ]
-        if self.unexpected:
-            lines.append(f"  UNEXPECTED client errors ({len(self.unexpected)}): {self.unexpected[:10]}")
-        if self.server_errors:
-            lines.append(f"  server log errors ({len(self.server_errors)}): {self.server_errors[:5]}")
-        if self.problems:
-            lines.append(f"  PROBLEMS ({len(self.problems)}):")
-            lines.extend(f"    - {p}" for p in self.problems[:30])
-        else:
-            lines.append("  all checks passed")
+        lines += findings_lines(self.unexpected, self.server_errors, [("PROBLEMS", self.problems)], self.ok)
         return "\n".join(lines)
 
 
@@ -275,14 +265,7 @@ def main(argv: list[str] | None = None) -> int:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pokdeng-crash-")))
         store = stack.enter_context(fresh_store(args.store, workdir, args.postgres_url))
         report = run_crash(store, workdir, config)
-    print(report.render())
-    if args.json:
-        Path(args.json).write_text(json.dumps(_jsonable(report), indent=2), encoding="utf-8")
-    return 0 if report.ok else 1
-
-
-def _jsonable(report: CrashReport) -> dict[str, Any]:
-    return {**asdict(report), "ok": report.ok}
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

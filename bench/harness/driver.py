@@ -427,3 +427,19 @@ def merged_ledger(drivers: Sequence[TableDriver]) -> dict[str, tuple[str, int]]:
 
 def all_acked(drivers: Sequence[TableDriver]) -> set[str]:
     return set().union(*(d.acked for d in drivers)) if drivers else set()
+
+
+def play_for(drivers: Sequence[TableDriver], seconds: float) -> tuple[float, int]:
+    """Every driver plays rounds in a thread of its own for ``seconds``, then stops where it stands (its
+    thread is waited for up to 60 s): the seconds played, and how many drivers had not stopped by then."""
+    stop = threading.Event()
+    threads = [threading.Thread(target=d.play, args=(stop,), daemon=True) for d in drivers]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    time.sleep(seconds)
+    stop.set()
+    elapsed = time.monotonic() - started
+    for thread in threads:
+        thread.join(timeout=60)
+    return elapsed, sum(1 for thread in threads if thread.is_alive())

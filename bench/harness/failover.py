@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +38,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from .answers import Answers, RecordingClient, check_first_answers, sample
-from .checks import Findings, audit_api, audit_store
+from .checks import Findings, audit_api, audit_store, findings_lines, finish
 from .driver import TableDriver, all_acked, make_tables, merged_ledger
 from .server import ROOT, ServerProcess, Store, child_env, servers
 from .tokens import Tokens
@@ -100,17 +99,8 @@ class FailoverReport:
             f"  client errors (retried): {self.client_errors}; pokdeng verify --all: exit {self.verify_rc}",
             f"  checked: {dict(sorted(self.counts.items()))}",
         ]
-        if self.server_errors:
-            lines.append(f"  server log errors ({len(self.server_errors)}): {self.server_errors[:5]}")
-        if self.unexpected:
-            lines.append(f"  UNEXPECTED ({len(self.unexpected)}): {self.unexpected[:10]}")
-        if self.problems:
-            lines.append(f"  PROBLEMS ({len(self.problems)}):")
-            lines.extend(f"    - {p}" for p in self.problems[:30])
-        if self.verify_rc:
-            lines.append(f"  verify --all said: {self.verify_tail}")
-        if self.ok:
-            lines.append("  all checks passed")
+        said = [f"  verify --all said: {self.verify_tail}"] if self.verify_rc else []
+        lines += findings_lines(self.unexpected, self.server_errors, [("PROBLEMS", self.problems)], self.ok, said)
         return "\n".join(lines)
 
 
@@ -306,10 +296,7 @@ def main(argv: list[str] | None = None) -> int:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pokdeng-failover-")))
         pair = stack.enter_context(replicated_postgres())
         report = run_failover(pair, workdir, config)
-    print(report.render())
-    if args.json:
-        Path(args.json).write_text(json.dumps({**asdict(report), "ok": report.ok}, indent=2), encoding="utf-8")
-    return 0 if report.ok else 1
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import re
 import sys
 import tempfile
@@ -34,7 +33,7 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pokdeng_service.application.partitions import partition_of
@@ -48,7 +47,7 @@ from .answers import (
     store_conflicts,
     stream_names,
 )
-from .checks import Findings, audit_api, audit_store
+from .checks import Findings, audit_api, audit_store, findings_lines, finish
 from .client import HarnessClient
 from .driver import TableDriver, TableSpec, all_acked, make_tables, merged_ledger
 from .failover import verify_all
@@ -114,15 +113,7 @@ class PartitionReplicaReport:
             f"  checked: {dict(sorted(self.counts.items()))}",
             f"  seconds by phase: {self.phases}",
         ]
-        if self.server_errors:
-            lines.append(f"  server log errors ({len(self.server_errors)}): {self.server_errors[:5]}")
-        if self.unexpected:
-            lines.append(f"  UNEXPECTED ({len(self.unexpected)}): {self.unexpected[:10]}")
-        if self.problems:
-            lines.append(f"  PROBLEMS ({len(self.problems)}):")
-            lines.extend(f"    - {p}" for p in self.problems[:30])
-        if self.ok:
-            lines.append("  all checks passed")
+        lines += findings_lines(self.unexpected, self.server_errors, [("PROBLEMS", self.problems)], self.ok)
         return "\n".join(lines)
 
 
@@ -368,10 +359,7 @@ def main(argv: list[str] | None = None) -> int:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pokdeng-partitions-")))
         clusters = [stack.enter_context(temporary_postgres()) for _ in range(2)]
         report = run_partition_replicas([c.info.url for c in clusters], workdir, config, [c.log_file for c in clusters])
-    print(report.render())
-    if args.json:
-        Path(args.json).write_text(json.dumps({**asdict(report), "ok": report.ok}, indent=2), encoding="utf-8")
-    return 0 if report.ok else 1
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

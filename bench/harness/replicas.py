@@ -34,14 +34,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .checks import Findings, audit_api, audit_store
+from .checks import Findings, audit_api, audit_store, findings_lines, finish
 from .client import HarnessClient, Stats
 from .driver import MAX_UNEXPECTED, TableDriver, TableSpec, all_acked, merged_ledger
 from .server import ServerProcess, Store, postgres_databases, servers
@@ -104,20 +104,12 @@ class ReplicaReport:
             f"waits before a timeout {self.clock_gaps[0]:.2f}-{self.clock_gaps[1]:.2f}s (timeout {CLOCK_TIMEOUT}s)",
             f"  checked: {dict(sorted(self.counts.items()))}",
         ]
-        if self.unexpected:
-            lines.append(f"  UNEXPECTED client errors ({len(self.unexpected)}): {self.unexpected[:10]}")
-        if self.server_errors:
-            lines.append(f"  server log errors ({len(self.server_errors)}): {self.server_errors[:5]}")
-        for title, problems in (
+        problems = [
             ("PROBLEMS", self.problems),
             ("TURN CLOCK PROBLEMS", self.clock_problems),
             ("TURN CLOCK: TIMED OUT EARLY", self.clock_early),
-        ):
-            if problems:
-                lines.append(f"  {title} ({len(problems)}):")
-                lines.extend(f"    - {p}" for p in problems[:30])
-        if self.ok:
-            lines.append("  all checks passed")
+        ]
+        lines += findings_lines(self.unexpected, self.server_errors, problems, self.ok)
         return "\n".join(lines)
 
 
@@ -483,10 +475,7 @@ def main(argv: list[str] | None = None) -> int:
             workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="pokdeng-replicas-")))
         new_database = stack.enter_context(postgres_databases(args.postgres_url))
         report = run_replicas(Store.postgres(new_database()), workdir, config)
-    print(report.render())
-    if args.json:
-        Path(args.json).write_text(json.dumps({**asdict(report), "ok": report.ok}, indent=2), encoding="utf-8")
-    return 0 if report.ok else 1
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":
