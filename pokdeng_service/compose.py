@@ -3,7 +3,8 @@
 ``Deployment.open(config)`` locks a SQLite store for this server (``store.lock``: a second
 server on the same file is refused), opens every partition's application (``PartitionedPokdeng``), a
 turn clock per partition and the read models of every partition; ``start()`` runs the clocks
-and the read models in the background; ``server(address, ...)`` builds the gRPC server over
+and the read models in the background (``pokdeng serve``: the read models in a child process of
+their own, ``projector``); ``server(address, ...)`` builds the gRPC server over
 them; ``close()`` stops everything in the reverse order. The CLI's ``serve`` and ``demo`` and
 embedding code use it; nothing else wires the layers together.
 
@@ -29,6 +30,7 @@ from pokdeng_service.api.server import PokdengServer, create_server
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels
 from pokdeng_service.application.turn_clock import TurnClock
+from pokdeng_service.projector import ProjectorProcess
 from pokdeng_service.store.bounded import StoreProbe, renew_pool
 from pokdeng_service.store.lock import StoreLock, acquire_all, release_all
 from pokdeng_service.wallet.config import WalletConfig
@@ -104,6 +106,7 @@ class Deployment:
     read_models: PartitionedReadModels | None = None
     locks: list[StoreLock] = field(default_factory=list)
     recoveries: list[Any] = field(default_factory=list)  # the platform wallet's recovery workers (docs/wallet.md)
+    projector: ProjectorProcess | None = None  # the read models' own process (``read_models="process"``)
 
     @classmethod
     def open(
@@ -111,14 +114,20 @@ class Deployment:
         config: StoreConfig,
         *,
         clocks: bool = True,
-        read_models: bool = True,
+        read_models: bool | str = True,
         lock: bool = True,
         wallet: WalletConfig | None = None,
+        log_format: str = "text",
+        log_level: str = "INFO",
     ) -> Deployment:
         """Open a server's worth of pokdeng; with ``lock`` (SQLite) each partition's file is locked first
         (``StoreLocked`` if another server holds it) and stays locked until ``close``. ``wallet``: whose
         wallets the rounds book (default the store's; remote: the platform's, with a recovery worker per
-        partition)."""
+        partition). ``read_models``: True or ``"thread"`` follows the log in a thread of this process,
+        ``"process"`` in a child process (``projector``, logging in ``log_format`` at ``log_level``), False
+        or ``"off"`` not at all; in every case but off the server answers its queries from the views."""
+        if read_models not in (True, False, "thread", "process", "off"):
+            raise ValueError(f"read_models: {read_models!r} is not thread, process or off")
         locks = []
         if lock and config.kind == "sqlite":
             locks = acquire_all(config.sqlite_file(k) for k in range(config.partitions))
@@ -131,8 +140,11 @@ class Deployment:
         try:
             if clocks:
                 deployment.clocks = [MeasuredClock(app) for app in service.apps]
-            if read_models:
+            if read_models not in (False, "off"):
                 deployment.read_models = PartitionedReadModels(service, config)
+            if read_models == "process":
+                stores = [config.env(k) for k in range(config.partitions)]
+                deployment.projector = ProjectorProcess(stores, log_format=log_format, log_level=log_level)
             if wallet is not None and wallet.remote:
                 from pokdeng_service.wallet.remote import attach
 
@@ -150,7 +162,9 @@ class Deployment:
             clock.start()
         for recovery in self.recoveries:
             recovery.start()
-        if self.read_models is not None:
+        if self.projector is not None:
+            self.projector.start()
+        elif self.read_models is not None:
             self.read_models.run_in_background()
 
     def server(self, address: str, **options: Any) -> tuple[PokdengServer, int]:
@@ -181,6 +195,9 @@ class Deployment:
     def close(self) -> None:
         with RUNNING.lock:
             RUNNING.deployments = [d for d in RUNNING.deployments if d is not self]
+        if self.projector is not None:
+            with contextlib.suppress(Exception):
+                self.projector.stop()
         if self.read_models is not None:
             with contextlib.suppress(Exception):
                 self.read_models.stop()

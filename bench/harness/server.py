@@ -112,6 +112,7 @@ class ServerProcess:
     port: int = 0
     workers: int = 16
     name: str = "server"
+    extra_args: tuple[str, ...] = ()  # more flags of ``pokdeng serve``
     proc: subprocess.Popen[bytes] | None = None
     starts: int = 0
     kills: int = 0
@@ -144,6 +145,7 @@ class ServerProcess:
             str(self.tokens_file),
             "--workers",
             str(self.workers),
+            *self.extra_args,
         ]
 
     def start(self, timeout: float = 60.0) -> float:

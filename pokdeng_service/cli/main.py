@@ -92,7 +92,13 @@ def cmd_serve(args: argparse.Namespace) -> int:
     options = settings.server_options()  # (checks the TLS settings before the store is opened)
     configure_logging(settings.log_format, settings.log_level)
     config = settings.store_config()
-    deployment = Deployment.open(config, wallet=settings.wallet_config())
+    deployment = Deployment.open(
+        config,
+        wallet=settings.wallet_config(),
+        read_models=settings.read_models,
+        log_format=settings.log_format,
+        log_level=settings.log_level,
+    )
     deployment.start()
     print(f"pokdeng: serving {config.describe()} on {settings.address}", flush=True)
     probes, recover = deployment.probes()

@@ -57,6 +57,9 @@ class ServeSettings(BaseSettings):
     log_format: Literal["json", "text"] = Field("json", description="log lines: JSON objects or text")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="the log's threshold")
     access_log: bool = Field(True, description="one log line per call")
+    read_models: Literal["process", "thread", "off"] = Field(
+        "process", description="where the read models follow the log: a child process, a thread, or nowhere"
+    )
     # the wallets (docs/wallet.md)
     wallet: Literal["internal", "remote"] = Field("internal", description="the store's wallets, or the platform's")
     wallet_url: str | None = Field(None, description="the platform's wallet: host:port (gRPC) or http://... (JSON)")
@@ -140,6 +143,10 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--probe-interval": {"type": float, "help": "seconds between store probes (default 1)"},
     "--log-format": {"choices": ["json", "text"], "help": "log lines as JSON objects (default) or text"},
     "--log-level": {"choices": ["DEBUG", "INFO", "WARNING", "ERROR"], "help": "the log's threshold (default INFO)"},
+    "--read-models": {
+        "choices": ["process", "thread", "off"],
+        "help": "project the read models in a child process (default), a thread of the server, or not at all",
+    },
     "--wallet": {"choices": ["internal", "remote"], "help": "the store's wallets (default) or the platform's"},
     "--wallet-url": {"help": "the platform's wallet service: host:port (gRPC) or http://host:port (JSON)"},
     "--wallet-timeout": {"type": float, "help": "seconds one call to the platform's wallet may take (default 2)"},

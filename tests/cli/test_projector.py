@@ -1,0 +1,156 @@
+"""``pokdeng serve`` projects its read models in a child process (``pokdeng_service.projector``).
+
+The child keeps the views current (a round played through the server is listed by ``ListRounds``),
+is started again when it dies while the server runs, and stops by itself when the server dies,
+whatever kills it (its standard input ends). ``--read-models thread`` keeps the projection in the
+server's process: no child.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from bench.harness.client import HarnessClient
+from bench.harness.driver import TableDriver, make_tables
+from bench.harness.server import ServerProcess, Store, servers
+from bench.harness.tokens import Tokens
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+
+CHILD = "pokdeng_service.projector"
+
+
+def children(pid: int) -> list[int]:
+    """The live child processes of ``pid`` (from /proc)."""
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found.extend(int(p) for p in (task / "children").read_text().split())
+        except OSError:
+            continue
+    return [p for p in found if _alive(p)]
+
+
+def projectors(pid: int) -> list[int]:
+    out = []
+    for child in children(pid):
+        try:
+            command = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if CHILD.encode() in command:
+            out.append(child)
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for(what: str, check: object, timeout: float = 20.0) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check() if callable(check) else check
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"not within {timeout} s: {what}")
+
+
+class Served:
+    def __init__(self, server: ServerProcess, driver: TableDriver) -> None:
+        self.server = server
+        self.driver = driver
+
+    @property
+    def pid(self) -> int:
+        assert self.server.proc is not None
+        return self.server.proc.pid
+
+    def play_round(self) -> str:
+        before = len(self.driver.closed)
+        self.driver.play(threading.Event(), max_rounds=1)
+        assert len(self.driver.closed) == before + 1, self.driver.unexpected
+        return self.driver.closed[-1]
+
+    def listed(self) -> set[str]:
+        answer = self.driver.client.call(
+            "RoundService", "ListRounds", table_id=self.driver.spec.table_id, page_size=100
+        )
+        return {r.round_id for r in answer.rounds if r.phase == pb.ROUND_PHASE_CLOSED}
+
+
+@contextlib.contextmanager
+def serve(tmp_path: Path, *extra: str) -> Iterator[Served]:
+    spec = make_tables("proj", 1)[0]
+    tokens = Tokens.for_players(spec.wallets)
+    with servers() as running:
+        server = ServerProcess(
+            Store.sqlite(tmp_path / "pokdeng.sqlite"),
+            tokens.write(tmp_path / "tokens.json"),
+            tmp_path / "server.log",
+            workers=4,
+            extra_args=extra,
+        )
+        running.append(server)
+        server.start()
+        driver = TableDriver(spec, HarnessClient(server.target, tokens.operator), tokens)
+        try:
+            driver.setup()
+            yield Served(server, driver)
+        finally:
+            driver.client.close()
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[Served]:
+    with serve(tmp_path) as running:
+        yield running
+
+
+def test_the_read_models_follow_the_log_in_a_child_process(served: Served) -> None:
+    (child,) = wait_for("a projector child", lambda: projectors(served.pid))
+    played = served.play_round()
+    wait_for("the round in ListRounds", lambda: played in served.listed())
+    assert projectors(served.pid) == [child]
+
+
+def test_a_projector_that_dies_is_started_again_and_goes_on(served: Served) -> None:
+    (first,) = wait_for("a projector child", lambda: projectors(served.pid))
+    os.kill(first, signal.SIGKILL)
+    (second,) = wait_for("another projector child", lambda: [p for p in projectors(served.pid) if p != first])
+    played = served.play_round()
+    wait_for("the round in ListRounds", lambda: played in served.listed())
+    assert projectors(served.pid) == [second]
+    log = served.server.log_path.read_text(errors="replace")
+    assert f"projector process {first} exited" in log
+
+
+def test_the_projector_stops_when_the_server_is_killed(served: Served) -> None:
+    (child,) = wait_for("a projector child", lambda: projectors(served.pid))
+    served.server.kill()  # SIGKILL: the server cannot tell its child anything
+    wait_for("the projector to stop", lambda: not _alive(child), timeout=15)
+
+
+def test_the_projector_stops_with_the_server(served: Served) -> None:
+    (child,) = wait_for("a projector child", lambda: projectors(served.pid))
+    assert served.server.stop() == 0
+    assert not _alive(child)
+
+
+def test_read_models_in_a_thread_start_no_child(tmp_path: Path) -> None:
+    with serve(tmp_path, "--read-models", "thread") as served:
+        played = served.play_round()
+        wait_for("the round in ListRounds", lambda: played in served.listed())
+        assert projectors(served.pid) == []
