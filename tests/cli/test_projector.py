@@ -3,7 +3,7 @@
 The child keeps the views current (a round played through the server is listed by ``ListRounds``),
 is started again when it dies while the server runs, and stops by itself when the server dies,
 whatever kills it (its standard input ends). ``--read-models thread`` keeps the projection in the
-server's process: no child.
+server's process (no child), ``off`` keeps no read models (the list calls say so).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 
 from bench.harness.client import HarnessClient
@@ -154,3 +155,13 @@ def test_read_models_in_a_thread_start_no_child(tmp_path: Path) -> None:
         played = served.play_round()
         wait_for("the round in ListRounds", lambda: played in served.listed())
         assert projectors(served.pid) == []
+
+
+def test_read_models_off_keep_no_views_and_say_so(tmp_path: Path) -> None:
+    with serve(tmp_path, "--read-models", "off") as served:
+        assert projectors(served.pid) == []
+        with pytest.raises(grpc.RpcError) as refused:
+            served.driver.client.call("TableService", "ListTables")
+        assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+        details = dict(refused.value.trailing_metadata() or ())["grpc-status-details-bin"]
+        assert b"NO_READ_MODELS" in details  # (the ErrorInfo's reason)
