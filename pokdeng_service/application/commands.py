@@ -12,7 +12,6 @@ Adding a command: its type here, its handler, its RPC and its tests.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import re
 from dataclasses import KW_ONLY, dataclass
@@ -23,6 +22,7 @@ import orjson
 from pokdeng_core import currencies, limits
 from pokdeng_core.profiles import PROFILE_NAMES
 from pokdeng_service.application.errors import FieldViolation
+from pokdeng_service.store.codec import field_names
 
 Stream = Literal["wallet", "table", "round", "log"]
 
@@ -32,10 +32,16 @@ def _snake(name: str) -> str:
 
 
 class _SnakeName:
-    """A command's name: its type's name in snake case (``PlaceBet`` -> ``place_bet``)."""
+    """A command's name: its type's name in snake case (``PlaceBet`` -> ``place_bet``), made once per type."""
+
+    def __init__(self) -> None:
+        self._names: dict[type, str] = {}
 
     def __get__(self, _obj: object, owner: type) -> str:
-        return _snake(owner.__name__)
+        name = self._names.get(owner)
+        if name is None:
+            name = self._names[owner] = _snake(owner.__name__)
+        return name
 
 
 class _Problems:
@@ -85,7 +91,7 @@ class Command:
         """The command's own fields (beyond its stream id)."""
 
     def fields(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        return {name: getattr(self, name) for name in field_names(type(self))}
 
     def fingerprint(self) -> str:
         """What a repeated request id must match: the command's name and every field."""
@@ -176,7 +182,7 @@ class OpenTable(Command):
             problems.add("profile_version", limits.int_problem(self.profile_version, "profile_version", 1, 1000))
 
     def fields(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "_"}
+        values = {name: getattr(self, name) for name in field_names(type(self)) if name != "_"}
         values["options"] = dict(sorted((self.options or {}).items()))
         return values
 
@@ -358,7 +364,7 @@ class PlaceBet(_SeatCommand):
             problems.add("client_seed", limits.client_seed_problem(self.client_seed, required=True))
 
     def fields(self) -> dict[str, Any]:
-        values = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        values = {name: getattr(self, name) for name in field_names(type(self))}
         if values["client_seed"] is None:  # (the fingerprint of a bet without one is what it always was)
             del values["client_seed"]
         return values

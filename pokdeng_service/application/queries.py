@@ -34,6 +34,7 @@ from pokdeng_service.application.views import (
     StatementLine,
     TableView,
     WalletView,
+    built,
 )
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import fastpaths, integrity, merkle
@@ -44,18 +45,20 @@ from pokdeng_service.store.vault import SeedVault
 _CACHE_SIZE = 1024
 
 
-# The views are built with ``model_construct``: every value comes from the aggregate as the core made
-# it, of the field's type already, so validating it would build the same view again (tests/service/
-# test_views_built.py compares each view with the validated one, for every stream of a played store).
+# The views are built with ``views.built`` (``model_construct`` without its per-call work): every value
+# comes from the aggregate as the core made it, of the field's type already, so validating it would build
+# the same view again (tests/service/test_views_built.py compares each view with the validated one, for
+# every stream of a played store).
 
 
 def wallet_view(wallet: Wallet) -> WalletView:
-    return WalletView.model_construct(
+    return built(
+        WalletView,
         wallet_id=wallet.wallet_id,
         balance=wallet.balance,
         reserved=wallet.reserved,
         available=wallet.available,
-        reservations=tuple(Reservation.model_construct(round_id=k, amount=v) for k, v in wallet.reservations.items()),
+        reservations=tuple(built(Reservation, round_id=k, amount=v) for k, v in wallet.reservations.items()),
         version=wallet.version,
         currency=wallet.currency,
     )
@@ -64,7 +67,8 @@ def wallet_view(wallet: Wallet) -> WalletView:
 def table_view(record: TableRecord) -> TableView:
     s = record.state
     profile = s.rules
-    return TableView.model_construct(
+    return built(
+        TableView,
         table_id=s.table_id,
         profile=profile.name,
         profile_version=profile.version,
@@ -72,7 +76,7 @@ def table_view(record: TableRecord) -> TableView:
         min_stake=s.min_stake,
         max_stake=s.max_stake,
         seat_count=s.seat_count,
-        seats=tuple(Seat.model_construct(seat=n, player=p) for n, p in s.seats),
+        seats=tuple(built(Seat, seat=n, player=p) for n, p in s.seats),
         dealer=s.dealer,
         banker=s.banker,
         banker_rounds_left=s.tenure_left,
@@ -92,7 +96,8 @@ def round_view(record: RoundRecord, events: tuple[RecordedEvent, ...] = ()) -> R
     profile = s.rules
     holders = dict(s.seats)
     hands = tuple(
-        HandView.model_construct(
+        built(
+            HandView,
             seat=seat,
             holder=holders.get(seat) if seat else s.banker_player,
             cards=tuple(map(str, cards)),
@@ -101,7 +106,8 @@ def round_view(record: RoundRecord, events: tuple[RecordedEvent, ...] = ()) -> R
         )
         for seat, cards in s.hands
     )
-    return RoundView.model_construct(
+    return built(
+        RoundView,
         round_id=s.round_id,
         table_id=s.table_id,
         round_no=s.round_no,
@@ -124,7 +130,7 @@ def round_view(record: RoundRecord, events: tuple[RecordedEvent, ...] = ()) -> R
 
 
 def _bet_view(bet: Any) -> BetView:
-    return BetView.model_construct(seat=bet.seat, player=bet.player, stake=bet.stake, reserved=bet.reserved)
+    return built(BetView, seat=bet.seat, player=bet.player, stake=bet.stake, reserved=bet.reserved)
 
 
 class Queries(Application[UUID]):

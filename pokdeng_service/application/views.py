@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, ValidatorFunctionWrapHandler, WrapValidator
 
@@ -11,6 +11,44 @@ from pokdeng_service.store.facts import RecordedEvent as RecordedEvent  # the on
 
 class _View(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+V = TypeVar("V", bound=BaseModel)
+_PLAIN: dict[type[BaseModel], tuple[str, ...] | None] = {}  # per view class: its fields, if ``built`` may set them
+
+
+def built(cls: type[V], /, **values: Any) -> V:
+    """``cls.model_construct(**values)``, for values of their fields' types already: the same instance (its
+    ``__dict__`` in the fields' order, every field set, no extra, no private attributes), without
+    ``model_construct``'s per-call look-ups of aliases and defaults when every field is given and the class
+    has no alias, default factory, private attribute or post-init (else ``model_construct`` itself).
+    tests/service/test_views_built.py checks each view of a played store against pydantic's validated one."""
+    names = _PLAIN.get(cls, ())
+    if names == ():
+        names = _PLAIN[cls] = _plain_fields(cls)
+    if names is None or len(values) != len(names):
+        return cls.model_construct(**values)
+    try:
+        ordered = {name: values[name] for name in names}
+    except KeyError:
+        return cls.model_construct(**values)
+    view = cls.__new__(cls)
+    object.__setattr__(view, "__dict__", ordered)
+    object.__setattr__(view, "__pydantic_fields_set__", set(names))
+    object.__setattr__(view, "__pydantic_extra__", None)
+    object.__setattr__(view, "__pydantic_private__", None)
+    return view
+
+
+def _plain_fields(cls: type[BaseModel]) -> tuple[str, ...] | None:
+    if cls.__pydantic_root_model__ or cls.__pydantic_post_init__ or cls.__private_attributes__:
+        return None
+    if cls.model_config.get("extra") == "allow":
+        return None
+    fields = cls.model_fields
+    if any(f.alias is not None or f.validation_alias is not None for f in fields.values()):
+        return None
+    return tuple(fields)
 
 
 class Reservation(_View):

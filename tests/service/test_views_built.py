@@ -11,7 +11,7 @@ import pytest
 from pydantic import BaseModel
 
 from pokdeng_service.application.queries import round_view, table_view, wallet_view
-from pokdeng_service.application.views import CommandResult
+from pokdeng_service.application.views import CommandResult, Reservation, WalletView, built
 from pokdeng_service.store import aggregates as ag
 
 from . import play
@@ -45,6 +45,32 @@ def same_view(built: BaseModel) -> None:
     assert built.model_dump() == checked.model_dump()
     assert built.model_dump_json() == checked.model_dump_json()
     same_values(_plain(built), _plain(checked), type(built).__name__)
+    as_constructed(built)
+
+
+def as_constructed(view: Any) -> None:
+    """``views.built`` made what ``model_construct`` makes of the same values, nested views too: the same
+    ``__dict__`` (in the same order), fields set, extra and private attributes."""
+    if isinstance(view, tuple):
+        for item in view:
+            as_constructed(item)
+        return
+    if not isinstance(view, BaseModel):
+        return
+    constructed = type(view).model_construct(**{name: view.__dict__[name] for name in view.model_fields_set})
+    assert list(view.__dict__.items()) == list(constructed.__dict__.items())
+    assert view.model_fields_set == constructed.model_fields_set
+    assert view.__pydantic_extra__ == constructed.__pydantic_extra__
+    assert view.__pydantic_private__ == constructed.__pydantic_private__
+    for value in view.__dict__.values():
+        as_constructed(value)
+
+
+def test_built_falls_back_to_model_construct_for_defaults_and_unknown_names() -> None:
+    defaulted = built(WalletView, wallet_id="w", balance=1, reserved=0, available=1, reservations=(), version=1)
+    assert defaulted.currency == "THB" and defaulted.model_fields_set == set(WalletView.model_fields) - {"currency"}
+    renamed = built(Reservation, round_id="r", amount=1, extra=2)  # (ignored, as model_construct ignores it)
+    assert renamed == Reservation.model_construct(round_id="r", amount=1)
 
 
 def _plain(value: Any) -> Any:
