@@ -94,10 +94,14 @@ class ProjectorProcess:
                 close_fds=True,
             )
             assert child.stdin is not None
-            child.stdin.write(self._order.encode() + b"\n")
-            child.stdin.flush()
             self._child = child
             self.starts += 1
+            try:
+                child.stdin.write(self._order.encode() + b"\n")
+                child.stdin.flush()
+            except OSError as error:  # (it died at once: the watcher sees it exit and starts another)
+                log.warning("read models: projector process %d did not take its orders: %s", child.pid, error)
+                return
         log.info("read models: projecting in process %d", child.pid)
 
     def _watch(self) -> None:
