@@ -10,7 +10,9 @@ embedding code use it; nothing else wires the layers together.
 
 While a deployment runs, the metrics endpoint also shows each partition's open rounds and its turn
 clock's lag (``pokdeng_open_rounds``, ``pokdeng_turn_clock_lag_seconds``: seconds since the clock's
-last tick ended beyond its interval, which grows while a tick runs late or the clock is stuck).
+last tick ended beyond its interval, which grows while a tick runs late or the clock is stuck), how
+far each partition's read models are behind its log (``pokdeng_read_models_behind``, notifications)
+and how often the read models' child process was started again (``pokdeng_read_models_restarts``).
 """
 
 from __future__ import annotations
@@ -75,8 +77,19 @@ class _Running(Collector):
             "Seconds since the turn clock's last tick ended, beyond its interval",
             labels=["partition"],
         )
+        behind = GaugeMetricFamily(
+            "pokdeng_read_models_behind",
+            "Notifications in the partition's log that its read models have not taken in yet",
+            labels=["partition"],
+        )
+        restarts = GaugeMetricFamily(
+            "pokdeng_read_models_restarts",
+            "Times the read models' child process was started again after it exited (since the server started)",
+        )
         rounds: dict[int, int] = {}
         lags: dict[int, float] = {}
+        backlog: dict[int, int] = {}
+        again = 0
         with self.lock:
             running = list(self.deployments)
         for deployment in running:
@@ -84,12 +97,26 @@ class _Running(Collector):
                 rounds[k] = rounds.get(k, 0) + len(clock.open_rounds)
                 if isinstance(clock, MeasuredClock):
                     lags[k] = max(lags.get(k, 0.0), clock.lag)
+            if deployment.read_models is not None:
+                pairs = zip(deployment.read_models.models, deployment.service.apps, strict=True)
+                for k, (models, app) in enumerate(pairs):
+                    try:  # (two small reads; a store that does not answer leaves the gauge out)
+                        backlog[k] = max(backlog.get(k, 0), app.max_position - models.position(app.name))
+                    except Exception:
+                        continue
+            if deployment.projector is not None:
+                again += max(0, deployment.projector.starts - 1)
         for k in sorted(rounds):
             opened.add_metric([str(k)], rounds[k])
         for k in sorted(lags):
             lag.add_metric([str(k)], lags[k])
+        for k in sorted(backlog):
+            behind.add_metric([str(k)], max(0, backlog[k]))
+        restarts.add_metric([], again)
         yield opened
         yield lag
+        yield behind
+        yield restarts
 
 
 RUNNING = _Running()

@@ -13,15 +13,17 @@ import os
 import signal
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from bench.harness.client import HarnessClient
 from bench.harness.driver import TableDriver, make_tables
-from bench.harness.server import ServerProcess, Store, servers
+from bench.harness.server import ServerProcess, Store, free_port, servers
 from bench.harness.tokens import Tokens
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 
@@ -81,7 +83,7 @@ class Served:
 
     def play_round(self) -> str:
         before = len(self.driver.closed)
-        self.driver.play(threading.Event(), max_rounds=1)
+        self.driver.play(threading.Event(), max_rounds=before + 1)
         assert len(self.driver.closed) == before + 1, self.driver.unexpected
         return self.driver.closed[-1]
 
@@ -165,3 +167,33 @@ def test_read_models_off_keep_no_views_and_say_so(tmp_path: Path) -> None:
         assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
         details = dict(refused.value.trailing_metadata() or ())["grpc-status-details-bin"]
         assert b"NO_READ_MODELS" in details  # (the ErrorInfo's reason)
+
+
+def gauge(url: str, name: str, **labels: str) -> float | None:
+    """A sample of the metrics endpoint at ``url``, or None when it has none."""
+    with urllib.request.urlopen(url, timeout=5) as answer:
+        text = answer.read().decode()
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return None
+
+
+def test_the_metrics_say_how_far_behind_the_views_are_and_how_often_the_child_came_back(tmp_path: Path) -> None:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/metrics"
+    with serve(tmp_path, "--metrics-port", str(port)) as served:
+        (first,) = wait_for("a projector child", lambda: projectors(served.pid))
+        served.play_round()
+        wait_for("the views caught up", lambda: gauge(url, "pokdeng_read_models_behind", partition="0") == 0)
+        assert gauge(url, "pokdeng_read_models_restarts") == 0
+        os.kill(first, signal.SIGSTOP)  # a projector that stops working: the log grows, the views do not
+        try:
+            served.play_round()
+            assert (gauge(url, "pokdeng_read_models_behind", partition="0") or 0) > 0
+        finally:
+            os.kill(first, signal.SIGKILL)
+        wait_for("a new child", lambda: [p for p in projectors(served.pid) if p != first])
+        wait_for("the restart counted", lambda: gauge(url, "pokdeng_read_models_restarts") == 1)
+        wait_for("the views caught up again", lambda: gauge(url, "pokdeng_read_models_behind", partition="0") == 0)
