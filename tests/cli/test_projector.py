@@ -26,6 +26,7 @@ from bench.harness.driver import TableDriver, make_tables
 from bench.harness.server import ServerProcess, Store, free_port, servers
 from bench.harness.tokens import Tokens
 from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_service.application.partitions import partition_of
 
 CHILD = "pokdeng_service.projector"
 
@@ -72,32 +73,35 @@ def wait_for(what: str, check: object, timeout: float = 20.0) -> object:
 
 
 class Served:
-    def __init__(self, server: ServerProcess, driver: TableDriver) -> None:
+    def __init__(self, server: ServerProcess, drivers: list[TableDriver]) -> None:
         self.server = server
-        self.driver = driver
+        self.drivers = drivers
+        self.driver = drivers[0]
 
     @property
     def pid(self) -> int:
         assert self.server.proc is not None
         return self.server.proc.pid
 
-    def play_round(self) -> str:
-        before = len(self.driver.closed)
-        self.driver.play(threading.Event(), max_rounds=before + 1)
-        assert len(self.driver.closed) == before + 1, self.driver.unexpected
-        return self.driver.closed[-1]
+    def play_round(self, driver: TableDriver | None = None) -> str:
+        driver = driver or self.driver
+        before = len(driver.closed)
+        driver.play(threading.Event(), max_rounds=before + 1)
+        assert len(driver.closed) == before + 1, driver.unexpected
+        return driver.closed[-1]
 
-    def listed(self) -> set[str]:
-        answer = self.driver.client.call(
-            "RoundService", "ListRounds", table_id=self.driver.spec.table_id, page_size=100
-        )
+    def listed(self, table: str | None = "") -> set[str]:
+        """The closed rounds ListRounds lists: of the first table, of ``table``, or (None) of every table."""
+        named = self.driver.spec.table_id if table == "" else table or ""
+        answer = self.driver.client.call("RoundService", "ListRounds", table_id=named, page_size=100)
         return {r.round_id for r in answer.rounds if r.phase == pb.ROUND_PHASE_CLOSED}
 
 
 @contextlib.contextmanager
-def serve(tmp_path: Path, *extra: str) -> Iterator[Served]:
-    spec = make_tables("proj", 1)[0]
-    tokens = Tokens.for_players(spec.wallets)
+def serve(tmp_path: Path, *extra: str, lobbies: tuple[str, ...] = ("",)) -> Iterator[Served]:
+    """``pokdeng serve`` with ``extra`` flags, and a table in each lobby (a shard: ``<lobby>/<table>``)."""
+    specs = [make_tables(f"{lobby}/proj" if lobby else "proj", 1)[0] for lobby in lobbies]
+    tokens = Tokens.for_players([w for spec in specs for w in spec.wallets])
     with servers() as running:
         server = ServerProcess(
             Store.sqlite(tmp_path / "pokdeng.sqlite"),
@@ -108,12 +112,14 @@ def serve(tmp_path: Path, *extra: str) -> Iterator[Served]:
         )
         running.append(server)
         server.start()
-        driver = TableDriver(spec, HarnessClient(server.target, tokens.operator), tokens)
+        drivers = [TableDriver(spec, HarnessClient(server.target, tokens.operator), tokens) for spec in specs]
         try:
-            driver.setup()
-            yield Served(server, driver)
+            for driver in drivers:
+                driver.setup()
+            yield Served(server, drivers)
         finally:
-            driver.client.close()
+            for driver in drivers:
+                driver.client.close()
 
 
 @pytest.fixture
@@ -127,6 +133,15 @@ def test_the_read_models_follow_the_log_in_a_child_process(served: Served) -> No
     played = served.play_round()
     wait_for("the round in ListRounds", lambda: played in served.listed())
     assert projectors(served.pid) == [child]
+
+
+def test_one_child_projects_every_partition(tmp_path: Path) -> None:
+    lobbies = tuple(next(f"lobby{n}" for n in range(100) if partition_of(f"lobby{n}/t", 3) == k) for k in range(3))
+    with serve(tmp_path, "--partitions", "3", lobbies=lobbies) as served:
+        (child,) = wait_for("a projector child", lambda: projectors(served.pid))
+        played = {served.play_round(driver) for driver in served.drivers}
+        wait_for("every partition's round in ListRounds", lambda: played <= served.listed(table=None))
+        assert projectors(served.pid) == [child]
 
 
 def test_a_projector_that_dies_is_started_again_and_goes_on(served: Served) -> None:
