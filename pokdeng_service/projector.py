@@ -150,26 +150,20 @@ def _close(stream: IO[bytes] | None) -> None:
 # --- the child -----------------------------------------------------------------------------------
 
 
-def run(order: Mapping[str, Any], stdin: IO[bytes]) -> int:
-    """Project every store of ``order`` until ``stdin`` ends (or SIGTERM); the exit code."""
+def run(order: Mapping[str, Any], stopping: threading.Event) -> int:
+    """Project every store of ``order`` until ``stopping`` is set (the end of the input, or SIGTERM)."""
     from pokdeng_service.application import PokdengApp
     from pokdeng_service.readmodels.runner import ReadModels
     from pokdeng_service.store.bounded import renew_pool
 
-    stopping = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # (the server stops its child; a terminal's Ctrl-C is its)
-
-    def wait_for_the_end() -> None:
-        while stdin.read(4096):
-            pass
-        stopping.set()
-
-    threading.Thread(target=wait_for_the_end, name="pokdeng-projector-input", daemon=True).start()
     interval = float(order.get("interval", 0.1))
     apps, models = [], []
     try:
         for settings in order["stores"]:
+            if stopping.is_set():  # (the server went while this child was starting)
+                return 0
             app = PokdengApp(dict(settings))
             apps.append(app)
             views = ReadModels(dict(settings))
@@ -189,9 +183,11 @@ def run(order: Mapping[str, Any], stdin: IO[bytes]) -> int:
                 reported[k] = error
     finally:
         for views in models:
-            views.stop()
+            with contextlib.suppress(Exception):
+                views.close()  # (its thread, then its store's connections)
         for app in apps:
-            app.close()
+            with contextlib.suppress(Exception):
+                app.close()
     return 0
 
 
@@ -199,11 +195,24 @@ def main() -> int:
     line = sys.stdin.buffer.readline()
     if not line.strip():
         return 0  # the server was gone before it said anything
+    stopping = threading.Event()
+
+    def wait_for_the_end() -> None:  # (from the start: a server that dies while this child imports is seen)
+        while sys.stdin.buffer.read(4096):
+            pass
+        stopping.set()
+
+    threading.Thread(target=wait_for_the_end, name="pokdeng-projector-input", daemon=True).start()
     order = json.loads(line)
     from pokdeng_service.cli.settings import configure_logging
 
-    configure_logging(order.get("log_format", "text"), order.get("log_level", "INFO"))
-    return run(order, sys.stdin.buffer)
+    handler = configure_logging(order.get("log_format", "text"), order.get("log_level", "INFO"))
+    code = run(order, stopping)
+    handler.close()  # (the last lines written)
+    sys.stderr.flush()
+    # Every store is closed: leave without the interpreter's finalisation, which joins what is left of the
+    # connection pools' threads (from Python 3.13 that can wait long after a server died).
+    os._exit(code)
 
 
 if __name__ == "__main__":
