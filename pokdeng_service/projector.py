@@ -124,8 +124,9 @@ class ProjectorProcess:
             except OSError as error:
                 log.warning("read models: could not start a projector process: %s", error)
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stop the child (the end of its input, then SIGKILL after ``timeout`` s) and the watcher. Safe twice."""
+    def stop(self, timeout: float = 3.0) -> None:
+        """Stop the child (the end of its input, then SIGKILL after ``timeout`` s: it keeps nothing that a kill
+        loses, a page and its position being one transaction) and the watcher. Safe twice."""
         self._stopping.set()
         with self._lock:
             child, self._child = self._child, None

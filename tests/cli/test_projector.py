@@ -158,7 +158,7 @@ def test_a_projector_that_dies_is_started_again_and_goes_on(served: Served) -> N
 def test_the_projector_stops_when_the_server_is_killed(served: Served) -> None:
     (child,) = wait_for("a projector child", lambda: projectors(served.pid))
     served.server.kill()  # SIGKILL: the server cannot tell its child anything
-    wait_for("the projector to stop", lambda: not _alive(child), timeout=15)
+    wait_for("the projector to stop", lambda: not _alive(child), timeout=5)
 
 
 def test_the_projector_stops_with_the_server(served: Served) -> None:
