@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from prometheus_client import REGISTRY
 from prometheus_client.core import GaugeMetricFamily, Metric
@@ -36,6 +36,8 @@ from pokdeng_service.projector import ProjectorProcess
 from pokdeng_service.store.bounded import StoreProbe, renew_pool
 from pokdeng_service.store.lock import StoreLock, acquire_all, release_all
 from pokdeng_service.wallet.config import WalletConfig
+
+ReadModelsMode = Literal["thread", "process", "off"]  # where the read models follow the log (``serve --read-models``)
 
 
 class MeasuredClock(TurnClock):
@@ -105,7 +107,7 @@ class _Running(Collector):
                     except Exception:
                         continue
             if deployment.projector is not None:
-                again += max(0, deployment.projector.starts - 1)
+                again += deployment.projector.restarts
         for k in sorted(rounds):
             opened.add_metric([str(k)], rounds[k])
         for k in sorted(lags):
@@ -141,7 +143,7 @@ class Deployment:
         config: StoreConfig,
         *,
         clocks: bool = True,
-        read_models: bool | str = True,
+        read_models: bool | ReadModelsMode = True,
         lock: bool = True,
         wallet: WalletConfig | None = None,
         log_format: str = "text",

@@ -65,14 +65,9 @@ class ProjectorProcess:
         self.starts = 0  # children started so far (1 once running; more after restarts)
 
     @property
-    def pid(self) -> int | None:
-        child = self._child
-        return None if child is None else child.pid
-
-    @property
-    def running(self) -> bool:
-        child = self._child
-        return child is not None and child.poll() is None
+    def restarts(self) -> int:
+        """Children started again after one exited (the metric ``pokdeng_read_models_restarts``)."""
+        return max(0, self.starts - 1)
 
     def start(self) -> None:
         """Start the child, and a thread that starts another if it exits before ``stop``."""

@@ -12,6 +12,7 @@ Adding a command: its type here, its handler, its RPC and its tests.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import KW_ONLY, dataclass
@@ -27,21 +28,16 @@ from pokdeng_service.store.codec import field_names
 Stream = Literal["wallet", "table", "round", "log"]
 
 
+@functools.cache
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
 
 class _SnakeName:
-    """A command's name: its type's name in snake case (``PlaceBet`` -> ``place_bet``), made once per type."""
-
-    def __init__(self) -> None:
-        self._names: dict[type, str] = {}
+    """A command's name: its type's name in snake case (``PlaceBet`` -> ``place_bet``), made once per name."""
 
     def __get__(self, _obj: object, owner: type) -> str:
-        name = self._names.get(owner)
-        if name is None:
-            name = self._names[owner] = _snake(owner.__name__)
-        return name
+        return _snake(owner.__name__)
 
 
 class _Problems:

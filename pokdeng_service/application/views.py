@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, PlainSerializer, ValidatorFunctionWrapHandler, WrapValidator
@@ -14,7 +15,6 @@ class _View(BaseModel):
 
 
 V = TypeVar("V", bound=BaseModel)
-_PLAIN: dict[type[BaseModel], tuple[str, ...] | None] = {}  # per view class: its fields, if ``built`` may set them
 
 
 def built(cls: type[V], /, **values: Any) -> V:
@@ -23,9 +23,7 @@ def built(cls: type[V], /, **values: Any) -> V:
     ``model_construct``'s per-call look-ups of aliases and defaults when every field is given and the class
     has no alias, default factory, private attribute or post-init (else ``model_construct`` itself).
     tests/service/test_views_built.py checks each view of a played store against pydantic's validated one."""
-    names = _PLAIN.get(cls, ())
-    if names == ():
-        names = _PLAIN[cls] = _plain_fields(cls)
+    names = _plain_fields(cls)
     if names is None or len(values) != len(names):
         return cls.model_construct(**values)
     try:
@@ -40,7 +38,9 @@ def built(cls: type[V], /, **values: Any) -> V:
     return view
 
 
+@functools.cache
 def _plain_fields(cls: type[BaseModel]) -> tuple[str, ...] | None:
+    """A view class's fields, in order, if ``built`` may set them itself (else None); found once per class."""
     if cls.__pydantic_root_model__ or cls.__pydantic_post_init__ or cls.__private_attributes__:
         return None
     if cls.model_config.get("extra") == "allow":
