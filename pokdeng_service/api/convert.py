@@ -318,22 +318,6 @@ def round_(view: RoundView, seen: Visibility = EVERYTHING, *, with_events: bool 
         options=_options(dict(opened.get("profile_options", ()))),
         phase=PHASE_TO_PB.get(view.phase, pb.ROUND_PHASE_UNSPECIFIED),
         banker_player=view.banker or "",
-        seats=[pb.Seat(seat=s, player=h or "") for s, h in opened.get("seats", ())],
-        hands=[
-            pb.Hand(
-                seat=h.seat,
-                holder=h.holder or "",
-                cards=[
-                    c if seen.sees(h.seat) or (h.seat == 0 and i == 0 and seen.banker_up_card) else HIDDEN
-                    for i, c in enumerate(h.cards)
-                ],
-                done=h.done,
-                revealed=h.revealed,
-            )
-            for h in view.hands
-        ],
-        bets=[pb.Bet(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved) for b in view.bets],
-        side_bets=[pb.Bet(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved) for b in view.side_bets],
         commitment=view.commitment,
         client_seed=view.client_seed,
         nonce=view.nonce,
@@ -345,6 +329,27 @@ def round_(view: RoundView, seen: Visibility = EVERYTHING, *, with_events: bool 
         max_stake=int(opened.get("max_stake", 0)),
         currency=currency(str(opened.get("currency", currencies.DEFAULT))),
     )
+    # (the repeated messages are added in place: passed to the constructor, each would be built, then copied)
+    add_seat = message.seats.add
+    for seat, holder in opened.get("seats", ()):
+        add_seat(seat=seat, player=holder or "")
+    add_hand = message.hands.add
+    for h in view.hands:
+        shown = seen.sees(h.seat)
+        add_hand(
+            seat=h.seat,
+            holder=h.holder or "",
+            cards=[
+                c if shown or (h.seat == 0 and i == 0 and seen.banker_up_card) else HIDDEN
+                for i, c in enumerate(h.cards)
+            ],
+            done=h.done,
+            revealed=h.revealed,
+        )
+    for bets, views in ((message.bets, view.bets), (message.side_bets, view.side_bets)):
+        add_bet = bets.add
+        for b in views:
+            add_bet(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved)
     if view.events:
         message.open_time.CopyFrom(timestamp(view.events[0].timestamp))
         closing = view.events[-1]

@@ -58,9 +58,11 @@ def seed_uuid(round_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"seed:{round_id}")
 
 
+@lru_cache(maxsize=4096)
 def command_uuid(request_id: str, scope: str = "") -> uuid.UUID:
     """The stream of a request's record: request ids are scoped to the caller that sent them
-    (``Principal.scope``); the empty scope is that of records written before scopes existed."""
+    (``Principal.scope``); the empty scope is that of records written before scopes existed.
+    (Cached: a command asks for its record's id twice, once to look it up and once to create it.)"""
     if not scope:
         return uuid.uuid5(NAMESPACE, f"request:{request_id}")
     return uuid.uuid5(NAMESPACE, f"request:{scope}\x00{request_id}")
