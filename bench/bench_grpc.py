@@ -166,6 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  B: raw appends     {1 / rw:8.1f} rounds/s   {rw * 1000:7.2f} ms/round (same transactions)")
     ratio = rnd / (una + rw)
     print(f"  round cost / (A + B) = {ratio:.2f}  (target <= {TARGET:.2f}: {'met' if ratio <= TARGET else 'missed'})")
+    calls = statistics.median(calls_per_round)
+    print(
+        f"  the service's own work (round - A - B): {(rnd - una - rw) * 1000:.2f} ms a round, "
+        f"{(rnd - una - rw) / calls * 1e6:.0f} us a call; the target leaves {(TARGET - 1) * (una + rw) * 1000:.2f} ms, "
+        f"{(TARGET - 1) * (una + rw) / calls * 1e6:.0f} us a call"
+    )
     return 0
 
 
