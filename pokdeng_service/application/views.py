@@ -26,12 +26,13 @@ def built(cls: type[V], /, **values: Any) -> V:
     names = _plain_fields(cls)
     if names is None or len(values) != len(names):
         return cls.model_construct(**values)
-    try:
-        ordered = {name: values[name] for name in names}
-    except KeyError:
-        return cls.model_construct(**values)
+    if tuple(values) != names:  # (the keywords, a dictionary of this call's own, are kept when in field order)
+        try:
+            values = {name: values[name] for name in names}
+        except KeyError:
+            return cls.model_construct(**values)
     view = cls.__new__(cls)
-    object.__setattr__(view, "__dict__", ordered)
+    object.__setattr__(view, "__dict__", values)
     object.__setattr__(view, "__pydantic_fields_set__", set(names))
     object.__setattr__(view, "__pydantic_extra__", None)
     object.__setattr__(view, "__pydantic_private__", None)

@@ -102,10 +102,16 @@ def _writes_plain(value: Any) -> bool:
     kind = type(value)
     if kind in _PLAIN_SCALARS or kind is datetime:
         return True
-    if kind is dict:
-        return all(type(k) is str and _writes_plain(v) for k, v in value.items())
+    if kind is dict:  # (loops rather than ``all`` over a generator: every event is checked, on every save)
+        for key, item in value.items():
+            if type(key) is not str or (type(item) not in _PLAIN_SCALARS and not _writes_plain(item)):
+                return False
+        return True
     if kind is list or kind is tuple:
-        return all(_writes_plain(v) for v in value)
+        for item in value:  # noqa: SIM110 (a loop: a generator costs more, on every event saved)
+            if type(item) not in _PLAIN_SCALARS and not _writes_plain(item):
+                return False
+        return True
     return False
 
 
