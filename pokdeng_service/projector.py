@@ -14,7 +14,7 @@ the poll interval and the log's format and level; URLs with passwords never appe
 line) and keeps reading it: when the server closes it, or dies however it dies, the child sees the
 end of the file and stops. It starts a session of its own, so that a terminal's Ctrl-C reaches the
 server only, which then stops it. If the child exits while the server runs, the server logs it and
-starts another after a pause (1 s, doubling to 30 s while it keeps failing); the views only lag
+starts another after a pause (1 s, doubling to 30 s while it keeps failing: ``restart_pause``); the views only lag
 meanwhile, and the new child goes on from the tracked position. When the projection meets an error
 (a store failing over), the child logs it and renews its connection pools, as the server's store
 probe does for the server's; the projection retries by itself.
@@ -30,6 +30,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
@@ -37,6 +38,14 @@ log = logging.getLogger("pokdeng.readmodels")
 
 RESTART_FIRST = 1.0  # seconds before the first restart of a child that exited
 RESTART_MOST = 30.0  # the longest pause between restarts
+
+
+def restart_pause(last: float | None, lived: float) -> float:
+    """The pause before starting a child again: ``RESTART_FIRST`` the first time, or after a child that ran
+    for ``RESTART_MOST`` s or more (it was not failing); else twice the ``last`` pause, at most ``RESTART_MOST``."""
+    if last is None or lived >= RESTART_MOST:
+        return RESTART_FIRST
+    return min(last * 2, RESTART_MOST)
 
 
 class ProjectorProcess:
@@ -62,6 +71,7 @@ class ProjectorProcess:
         self._stopping = threading.Event()
         self._watcher: threading.Thread | None = None
         self._lock = threading.Lock()
+        self._started_at = 0.0  # (time.monotonic) when the running child was started
         self.starts = 0  # children started so far (1 once running; more after restarts)
 
     @property
@@ -90,6 +100,7 @@ class ProjectorProcess:
             )
             assert child.stdin is not None
             self._child = child
+            self._started_at = time.monotonic()
             self.starts += 1
             try:
                 child.stdin.write(self._order.encode() + b"\n")
@@ -100,7 +111,7 @@ class ProjectorProcess:
         log.info("read models: projecting in process %d", child.pid)
 
     def _watch(self) -> None:
-        pause = RESTART_FIRST
+        pause: float | None = None
         while not self._stopping.is_set():
             child = self._child
             if child is None:
@@ -108,12 +119,12 @@ class ProjectorProcess:
             code = child.wait()
             if self._stopping.is_set():
                 return
+            pause = restart_pause(pause, time.monotonic() - self._started_at)
             log.warning(
                 "read models: projector process %d exited with code %s; restarting in %.0f s", child.pid, code, pause
             )
             if self._stopping.wait(pause):
                 return
-            pause = min(pause * 2, RESTART_MOST)
             try:
                 self._spawn()
             except OSError as error:

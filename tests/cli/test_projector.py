@@ -27,6 +27,7 @@ from bench.harness.server import ServerProcess, Store, free_port, servers
 from bench.harness.tokens import Tokens
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.partitions import partition_of
+from pokdeng_service.projector import RESTART_FIRST, RESTART_MOST, restart_pause
 
 CHILD = "pokdeng_service.projector"
 
@@ -212,3 +213,14 @@ def test_the_metrics_say_how_far_behind_the_views_are_and_how_often_the_child_ca
         wait_for("a new child", lambda: [p for p in projectors(served.pid) if p != first])
         wait_for("the restart counted", lambda: gauge(url, "pokdeng_read_models_restarts") == 1)
         wait_for("the views caught up again", lambda: gauge(url, "pokdeng_read_models_behind", partition="0") == 0)
+
+
+def test_the_pause_before_a_restart_doubles_while_the_child_keeps_failing_and_starts_over_after_a_good_run() -> None:
+    pauses, pause = [], None
+    for _ in range(7):  # children that die at once
+        pause = restart_pause(pause, lived=0.5)
+        pauses.append(pause)
+    assert pauses == [RESTART_FIRST, 2.0, 4.0, 8.0, 16.0, RESTART_MOST, RESTART_MOST]
+    assert restart_pause(RESTART_MOST, lived=RESTART_MOST - 1) == RESTART_MOST  # still failing soon after a start
+    assert restart_pause(RESTART_MOST, lived=RESTART_MOST) == RESTART_FIRST  # it ran well: not a failing child
+    assert restart_pause(RESTART_MOST, lived=3600.0) == RESTART_FIRST
