@@ -14,12 +14,13 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, NoReturn, Protocol
+from typing import Any, NoReturn, Protocol, TypeVar
 
 import grpc
 from grpc_status import rpc_status
 
 from pokdeng_service.api.errors import DeadlineExpired, ResourceExhausted, StoreDown, reason_of, status_for
+from pokdeng_service.api.fairness import FairWorkers
 from pokdeng_service.application.principal import Principal
 
 log = logging.getLogger("pokdeng.api")
@@ -29,10 +30,10 @@ log = logging.getLogger("pokdeng.api")
 class Limits:
     """What no caller, authenticated or not, may exceed (docs/operations.md, sizing)."""
 
-    workers: int = 8  # blocking bodies running at once
+    workers: int = 8  # blocking bodies running at once (one caller's: at most half, ``workers_per_caller``)
     max_concurrent_rpcs: int = 64  # unary calls running or waiting for a worker
-    max_calls_per_caller: int = 32  # of those, one principal's (every unauthenticated caller counts as one)
-    max_streams: Mapping[str, int] = field(default_factory=dict)  # open streams by kind
+    max_calls_per_caller: int = 32  # of those, one caller's (``caller_key``)
+    max_streams: Mapping[str, int] = field(default_factory=dict)  # open streams by kind (one caller's: half)
     default_max_streams: int = 8  # for a kind not named
     stream_idle: float = 60.0  # seconds a stream may wait on its client (a reply not taken, a request not sent)
 
@@ -44,6 +45,16 @@ class Limits:
 
     def streams(self, kind: str) -> int:
         return self.max_streams.get(kind, self.default_max_streams)
+
+    def streams_per_caller(self, kind: str) -> int:
+        """One caller's share of a kind's streams: half (at least one), so that no token, and no host
+        without one, can hold every stream of a kind."""
+        return max(1, self.streams(kind) // 2)
+
+    @property
+    def workers_per_caller(self) -> int:
+        """Bodies one caller may run at once: half the workers (at least one); the rest stay for others."""
+        return max(1, self.workers // 2)
 
     def threads(self, kinds: Iterable[str] = ()) -> int:
         """The server's threads: every admitted unary call and every stream of every kind has one, and a
@@ -71,14 +82,45 @@ class Observer(Protocol):
 _CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
 
 
+K = TypeVar("K")
+
+
+def _decrement(counter: Counter[K], key: K) -> None:
+    """One less of ``key``; at none, its entry goes (a counter of every caller ever seen would only grow)."""
+    left = counter[key] - 1
+    if left > 0:
+        counter[key] = left
+    else:
+        del counter[key]
+
+
+def caller_key(principal: Principal | None, context: grpc.ServicerContext | None) -> str:
+    """Whose share of the limits a call counts against: its principal's request-id namespace, or, for a
+    call without a token (health checks and watches), the host it comes from."""
+    if principal is not None:
+        return principal.scope
+    peer = context.peer() if context is not None else ""
+    return f"anonymous@{_peer_host(peer)}"
+
+
+def _peer_host(peer: str) -> str:
+    """``ipv4:127.0.0.1:5000`` -> ``127.0.0.1``; ``ipv6:[::1]:5000`` -> ``::1``; anything else as given."""
+    family, _, address = peer.partition(":")
+    if family in ("ipv4", "ipv6"):
+        host = address.rpartition(":")[0] or address
+        return host.strip("[]")
+    return peer
+
+
 class StreamWatch:
     """One open stream, as the reaper sees it: since when it waits on its client (None: it does not)."""
 
-    __slots__ = ("context", "idle", "reaped", "waiting_since")
+    __slots__ = ("context", "idle", "key", "reaped", "waiting_since")
 
-    def __init__(self, context: grpc.ServicerContext, idle: float) -> None:
+    def __init__(self, context: grpc.ServicerContext, idle: float, key: str = "") -> None:
         self.context = context
         self.idle = idle
+        self.key = key  # whose share of the kind's streams it counts against (``caller_key``)
         self.waiting_since: float | None = None
         self.reaped = False
 
@@ -105,13 +147,16 @@ class Runtime:
         self.streams: Counter[str] = Counter()
         self.store_up = True
         self.store_problem = ""
+        self.caller_streams: Counter[tuple[str, str]] = Counter()  # (kind, caller_key)
         self._lock = threading.Lock()
-        self._workers = threading.BoundedSemaphore(self.limits.workers)
+        self._workers = FairWorkers(self.limits.workers, self.limits.workers_per_caller)
         self._watches: set[StreamWatch] = set()
 
-    def admit(self, principal: Principal | None) -> str:
+    def admit(self, principal: Principal | None, context: grpc.ServicerContext | None = None) -> str:
+        """Count a unary call in flight against the server's cap and its caller's (``caller_key``); the
+        key to ``run`` it with and to ``release``."""
         limits = self.limits
-        key = principal.scope if principal is not None else "anonymous"
+        key = caller_key(principal, context)
         with self._lock:
             if self.in_flight >= limits.max_concurrent_rpcs:
                 raise ResourceExhausted(
@@ -119,7 +164,7 @@ class Runtime:
                     limit=str(limits.max_concurrent_rpcs),
                 )
             if self.callers[key] >= limits.max_calls_per_caller:
-                who = principal.describe() if principal is not None else "an unauthenticated caller"
+                who = principal.describe() if principal is not None else "an unauthenticated caller of this host"
                 raise ResourceExhausted(
                     f"{who} has {limits.max_calls_per_caller} calls in flight: try again shortly",
                     limit=str(limits.max_calls_per_caller),
@@ -131,40 +176,44 @@ class Runtime:
     def release(self, key: str) -> None:
         with self._lock:
             self.in_flight -= 1
-            left = self.callers[key] - 1
-            if left > 0:
-                self.callers[key] = left
-            else:
-                del self.callers[key]
+            _decrement(self.callers, key)
 
-    def run(self, context: grpc.ServicerContext, body: Callable[[], Any]) -> Any:
-        """``body()`` once a worker is free; a call whose deadline passes while it waits is not started."""
+    def run(self, key: str, context: grpc.ServicerContext, body: Callable[[], Any]) -> Any:
+        """``body()`` once a worker is free for caller ``key`` (``FairWorkers``: at most half the workers
+        for one caller, the waiting callers served in turn); a call whose deadline passes while it waits
+        is not started."""
         remaining = context.time_remaining()
-        if not self._workers.acquire(timeout=remaining):  # (None: no deadline, wait)
+        if not self._workers.acquire(key, remaining):  # (None: no deadline, wait)
             raise DeadlineExpired("the call's deadline passed while it waited for a worker")
         try:
             return body()
         finally:
-            self._workers.release()
+            self._workers.release(key)
 
-    def open_stream(self, kind: str, context: grpc.ServicerContext) -> StreamWatch:
+    def open_stream(self, kind: str, context: grpc.ServicerContext, key: str = "") -> StreamWatch:
+        """Count an open stream of ``kind`` for caller ``key`` (``caller_key``): within the kind's cap,
+        and within the caller's share of it (``Limits.streams_per_caller``)."""
         cap = self.limits.streams(kind)
+        share = self.limits.streams_per_caller(kind)
         with self._lock:
             if self.streams[kind] >= cap:
                 raise ResourceExhausted(f"this server serves at most {cap} {kind} streams at once", limit=str(cap))
+            if self.caller_streams[kind, key] >= share:
+                raise ResourceExhausted(
+                    f"one caller may hold at most {share} of this server's {cap} {kind} streams at once",
+                    limit=str(share),
+                )
             self.streams[kind] += 1
-            watch = StreamWatch(context, self.limits.stream_idle)
+            self.caller_streams[kind, key] += 1
+            watch = StreamWatch(context, self.limits.stream_idle, key)
             self._watches.add(watch)
         return watch
 
     def close_stream(self, kind: str, watch: StreamWatch) -> None:
         with self._lock:
             self._watches.discard(watch)
-            left = self.streams[kind] - 1
-            if left > 0:
-                self.streams[kind] = left
-            else:
-                del self.streams[kind]
+            _decrement(self.streams, kind)
+            _decrement(self.caller_streams, (kind, watch.key))
 
     def reap(self) -> int:
         """Cancel the streams that waited on their client longer than their idle limit; how many."""

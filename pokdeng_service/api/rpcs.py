@@ -49,7 +49,7 @@ from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.api.admission import Limits as Limits
 from pokdeng_service.api.admission import Observer as Observer
 from pokdeng_service.api.admission import Runtime as Runtime
-from pokdeng_service.api.admission import StreamWatch
+from pokdeng_service.api.admission import StreamWatch, caller_key
 from pokdeng_service.api.auth import Authenticator
 from pokdeng_service.api.errors import (
     DeadlineExpired,
@@ -174,7 +174,7 @@ class Rpc:
 
     @property
     def name(self) -> str:
-        """The method as metrics and logs name it: ``pokdeng.v1.Tables/PlaceBet``."""
+        """The method as metrics and logs name it: ``pokdeng.v1.RoundService/PlaceBet``."""
         return f"{self.full_service}/{self.method}"
 
     @property
@@ -307,7 +307,7 @@ def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> 
                 principal = _authenticate(rpc, authenticator, None if rpc.client_streaming else request, context)
                 if rpc.store:
                     runtime.require_store()
-                watch = runtime.open_stream(kind, context)
+                watch = runtime.open_stream(kind, context, caller_key(principal, context))
                 source = _requests(request, watch) if rpc.client_streaming else request
                 for reply in rpc.body(env, _call(principal, context), source):
                     watch.waiting()  # until the client took it
@@ -341,10 +341,10 @@ def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> 
             if rpc.on_loop:
                 response = rpc.body(env, call, request)
             else:
-                key = runtime.admit(principal)
+                key = runtime.admit(principal, context)
                 if rpc.store:
                     runtime.require_store()
-                response = runtime.run(context, lambda: rpc.body(env, call, request))
+                response = runtime.run(key, context, lambda: rpc.body(env, call, request))
         except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
             error = exc
         finally:

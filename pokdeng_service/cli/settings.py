@@ -46,6 +46,7 @@ class ServeSettings(BaseSettings):
     max_calls_per_caller: int | None = Field(None, ge=1, description="of those, one token's (default half)")
     max_subscriptions: int | None = Field(None, ge=1, description="event streams (default half the workers)")
     max_health_watches: int = Field(32, ge=0, description="health Watch streams")
+    max_watches: int | None = Field(None, ge=1, description="WatchTable and WatchRound streams (default the workers)")
     max_reflection_streams: int = Field(8, ge=0, description="reflection streams")
     stream_idle: float = Field(60.0, gt=0, description="seconds a stream may wait on its client")
     connection_idle: float = Field(300.0, gt=0, description="seconds before a connection with no call is closed")
@@ -111,7 +112,11 @@ class ServeSettings(BaseSettings):
             "max_concurrent_rpcs": self.max_concurrent_rpcs,
             "max_calls_per_caller": self.max_calls_per_caller,
             "max_subscriptions": self.max_subscriptions,
-            "max_streams": {"health": self.max_health_watches, "reflection": self.max_reflection_streams},
+            "max_streams": {
+                "health": self.max_health_watches,
+                "reflection": self.max_reflection_streams,
+                **({"watch": self.max_watches} if self.max_watches else {}),
+            },
             "stream_idle": self.stream_idle,
             "connection_idle": self.connection_idle,
             "tls": TlsFiles.of(self.tls_cert, self.tls_key, self.tls_client_ca),
@@ -137,6 +142,7 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--max-calls-per-caller": {"type": int, "help": "unary calls in flight for one token (default half)"},
     "--max-subscriptions": {"type": int, "help": "event streams at once (default half the workers)"},
     "--max-health-watches": {"type": int, "help": "health Watch streams at once (default 32)"},
+    "--max-watches": {"type": int, "help": "watch streams at once (default the workers, at least 4)"},
     "--max-reflection-streams": {"type": int, "help": "reflection streams at once (default 8)"},
     "--stream-idle": {"type": float, "help": "seconds a stream may wait on its client (default 60)"},
     "--connection-idle": {"type": float, "help": "seconds before an idle connection is closed (default 300)"},

@@ -166,7 +166,8 @@ def test_200_hostile_streams_and_200_idle_connections_leave_an_operators_round_a
     app = make_app(sqlite_env(tmp_path))
     served = start_server(app, max_workers=8)  # the default caps: 4 feeds, 32 health watches, 8 reflections
     runtime = served.server.runtime
-    caps = {kind: runtime.limits.streams(kind) for kind in HOSTILE}
+    # one abuser (one token, one host) holds at most its share of each kind: half the cap
+    caps = {kind: runtime.limits.streams_per_caller(kind) for kind in HOSTILE}
     timer = _Timer()
     channel = grpc.intercept_channel(grpc.insecure_channel(served.target), timer)
     ops = Api(channel, TOKENS["operator"], ids=served.ids, prefix="setup")
@@ -329,9 +330,10 @@ def test_the_reaper_cancels_only_streams_that_wait_on_their_client_past_the_limi
 
     runtime = Runtime(Limits(max_streams={"events": 3}, stream_idle=0.2))
     stalled, working, fresh = Context(), Context(), Context()
-    watches = [runtime.open_stream("events", c) for c in (stalled, working, fresh)]  # type: ignore[arg-type]
+    contexts = {"a": stalled, "b": working, "c": fresh}  # three callers
+    watches = [runtime.open_stream("events", c, key) for key, c in contexts.items()]  # type: ignore[arg-type]
     with pytest.raises(ResourceExhausted):  # the cap (RESOURCE_EXHAUSTED through the wrapper)
-        runtime.open_stream("events", Context())  # type: ignore[arg-type]
+        runtime.open_stream("events", Context(), "d")  # type: ignore[arg-type]
     watches[0].waiting()  # a reply the client does not take
     watches[1].working()  # the server is busy (or waits for events): not the client's doing
     time.sleep(0.3)
@@ -340,4 +342,4 @@ def test_the_reaper_cancels_only_streams_that_wait_on_their_client_past_the_limi
     assert watches[0].reaped and runtime.reap() == 0  # once
     for watch in watches:
         runtime.close_stream("events", watch)
-    assert not runtime.streams
+    assert not runtime.streams and not runtime.caller_streams

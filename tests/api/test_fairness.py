@@ -1,0 +1,183 @@
+"""One caller's flood does not starve the others: workers shared in turn, streams shared by caller.
+
+Attacks found from the outside: a player that kept 64 slow calls in flight (within its admission cap)
+held all 16 workers, and another player's GetWallet waited over a second behind the flood; a player
+that opened 16 WatchTable streams (and read their heartbeats, so they never went idle) left none for
+anyone else, the operator included. Now one caller runs at most half the workers, waiting calls are
+served caller by caller in turn (``api/fairness.py``), and one caller holds at most half of each
+kind of stream.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_service.api.admission import Limits, caller_key
+from pokdeng_service.api.errors import details_of
+from pokdeng_service.api.fairness import FairWorkers
+
+from .client import error_of, open_table, open_wallets
+from .conftest import StartServer, make_app, sqlite_env
+from .test_errors import Faulty
+
+# --- the workers ---------------------------------------------------------------------------------
+
+
+def test_one_caller_runs_at_most_its_share_and_the_others_still_get_a_worker() -> None:
+    workers = FairWorkers(4, 2)
+    assert workers.acquire("ann", 0) and workers.acquire("ann", 0)
+    assert not workers.acquire("ann", 0.05)  # her share is taken: she waits (here: until the deadline)
+    assert workers.waiting() == 0  # (a call that gave up leaves no place in the line)
+    assert workers.acquire("bob", 0)  # two workers are still free for everyone else
+    assert workers.running("ann") == 2 and workers.running("bob") == 1
+    for key in ("ann", "ann", "bob"):
+        workers.release(key)
+    assert workers.running("ann") == 0 and workers.acquire("ann", 0)
+
+
+def _queue(workers: FairWorkers, key: str, name: str, order: list[str]) -> threading.Thread:
+    def take() -> None:
+        assert workers.acquire(key, 10)
+        order.append(name)
+
+    thread = threading.Thread(target=take, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_freed_workers_go_to_the_waiting_callers_in_turn() -> None:
+    workers = FairWorkers(1, 1)
+    order: list[str] = []
+    assert workers.acquire("ann", 0)
+    threads = []
+    for count, name in enumerate(("ann-2", "ann-3", "ann-4"), start=1):  # a flood, queued first
+        threads.append(_queue(workers, "ann", name, order))
+        _wait_for(lambda count=count: workers.waiting() == count)  # type: ignore[misc]
+    threads.append(_queue(workers, "bob", "bob-1", order))
+    _wait_for(lambda: workers.waiting() == 4)
+    for _ in range(4):
+        before = len(order)
+        workers.release("bob" if order and order[-1].startswith("bob") else "ann")
+        _wait_for(lambda b=before: len(order) == b + 1)
+    for thread in threads:
+        thread.join(5)
+    # bob waited for one call of ann's flood, not for all three
+    assert order == ["ann-2", "bob-1", "ann-3", "ann-4"], order
+
+
+def test_a_wait_that_ends_at_its_deadline_lets_the_next_in_line_go() -> None:
+    workers = FairWorkers(1, 1)
+    assert workers.acquire("ann", 0)
+    assert not workers.acquire("bob", 0.05)
+    order: list[str] = []
+    thread = _queue(workers, "cyd", "cyd-1", order)
+    _wait_for(lambda: workers.waiting() == 1)
+    workers.release("ann")
+    thread.join(5)
+    assert order == ["cyd-1"] and workers.running("cyd") == 1 and workers.waiting() == 0
+
+
+def _wait_for(condition: Any, seconds: float = 5) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.002)
+
+
+def test_the_limits_give_one_caller_half() -> None:
+    limits = Limits(workers=16, max_streams={"watch": 16, "events": 1})
+    assert limits.workers_per_caller == 8 and Limits(workers=2).workers_per_caller == 1
+    assert limits.streams_per_caller("watch") == 8 and limits.streams_per_caller("events") == 1
+
+
+class _Peer:
+    def __init__(self, peer: str) -> None:
+        self._peer = peer
+
+    def peer(self) -> str:
+        return self._peer
+
+
+@pytest.mark.parametrize(
+    ("peer", "key"),
+    [
+        ("ipv4:10.0.0.5:53122", "anonymous@10.0.0.5"),
+        ("ipv6:[::1]:40000", "anonymous@::1"),
+        ("unix:/run/pokdeng.sock", "anonymous@unix:/run/pokdeng.sock"),
+    ],
+)
+def test_callers_without_a_token_count_by_host(peer: str, key: str) -> None:
+    assert caller_key(None, _Peer(peer)) == key  # type: ignore[arg-type]
+
+
+# --- through the server --------------------------------------------------------------------------
+
+
+def test_a_players_flood_of_slow_calls_leaves_another_players_call_at_once(
+    tmp_path: Path, start_server: StartServer
+) -> None:
+    app = make_app(sqlite_env(tmp_path))
+    release = threading.Event()
+    started: list[str] = []
+
+    def slow_for_alice(wallet_id: str) -> Any:
+        if wallet_id == "alice":
+            started.append(wallet_id)
+            release.wait(10)
+        return app.get_wallet(wallet_id)
+
+    served = start_server(Faulty(app, get_wallet=slow_for_alice), max_workers=4)  # 16 calls a caller in flight
+    try:
+        ops, alice, bob = served.api("operator"), served.api("alice"), served.api("bob")
+        open_wallets(ops, ["alice", "bob"])
+        stub = alice.method("WalletService", "GetWallet")
+        flood = [stub.future(pb.GetWalletRequest(wallet_id="alice"), metadata=alice.metadata) for _ in range(12)]
+        _wait_for(lambda: len(started) == 2)  # her share of the four workers: two run, ten wait
+        time.sleep(0.1)
+        assert len(started) == 2
+        began = time.perf_counter()
+        assert bob.wallet("bob").wallet_id == "bob"  # a free worker, at once
+        assert time.perf_counter() - began < 1.0
+        release.set()
+        for future in flood:
+            assert future.result(timeout=10).wallet.wallet_id == "alice"
+    finally:
+        release.set()
+        served.stop()
+        app.close()
+
+
+def test_one_player_holds_at_most_half_the_watch_streams(tmp_path: Path, start_server: StartServer) -> None:
+    app = make_app(sqlite_env(tmp_path))
+    served = start_server(app, max_workers=8)  # 8 watch streams, 4 a caller
+    streams: list[Any] = []
+    try:
+        ops, alice, bob = served.api("operator"), served.api("alice"), served.api("bob")
+        open_table(ops, "w", pb.PROFILE_CLASSIC, seats=3)
+        request = pb.WatchTableRequest(table_id="w")
+
+        def watch(api: Any) -> Any:
+            stream = api.method("TableService", "WatchTable")(request, metadata=api.metadata, timeout=20)
+            next(stream)  # open and served (the table's first event)
+            streams.append(stream)
+            return stream
+
+        for _ in range(4):
+            watch(alice)
+        refused = details_of(error_of(lambda: watch(alice)))
+        assert refused.code == grpc.StatusCode.RESOURCE_EXHAUSTED and refused.metadata.get("limit") == "4", refused
+        watch(bob)  # another player still watches
+        watch(ops)  # and so does the operator
+        assert served.server.runtime.streams["watch"] == 6
+    finally:
+        for stream in streams:
+            stream.cancel()
+        served.stop()
+        app.close()
