@@ -24,6 +24,9 @@ MAX_SEATS = 16
 """Seats at any table (the most hands a profile deals to, classic's 16); seat numbers are 1 to this, 0 the banker."""
 MAX_CLIENT_SEED = 256
 """Characters in a client seed."""
+MAX_CONTRIBUTIONS = 8
+"""Contributions to a round's client seed one contributor may send (its bet's included; the last counts):
+so that no bettor can grow a round's stream, and every view and bundle of it, without bound."""
 MAX_REASON = 500
 """Characters in the reason a round is voided."""
 MAX_AMOUNT = 2**53 - 1

@@ -30,7 +30,15 @@ from typing import Any, NamedTuple
 from . import commands as c
 from . import events as e
 from .cards import Card, canonical_deck, parse_card
-from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, SealedShoe, UnknownSeat, WrongPhase
+from .errors import (
+    DomainError,
+    InsufficientFunds,
+    InvalidCommand,
+    NotYourTurn,
+    SealedShoe,
+    UnknownSeat,
+    WrongPhase,
+)
 from .evaluation import evaluate
 from .hands import taem
 from .limits import MAX_CLIENT_SEED as MAX_CLIENT_SEED  # (re-exported: its old home)
@@ -98,6 +106,8 @@ class RoundState:
     algorithm: str = ""
     client_seed_rule: str = ""  # "": the client seed was given at the opening (engines before 1.1.0)
     contributions: tuple[tuple[str, str], ...] = ()  # (contributor, client seed), sorted; "" the platform
+    contributions_sent: tuple[tuple[str, int], ...] = ()  # (contributor, contributions it sent), sorted: the
+    # service refuses more than ``limits.MAX_CONTRIBUTIONS`` (an abuse limit, not a rule: older rounds replay)
     seed_fixed: bool = False  # the client seed is known (at the opening without contributions, else the deal)
     bets: tuple[Bet, ...] = ()
     side_bets: tuple[Bet, ...] = ()
@@ -299,9 +309,12 @@ def _on_shuffle_committed(state: RoundState, event: e.ShuffleCommitted) -> Round
 
 
 def _on_client_seed_contributed(state: RoundState, event: e.ClientSeedContributed) -> RoundState:
-    kept = tuple(pair for pair in state.contributions if pair[0] != event.contributor)
-    contributions = tuple(sorted((*kept, (event.contributor, event.client_seed)), key=_contributor_order))
-    return _with(state, {"contributions": contributions})
+    contributor = event.contributor
+    kept = tuple(pair for pair in state.contributions if pair[0] != contributor)
+    contributions = tuple(sorted((*kept, (contributor, event.client_seed)), key=_contributor_order))
+    sent = dict(state.contributions_sent)
+    sent[contributor] = sent.get(contributor, 0) + 1
+    return _with(state, {"contributions": contributions, "contributions_sent": tuple(sorted(sent.items()))})
 
 
 def _contributor_order(pair: tuple[str, str]) -> bytes:

@@ -18,6 +18,14 @@ class NotFound(DomainError):
     code = "not_found"
 
 
+class TooManyContributions(DomainError):
+    """The contributor has sent the round the most contributions to its client seed that one may
+    (``limits.MAX_CONTRIBUTIONS``): the service's bound on a round's size, not a rule of the game (a
+    recorded round replays whatever it holds)."""
+
+    code = "too_many_contributions"
+
+
 class Conflict(DomainError):
     """Concurrent writers kept conflicting: the command was retried and still could not be saved."""
 

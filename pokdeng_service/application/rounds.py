@@ -16,8 +16,9 @@ from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core import table as tc
 from pokdeng_core.errors import CurrencyMismatch, WrongPhase
-from pokdeng_core.machine import RoundState, decide_and_fold
-from pokdeng_core.shuffle import CLIENT_SEED_RULE, SHUFFLE_ALGORITHM, commitment
+from pokdeng_core.limits import MAX_CONTRIBUTIONS
+from pokdeng_core.machine import Phase, RoundState, decide_and_fold
+from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, SHUFFLE_ALGORITHM, commitment
 from pokdeng_service.application.checkpoints import log_closed_round
 from pokdeng_service.application.commands import (
     BankerDraw,
@@ -35,7 +36,7 @@ from pokdeng_service.application.commands import (
     TimeOutTurn,
     VoidRound,
 )
-from pokdeng_service.application.errors import PermissionDenied
+from pokdeng_service.application.errors import PermissionDenied, TooManyContributions
 from pokdeng_service.application.pipeline import Attempt, Outcome, handler
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed
 from pokdeng_service.store.vault import SEAL_AAD_VERSION, VaultError, fresh_seed
@@ -184,7 +185,20 @@ def place_bet(attempt: Attempt, command: PlaceBet) -> Outcome:
 def contribute_seed(attempt: Attempt, command: ContributeSeed) -> Outcome:
     """A bettor's (or the platform's) contribution to the round's client seed, until the deal."""
     by = sent_by(attempt, command)
-    return _play(attempt, command, lambda _a, _s: rc.ContributeSeed(command.contributor, command.client_seed, by))
+
+    def make(_attempt: Attempt, state: RoundState) -> rc.RoundCommand:
+        contributor = command.contributor
+        sent = dict(state.contributions_sent).get(PLATFORM if contributor is None else contributor, 0)
+        if state.phase is Phase.BETTING and sent >= MAX_CONTRIBUTIONS:
+            who = "the platform" if contributor is None else repr(contributor)
+            raise TooManyContributions(
+                f"{who} has sent round {command.round_id} {sent} contributions to its client seed, the most one "
+                "may (its last one counts)",
+                player=contributor or "",
+            )
+        return rc.ContributeSeed(contributor, command.client_seed, by)
+
+    return _play(attempt, command, make)
 
 
 @handler(PlaceSideBet)

@@ -111,3 +111,44 @@ def test_players_contribute_through_the_bet_and_on_their_own(served: Served) -> 
     assert exported["shuffle"]["contributions"] == [list(pair) for pair in sorted(counted.items())]
     offline = audit.verify_bundle(bundle.bundle_json.encode())
     assert offline.ok, offline.first_difference
+
+
+def test_one_contributor_sends_a_round_at_most_eight_contributions(served: Served) -> None:
+    """Found from the outside: a bettor sent 6,500 contributions of 256 characters, and its round's full
+    view and bundle outgrew what a client receives (4 MB). Now each contributor (the platform too) has
+    ``MAX_CONTRIBUTIONS``, its bet's and the opening's included; the next is refused and writes nothing."""
+    from pokdeng_core.limits import MAX_CONTRIBUTIONS
+
+    ops, players = served.api("operator"), served.players()
+    alice, bob = players["alice"], players["bob"]
+    open_wallets(ops, ["alice", "bob"])
+    open_table(ops, "bounded", pb.PROFILE_CLASSIC, seats=3)
+    seat(alice, "bounded", "alice", 1)
+    seat(bob, "bounded", "bob", 2)
+    started = ops.cmd("RoundService", "StartRound", pb.StartRoundRequest(table_id="bounded", client_seed="p0"))
+    round_id = started.round.round_id
+    request = pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=200, client_seed="a" * 256)
+    alice.cmd("RoundService", "PlaceBet", request)
+    for n in range(MAX_CONTRIBUTIONS - 1):
+        alice.cmd("RoundService", "ContributeSeed", contribute("alice", round_id, f"{n}" * 256))
+    for n in range(1, MAX_CONTRIBUTIONS):
+        ops.cmd("RoundService", "ContributeSeed", contribute("", round_id, f"p{n}"))
+    written = served.app.max_position
+    for api, who in ((alice, "alice"), (ops, "")):
+        refused = error_of(
+            lambda api=api, who=who: api.cmd("RoundService", "ContributeSeed", contribute(who, round_id, "x"))
+        )
+        details = details_of(refused)
+        assert refused.code() == Code.FAILED_PRECONDITION and details.reason == "TOO_MANY_CONTRIBUTIONS", details
+        assert details.metadata == ({"player": who} if who else {}) and str(MAX_CONTRIBUTIONS) in details.message
+    assert served.app.max_position == written  # nothing written
+    bob.cmd("RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=2, player="bob", stake=200))
+    bob.cmd("RoundService", "ContributeSeed", contribute("bob", round_id, "bob is not held back"))
+    dealt = ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
+    fixed = next(e for e in dealt.events if kind_of(e) == "client_seed_fixed")
+    last = {
+        PLATFORM: f"p{MAX_CONTRIBUTIONS - 1}",
+        "alice": f"{MAX_CONTRIBUTIONS - 2}" * 256,
+        "bob": "bob is not held back",
+    }
+    assert [tuple(pair) for pair in payload(fixed)["contributions"]] == sorted(last.items())

@@ -229,6 +229,18 @@ def test_bettors_contribute_with_their_stake_or_on_their_own_and_the_last_one_co
     assert replay(played.events) == played.state
 
 
+def test_the_core_counts_each_contributors_contributions() -> None:
+    """What the service's bound on contributions reads (``limits.MAX_CONTRIBUTIONS``: it refuses more)."""
+    played = contributions_round("classic")
+    played.do(c.PlaceBet(1, "p1", 100, BIG, None, "with the stake"))  # a bet's contribution counts
+    for n in range(3):
+        played.do(c.ContributeSeed("p1", f"p1 #{n}"))
+    played.do(c.ContributeSeed(None, "the platform's"))
+    assert dict(played.state.contributions_sent) == {PLATFORM: 1, "p1": 4}
+    assert played.state.contributions == ((PLATFORM, "the platform's"), ("p1", "p1 #2"))
+    assert replay(played.events) == played.state
+
+
 def test_a_change_before_the_deal_changes_the_deck() -> None:
     def deal(*seeds: str) -> tuple[str, tuple[tuple[int, str], ...]]:
         played = contributions_round("classic")
