@@ -290,9 +290,11 @@ def _open_table(run: _Run, cmd: OpenTable) -> None:
     if not (_is_int(cmd.min_stake) and _is_int(cmd.max_stake)):
         raise InvalidCommand("stake limits are whole numbers of minor units", field="min_stake")
     if not 0 < cmd.min_stake <= cmd.max_stake:
-        raise InvalidCommand("stake limits must satisfy 0 < min_stake <= max_stake", field="min_stake")
+        field = "min_stake" if cmd.min_stake <= 0 else "max_stake"
+        raise InvalidCommand("stake limits must satisfy 0 < min_stake <= max_stake", field=field)
     if profile.wager_split and (cmd.min_stake % 2 or cmd.max_stake % 2):
-        raise InvalidCommand("ante wagers are split in two: stake limits must be even", field="min_stake")
+        field = "min_stake" if cmd.min_stake % 2 else "max_stake"
+        raise InvalidCommand(f"ante wagers are split in two: {field} must be even", field=field)
     seats = profile.fixed_positions or cmd.seats
     most = min(MAX_SEATS, profile.max_hands)
     if not _is_int(seats) or not 1 <= seats <= most:

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import TypeVar
+
 from pokdeng_core import limits
 from pokdeng_service.application.errors import FieldViolation, RequestInvalid
+
+T = TypeVar("T")
 
 
 class Fields:
@@ -38,6 +43,16 @@ class Fields:
             self.bad("page_size", "page_size must not be negative")
             return default
         return default if value == 0 else min(value, most)
+
+    def choice(self, field: str, value: int, known: Mapping[int, T]) -> T | None:
+        """An enum filter's meaning: 0 (unspecified) is None, no filter; a number the API does not define
+        is refused, so that a client built on a newer proto never gets unfiltered data silently."""
+        if value == 0:
+            return None
+        found = known.get(value)
+        if found is None:
+            self.bad(field, f"{field} {value} is not one of its enum's values")
+        return found
 
     def done(self) -> None:
         if self.violations:

@@ -23,6 +23,9 @@ from pokdeng_service.application.views import RoundView
 SERVICE = "RoundService"
 
 
+ROUND_VIEWS: dict[int, bool] = {pb.ROUND_VIEW_BASIC: False, pb.ROUND_VIEW_FULL: True}  # view: with events
+
+
 def readable_round(env: Env, call: Call, round_id: str, with_events: bool = True) -> RoundView:
     """The round, if the caller may read it: a player only a round it takes part in."""
     view = env.service.app_for(round_id, "round").get_round(round_id, with_events=with_events)
@@ -33,8 +36,8 @@ def readable_round(env: Env, call: Call, round_id: str, with_events: bool = True
 def get_round(env: Env, call: Call, request: pb.GetRoundRequest) -> pb.GetRoundResponse:
     f = Fields()
     f.ident("round_id", request.round_id)
+    full = f.choice("view", int(request.view), ROUND_VIEWS) is not False  # (unspecified: the full view)
     f.done()
-    full = request.view != pb.ROUND_VIEW_BASIC
     view = readable_round(env, call, request.round_id)
     return pb.GetRoundResponse(round=convert.round_(view, convert.visibility_for(viewer(call), view), with_events=full))
 
@@ -59,6 +62,8 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
     size = f.page_size(request.page_size, limits.MAX_RECENT_ROUNDS, default=10)
     start = _time_text(f, "close_time_start", request.close_time_start)
     end = _time_text(f, "close_time_end", request.close_time_end)
+    outcome = f.choice("outcome", int(request.outcome), convert.OUTCOME_FROM_PB)
+    full = f.choice("view", int(request.view), ROUND_VIEWS) is True  # (unspecified: the basic view)
     f.done()
     player = request.player or None
     principal = call.principal
@@ -71,15 +76,14 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
         "player": player,
         "closed_from": start,
         "closed_to": end,
-        "outcome": convert.OUTCOME_FROM_PB.get(int(request.outcome)),
+        "outcome": outcome,
     }
-    cursor = paging.decode("ListRounds", filters, request.page_token)
+    cursor = paging.decode("ListRounds", filters, request.page_token, env.token_key)
     positions = 1 if env.recent is None else len(env.service.apps)  # one per partition (a walk: a round number)
     if cursor is not None:
         if not isinstance(cursor, list) or len(cursor) != positions:
             paging.int_cursor(-1)  # malformed: refused on page_token
         cursor = [paging.int_cursor(p) for p in cursor]
-    full = request.view == pb.ROUND_VIEW_FULL
     if env.recent is None:  # no read models: walk the table's rounds (a table must be named)
         views, next_cursor = _walk(env, filters, cursor[0] if cursor else None, size, full)
     else:
@@ -89,7 +93,7 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
         next_cursor = list(page.next_cursor) if page.next_cursor is not None else None
     who = viewer(call)
     rounds = [convert.round_(v, convert.visibility_for(who, v), with_events=full) for v in views]
-    token = paging.encode("ListRounds", filters, next_cursor) if next_cursor is not None else ""
+    token = paging.encode("ListRounds", filters, next_cursor, env.token_key) if next_cursor is not None else ""
     return pb.ListRoundsResponse(rounds=rounds, next_page_token=token)
 
 

@@ -116,6 +116,7 @@ class Env:
     recent: RecentRounds | None = None
     poll: float = 0.2
     heartbeat: float = 15.0
+    token_key: bytes = b""  # authenticates page and resume tokens (api/paging.py; ``SeedVault.token_key``)
 
     def lists(self) -> RecentRounds:
         """The read models, for the List methods (FAILED_PRECONDITION on a server that keeps none)."""

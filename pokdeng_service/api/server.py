@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import secrets
 import signal
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +44,7 @@ from pokdeng_service.api.methods import RPCS
 from pokdeng_service.api.observe import CallObserver, MetricsEndpoint
 from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service, generic_handlers
 from pokdeng_service.application.telemetry import STORE_SECONDS
+from pokdeng_service.store.vault import VaultError
 
 log = logging.getLogger("pokdeng.server")
 
@@ -243,6 +245,16 @@ def default_probes(app: Service) -> tuple[list[Callable[[], None]], Callable[[],
     return list(probes), recover
 
 
+def _token_key(app: Service) -> bytes:
+    """The key of page and resume tokens: the vault's (shared by every replica); without a readable vault
+    key, one for this process alone (its tokens then work only here)."""
+    try:
+        return app.apps[0].vault.token_key
+    except VaultError as error:
+        log.warning("page and resume tokens work on this server only (no vault key: %s)", error)
+        return secrets.token_bytes(32)
+
+
 def create_server(
     address: str,
     app: Service,
@@ -308,7 +320,7 @@ def create_server(
     runtime = Runtime(limits, observer)
     observer.bind(runtime)
     hub = EventHub(streams["events"])
-    env = Env(app, hub, read_models, poll_interval, heartbeat)
+    env = Env(app, hub, read_models, poll_interval, heartbeat, token_key=_token_key(app))
     health = Health(SERVICE_NAMES, idle=stream_idle)
     development = store.development_token is not None
     names = (*SERVICE_NAMES, HEALTH_SERVICE, REFLECTION_SERVICE)

@@ -45,14 +45,14 @@ def get_table(env: Env, call: Call, request: pb.GetTableRequest) -> pb.GetTableR
 def list_tables(env: Env, _call: Call, request: pb.ListTablesRequest) -> pb.ListTablesResponse:
     f = Fields()
     size = f.page_size(request.page_size, limits.MAX_LIST_PAGE, default=100)
+    profile = f.choice("profile", int(request.profile), convert.PROFILE_FROM_PB)
     f.done()
-    profile = convert.PROFILE_FROM_PB.get(int(request.profile))
     filters = {"profile": profile}
-    cursor = paging.decode("ListTables", filters, request.page_token)
+    cursor = paging.decode("ListTables", filters, request.page_token, env.token_key)
     after = paging.key_cursor(cursor) if cursor is not None else None
     listed = env.lists().list_tables(after, size + 1, profile)
     page, more = listed[:size], len(listed) > size
-    token = paging.encode("ListTables", filters, page[-1].table_id) if more and page else ""
+    token = paging.encode("ListTables", filters, page[-1].table_id, env.token_key) if more and page else ""
     return pb.ListTablesResponse(tables=[convert.table_summary(t) for t in page], next_page_token=token)
 
 

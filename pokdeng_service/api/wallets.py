@@ -31,11 +31,11 @@ def list_wallets(env: Env, _call: Call, request: pb.ListWalletsRequest) -> pb.Li
     f = Fields()
     size = f.page_size(request.page_size, limits.MAX_LIST_PAGE, default=100)
     f.done()
-    cursor = paging.decode("ListWallets", {}, request.page_token)
+    cursor = paging.decode("ListWallets", {}, request.page_token, env.token_key)
     after = paging.key_cursor(cursor) if cursor is not None else None
     listed = env.lists().list_wallets(after, size + 1)
     page, more = listed[:size], len(listed) > size
-    token = paging.encode("ListWallets", {}, page[-1].wallet_id) if more and page else ""
+    token = paging.encode("ListWallets", {}, page[-1].wallet_id, env.token_key) if more and page else ""
     return pb.ListWalletsResponse(wallets=[convert.wallet_balance(w) for w in page], next_page_token=token)
 
 
@@ -47,14 +47,14 @@ def list_statement_entries(
     size = f.page_size(request.page_size, limits.MAX_STATEMENT_PAGE, default=100)
     f.done()
     filters = {"wallet_id": request.wallet_id}
-    cursor = paging.decode("ListStatementEntries", filters, request.page_token)
+    cursor = paging.decode("ListStatementEntries", filters, request.page_token, env.token_key)
     after = paging.int_cursor(cursor) if cursor is not None else 0
     access.require_reader(call.principal, request.wallet_id, "read the statement")
     app = env.service.app_for(request.wallet_id, "wallet")
     lines = app.wallet_statement(request.wallet_id, after=after, limit=size)
     last = lines[-1].position if lines else after
     # A full page may have more after it; a short one reaches the end so far (its token reads what comes later).
-    token = paging.encode("ListStatementEntries", filters, last) if len(lines) == size else ""
+    token = paging.encode("ListStatementEntries", filters, last, env.token_key) if len(lines) == size else ""
     return pb.ListStatementEntriesResponse(
         wallet_id=request.wallet_id, entries=[convert.statement_entry(line) for line in lines], next_page_token=token
     )

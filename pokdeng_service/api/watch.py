@@ -32,11 +32,11 @@ Batch = Callable[[int], tuple[Sequence[pb.RecordedEvent], bool]]
 """Events after a position (as the caller may see them), and whether the stream is over."""
 
 
-def _start(method: str, key: str, ident: str, token: str) -> int:
+def _start(env: Env, method: str, key: str, ident: str, token: str) -> int:
     f = Fields()
     f.ident(key, ident)
     f.done()
-    cursor = paging.decode(method, {key: ident}, token, "resume_token")
+    cursor = paging.decode(method, {key: ident}, token, env.token_key, "resume_token")
     # position 1 is the stream's creation (never sent): from the start, the first event sent is 2
     position = paging.int_cursor(cursor, "resume_token") if cursor is not None else 1
     if position >= MAX_POSITION:
@@ -56,19 +56,19 @@ def _follow(
         events, over = batch(position)
         for event in events:
             position = event.sequence
-            yield reply(event=event, resume_token=paging.encode(method, {key: ident}, position))
+            yield reply(event=event, resume_token=paging.encode(method, {key: ident}, position, env.token_key))
             last_sent = time.monotonic()
         if over:
             return
         if not events and time.monotonic() - last_sent >= env.heartbeat:
-            yield reply(resume_token=paging.encode(method, {key: ident}, position))
+            yield reply(resume_token=paging.encode(method, {key: ident}, position, env.token_key))
             last_sent = time.monotonic()
         hub.wait(generation, env.poll)
 
 
 def watch_round(env: Env, call: Call, request: pb.WatchRoundRequest) -> Iterator[pb.WatchRoundResponse]:
     round_id = request.round_id
-    position = _start("WatchRound", "round_id", round_id, request.resume_token)
+    position = _start(env, "WatchRound", "round_id", round_id, request.resume_token)
     app = env.service.app_for(round_id, "round")
     app.get_round(round_id, with_events=False)  # NOT_FOUND (or a forged stream refused) before the stream opens
     who = viewer(call)
@@ -85,7 +85,7 @@ def watch_round(env: Env, call: Call, request: pb.WatchRoundRequest) -> Iterator
 
 def watch_table(env: Env, call: Call, request: pb.WatchTableRequest) -> Iterator[pb.WatchTableResponse]:
     table_id = request.table_id
-    position = _start("WatchTable", "table_id", table_id, request.resume_token)
+    position = _start(env, "WatchTable", "table_id", table_id, request.resume_token)
     app = env.service.app_for(table_id)
     app.get_table(table_id)  # NOT_FOUND before the stream opens
     who = viewer(call)

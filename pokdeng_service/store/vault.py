@@ -16,6 +16,8 @@ id alone. The ``SealedSeed`` records the version its seal was made with.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import os
 import secrets
 import threading
@@ -56,6 +58,9 @@ class SeedVault:
             raise VaultError("the vault key must be 32 bytes (64 hex characters)")
         self._aead = AESGCM(key)
         self.key_id = AESGCM(key).encrypt(b"\x00" * 12, b"pokdeng-key-id", None)[:8].hex()
+        # the key that authenticates page and resume tokens (api/paging.py): derived, so that every replica
+        # (they share the vault key) accepts the others' tokens, and the vault key itself signs nothing
+        self.token_key = hmac.new(key, b"pokdeng-page-tokens-v1", hashlib.sha256).digest()
 
     @classmethod
     def from_hex(cls, text: str) -> SeedVault:
@@ -140,6 +145,14 @@ class DeferredVault(SeedVault):
     @key_id.setter
     def key_id(self, value: str) -> None:
         raise AttributeError("the key id of a deferred vault is its key's")
+
+    @property
+    def token_key(self) -> bytes:
+        return self.loaded().token_key
+
+    @token_key.setter
+    def token_key(self, value: bytes) -> None:
+        raise AttributeError("the token key of a deferred vault is its key's")
 
     def seal(self, seed: bytes, round_id: str, stream: UUID) -> tuple[str, str]:
         return self.loaded(round_id).seal(seed, round_id, stream)

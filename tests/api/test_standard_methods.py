@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import random
 import threading
@@ -311,6 +312,16 @@ def test_a_player_watches_a_round_without_seeing_other_hands_and_resumes(local: 
         lambda: list(watch(pb.WatchRoundRequest(round_id=round_id, resume_token="x"), metadata=alice.metadata))
     )
     assert bad.code() == grpc.StatusCode.INVALID_ARGUMENT
+    # found from the outside: an edited cursor was accepted (0: the stream's creation, which is never sent;
+    # past the end: events skipped). Tokens carry a MAC now: an edited one is refused, on resume_token
+    body, _dot, mac = received[3].resume_token.rpartition(".")
+    fields = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    for cursor in (0, None, 10**6):
+        edited = base64.urlsafe_b64encode(json.dumps({**fields, "c": cursor}).encode()).decode().rstrip("=")
+        request = pb.WatchRoundRequest(round_id=round_id, resume_token=f"{edited}.{mac}")
+        refused = details_of(error_of(lambda r=request: list(watch(r, metadata=alice.metadata, timeout=5))))
+        assert refused.code == grpc.StatusCode.INVALID_ARGUMENT, refused
+        assert [v.field for v in refused.field_violations] == ["resume_token"], refused
     missing = error_of(lambda: list(watch(pb.WatchRoundRequest(round_id="v#99"), metadata=alice.metadata, timeout=5)))
     assert missing.code() == grpc.StatusCode.NOT_FOUND
 
@@ -418,3 +429,46 @@ def test_the_client_package_plays_without_the_server_package(local: Served) -> N
 
     out = subprocess.run([sys.executable, "-c", code, TOKENS["operator"]], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+def test_an_enum_value_the_api_does_not_define_is_refused_not_ignored(indexed: Served) -> None:
+    """Found from the outside: ``ListTables{profile: 99}`` listed every table and ``ListRounds{outcome: 99}``
+    every outcome, as if no filter were set; a client built on a newer proto would get unfiltered data."""
+    ops = indexed.api("operator")
+    open_table(ops, "f", pb.PROFILE_CLASSIC, seats=2)
+    for service, method, request, field in (
+        ("TableService", "ListTables", pb.ListTablesRequest(profile=99), "profile"),  # type: ignore[arg-type]
+        ("RoundService", "ListRounds", pb.ListRoundsRequest(table_id="f", outcome=99), "outcome"),  # type: ignore[arg-type]
+        ("RoundService", "ListRounds", pb.ListRoundsRequest(table_id="f", view=7), "view"),  # type: ignore[arg-type]
+        ("RoundService", "GetRound", pb.GetRoundRequest(round_id="f#1", view=7), "view"),  # type: ignore[arg-type]
+    ):
+        refused = details_of(error_of(lambda s=service, m=method, r=request: ops.get(s, m, r)))
+        assert refused.code == grpc.StatusCode.INVALID_ARGUMENT, (method, refused)
+        assert [v.field for v in refused.field_violations] == [field], (method, refused)
+    # and the defined values still filter
+    indexed.models.catch_up(indexed.app)  # type: ignore[attr-defined]
+    listed = ops.get("TableService", "ListTables", pb.ListTablesRequest(profile=pb.PROFILE_CLASSIC))
+    assert [t.table_id for t in listed.tables] == ["f"]
+    assert not ops.get("TableService", "ListTables", pb.ListTablesRequest(profile=pb.PROFILE_ANTE)).tables
+
+
+def test_tokens_are_the_services_own_and_every_replica_takes_them() -> None:
+    """A token is authenticated with a key derived from the vault key: replicas (which share the vault key)
+    accept one another's tokens; a token made under another key, or edited, is refused."""
+    from pokdeng_service.api import paging
+    from pokdeng_service.application.errors import RequestInvalid
+    from pokdeng_service.store.vault import SeedVault
+
+    key = "11" * 32
+    one, other, stranger = SeedVault.from_hex(key), SeedVault.from_hex(key), SeedVault.ephemeral()
+    assert one.token_key == other.token_key != stranger.token_key
+    token = paging.encode("ListTables", {"profile": None}, "t-7", one.token_key)
+    assert paging.decode("ListTables", {"profile": None}, token, other.token_key) == "t-7"
+    for key_used, sent in (
+        (stranger.token_key, token),
+        (one.token_key, token[:-1] + ("A" if token[-1] != "A" else "B")),
+        (one.token_key, token.rpartition(".")[0]),
+    ):
+        with pytest.raises(RequestInvalid) as refused:
+            paging.decode("ListTables", {"profile": None}, sent, key_used)
+        assert [v.field for v in refused.value.violations] == ["page_token"]

@@ -1014,3 +1014,17 @@ def test_random_command_sequences(name: str, data: st.DataObject) -> None:
         assert state.round_no >= before.round_no
         _check_invariants(state)
     assert replay(log) == state  # the events alone rebuild the table
+
+
+@pytest.mark.parametrize(
+    ("profile", "min_stake", "max_stake", "field"),
+    [
+        ("ante", 100, 1001, "max_stake"),  # found from the outside: the violation named min_stake
+        ("ante", 101, 1000, "min_stake"),
+        ("classic", 0, 100, "min_stake"),
+        ("classic", 200, 100, "max_stake"),
+    ],
+)
+def test_bad_stake_limits_name_the_field_at_fault(profile: str, min_stake: int, max_stake: int, field: str) -> None:
+    error = refused(TableState(), open_table(profile, min_stake=min_stake, max_stake=max_stake), InvalidCommand)
+    assert error.field == field, error.message

@@ -443,9 +443,10 @@ OTHER_FILTER: dict[str, dict[str, Any]] = {
 FIRST_PAGE = {"no cursor", "cursor null"}  # a token without a cursor: at most the first page (none at all)
 
 
-def _encode(body: Any) -> str:
+def _encode(body: Any, mac: str) -> str:
+    """An edited token: the body re-encoded, with the real token's MAC kept (which no longer fits it)."""
     text = json.dumps(body, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(text).decode().rstrip("=")
+    return base64.urlsafe_b64encode(text).decode().rstrip("=") + "." + mac
 
 
 def _real_token(hostile: Hostile, method: str) -> str:
@@ -463,8 +464,9 @@ def _real_token(hostile: Hostile, method: str) -> str:
 def _tampered(hostile: Hostile, method: str) -> dict[str, str]:
     """Page tokens that are not one the server gave for this method and filter, by what was done to a real one."""
     token = _real_token(hostile, method)
-    body = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
-    assert isinstance(body, dict) and "c" in body, body  # (the test knows the form, to tamper with it)
+    encoded, _dot, mac = token.rpartition(".")  # (the test knows the form, to tamper with it: api/paging.py)
+    body = json.loads(base64.urlsafe_b64decode(encoded + "=" * (-len(encoded) % 4)))
+    assert isinstance(body, dict) and "c" in body, body
     cursors: dict[str, Any] = {
         "cursor -1": -1,
         "cursor int64 min": INT64_MIN,
@@ -488,12 +490,15 @@ def _tampered(hostile: Hostile, method: str) -> dict[str, str]:
         "one character more": token + "A",
         "not base64": "%%% not a token %%%",
         "10 kB": token * (10_000 // len(token) + 1),
-        "json not an object": _encode([body]),
-        "another method": _encode({**body, "m": other}),
+        "json not an object": _encode([body], mac),
+        "another method": _encode({**body, "m": other}, mac),
         "another method's token": _real_token(hostile, other),
-        "another filter digest": _encode({**body, "f": "0" * len(str(body.get("f", "")))}),
-        "no cursor": _encode({k: v for k, v in body.items() if k != "c"}),
-        **{name: _encode({**body, "c": cursor}) for name, cursor in cursors.items()},
+        "another filter digest": _encode({**body, "f": "0" * len(str(body.get("f", "")))}, mac),
+        "no cursor": _encode({k: v for k, v in body.items() if k != "c"}, mac),
+        "no MAC": encoded,
+        "another MAC": encoded + "." + ("A" if mac[0] != "A" else "B") + mac[1:],
+        "the body alone, re-encoded": _encode(body, mac)[: -len(mac) - 1],
+        **{name: _encode({**body, "c": cursor}, mac) for name, cursor in cursors.items()},
     }
 
 
