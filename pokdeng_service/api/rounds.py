@@ -151,7 +151,8 @@ def get_legal_commands(env: Env, call: Call, request: pb.GetLegalCommandsRequest
         if seat is None:
             raise PermissionDenied(f"{principal.describe()} may ask only about its own seats", round=request.round_id)
         holder = state.banker_player if seat == 0 else dict(state.seats).get(seat)
-        if holder != principal.player:
+        position = seat != 0 and seat in dict(state.seats) and state.rules.fixed_positions is not None
+        if holder != principal.player and not (holder is None and position):  # (ante: any player's position)
             raise PermissionDenied(f"seat {seat} is not held by {principal.describe()}", seat=str(seat))
     answer = pb.GetLegalCommandsResponse(
         round_id=request.round_id,

@@ -245,6 +245,17 @@ def test_legal_commands_carry_their_parameters(local: Served) -> None:
     legal = ops.get("RoundService", "GetLegalCommands", pb.GetLegalCommandsRequest(round_id=round_id, seat=1))
     (place,) = [c for c in legal.commands if c.kind == pb.COMMAND_KIND_PLACE_BET]
     assert (list(place.seats), place.min_amount, place.max_amount, place.even_amount) == ([1], 100, 1000, True)
+    # found from the outside: an ante player could not ask at all (its positions have no holder)
+    alice_asks = players["alice"].get(
+        "RoundService", "GetLegalCommands", pb.GetLegalCommandsRequest(round_id=round_id, seat=2)
+    )
+    assert [c.kind for c in alice_asks.commands] == [pb.COMMAND_KIND_PLACE_BET]
+    for request in (
+        pb.GetLegalCommandsRequest(round_id=round_id),
+        pb.GetLegalCommandsRequest(round_id=round_id, seat=0),
+    ):
+        denied = error_of(lambda r=request: players["alice"].get("RoundService", "GetLegalCommands", r))
+        assert denied.code() == grpc.StatusCode.PERMISSION_DENIED  # the operator's list, the house's hand
     open_table(ops, "k", pb.PROFILE_CLASSIC, min_stake=100, max_stake=1000, seats=3)
     seat(players["alice"], "k", "alice", 1)
     seat(players["bob"], "k", "bob", 2)
