@@ -527,3 +527,42 @@ def test_the_example_is_a_small_classic_round_with_proofs() -> None:
     assert bundle["log"]["head"]["tree_size"] == 5 and len(bundle["log"]["path"]) == 3
     assert bundle["inclusion"]["size"] == 2 and len(bundle["inclusion"]["path"]) == 1
     assert bundle["log"]["head"]["key_id"] == SigningKey.from_hex(_load(MAKER, "mwr").SIGNING_KEY).key_id
+
+
+@pytest.mark.parametrize("name", list(forgery.RIDE_ALONG))
+def test_nothing_rides_along_in_a_bundle(wr: ModuleType, name: str, tmp_path: Path) -> None:
+    """Found by a verifier written from the docs alone: these passed ``pokdeng verify --key`` (an event of
+    an unknown kind without a digest was passed over by the chain, a stated net was never read, a member
+    no check reads could be added to a signed bundle). The docs' verifier and the service's both refuse them."""
+    from pokdeng_service.audit.bundle import verify_bundle
+    from pokdeng_service.store.signing import PublicKeys
+
+    edited = tmp_path / "edited.json"
+    edited.write_bytes(forgery.ride_along(BUNDLE.read_bytes(), wr, name))
+    result = _run(str(edited), "--key", TEST_KEY)
+    assert result.returncode == 1 and result.stdout.startswith("FAIL  bundle"), result.stdout
+    verdict = verify_bundle(edited.read_bytes(), PublicKeys.parse(TEST_KEY))
+    assert not verdict.ok, verdict.render()
+
+
+def test_the_record_rules_beyond_the_chain() -> None:
+    """``record``: times as stored, the round id, the nonce the round's number, operators' commands named."""
+    from pokdeng_service.application.views import RecordedEvent
+    from pokdeng_service.audit.replay import record_problem
+
+    def problem(change: Callable[[list[dict[str, Any]]], None]) -> str | None:
+        events = json.loads(BUNDLE.read_bytes())["events"]
+        change(events)
+        return record_problem([RecordedEvent(**e) for e in events])
+
+    assert problem(lambda events: None) is None
+    committed = next(
+        i for i, e in enumerate(json.loads(BUNDLE.read_bytes())["events"]) if e["kind"] == "shuffle_committed"
+    )
+    assert "nonce" in (problem(lambda events: events[committed]["data"].update(nonce=1001)) or "")
+    assert "stored form" in (
+        problem(lambda events: events[3].update(timestamp=events[3]["timestamp"][:-6] + "Z")) or ""
+    )
+    assert "round id" in (problem(lambda events: events[0]["data"].update(round_no=7)) or "")
+    assert "sender" in (problem(lambda events: events[0]["data"].update(by="")) or "")
+    assert problem(lambda events: events[0]["data"].pop("by")) is None  # (a record made before senders were named)

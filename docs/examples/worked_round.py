@@ -90,6 +90,27 @@ def sha256(data: bytes) -> bytes:
 
 CHAIN_VERSION = "pokdeng-chain-v1"
 
+# The bundle's documented form (docs/audit.md, "Round bundle"; docs/events.md; docs/checkpoints.md).
+BUNDLE_FIELDS = (
+    "format", "format_version", "round_id", "table_id", "round_no", "profile", "engine_version", "shuffle",
+    "decisions", "payouts", "settlement", "balances", "times", "events", "chain", "inclusion", "log", "bundle_digest",
+)  # fmt: skip
+OPTIONAL_FIELDS = ("inclusion", "log")  # null, or absent from bundles made before them
+EVENT_FIELDS = {"position", "kind", "data", "command_id", "timestamp", "digest"}
+BALANCE_FIELDS = {"wallet", "before", "after", "net"}
+INCLUSION_FIELDS = {
+    "table_id", "period", "checkpoint_position", "checkpoint_digest", "root", "size", "index", "leaf", "path",
+}  # fmt: skip
+LOG_FIELDS = {"index", "leaf", "path", "head"}
+HEAD_FIELDS = {"format", "format_version", "log_id", "key_id", "tree_size", "root_hash", "timestamp", "signature"}
+KINDS = {
+    "round_opened", "contributions_opened", "shuffle_committed", "client_seed_contributed", "client_seed_fixed",
+    "bet_placed", "cards_dealt", "pok_declared", "side_bet_window_opened", "side_bet_placed", "side_bets_settled",
+    "turn_timed_out", "card_drawn", "player_stood", "hands_revealed", "bet_settled", "round_settled", "round_voided",
+    "seed_revealed", "round_closed",
+}  # fmt: skip
+SENT_BY_OPERATOR = {"round_opened", "cards_dealt", "side_bets_settled", "turn_timed_out", "round_voided"}
+
 
 def genesis(stream: str) -> str:
     """SHA-256("pokdeng-chain-v1" 0x00 stream), stream = the round id, "table:" + the table id, or
@@ -623,6 +644,22 @@ class BundleCheck:
             b.get("format") == "pokdeng-round-bundle" and b.get("format_version") == 1,
             "not a pokdeng-round-bundle of format_version 1",
         )
+        # exactly the documented fields: nothing may ride along that no check reads
+        missing = [k for k in BUNDLE_FIELDS if k not in OPTIONAL_FIELDS and k not in b]
+        unknown = [k for k in b if k not in BUNDLE_FIELDS]
+        _require(not missing and not unknown, f"fields missing {missing} or unknown {unknown}")
+        for event in b["events"]:
+            _require(isinstance(event, dict) and set(event) == EVENT_FIELDS, "an event with other fields")
+            _require(event["kind"] in KINDS, f"event {event['position']}: kind {event['kind']!r} is not a round's")
+        for entry in b["balances"]:
+            _require(isinstance(entry, dict) and set(entry) == BALANCE_FIELDS, "a balance with other fields")
+        inclusion, log = b.get("inclusion"), b.get("log")
+        _require(inclusion is None or set(inclusion) == INCLUSION_FIELDS, "inclusion: not the documented fields")
+        _require(
+            log is None
+            or (set(log) == LOG_FIELDS and isinstance(log["head"], dict) and set(log["head"]) == HEAD_FIELDS),
+            "log: not the documented fields",
+        )
         expected = canonical(b) + b"\n"
         if self.raw != expected:
             at = next((i for i, (x, y) in enumerate(zip(self.raw, expected, strict=False)) if x != y), None)
@@ -692,6 +729,13 @@ class BundleCheck:
         committed = self.first("shuffle_committed")
         _require(committed is not None and kinds.index("shuffle_committed") <= 2, "the opening commits the shuffle")
         assert committed is not None
+        nonce = committed["data"]["nonce"]
+        _require(nonce == b["round_no"], f"the shuffle's nonce {nonce} is not the round's number")
+        for event in self.events:  # an operator's command names its sender (absent: records before senders)
+            _require(
+                event["kind"] not in SENT_BY_OPERATOR or event["data"].get("by", None) != "",
+                f"event {event['position']} ({event['kind']}): an operator's command names its sender (by)",
+            )
         if "contributions_opened" in kinds:
             _require(committed["data"]["client_seed"] == "", "shuffle_committed carries no client seed")
         _require(kinds.count("seed_revealed") <= 1, "the seed is revealed once")

@@ -38,7 +38,7 @@ from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
 from pokdeng_service.store.codec import CHAIN_VERSION, canonical_json, from_data, genesis_digest
 from pokdeng_service.store.facts import Recorded
-from pokdeng_service.store.signing import PublicKeys
+from pokdeng_service.store.signing import HEAD_FIELDS, PublicKeys
 
 BUNDLE_FORMAT = "pokdeng-round-bundle"
 BUNDLE_VERSION = 1
@@ -193,6 +193,52 @@ def _check_shuffle(verdict: Verdict, shuffle: dict[str, Any], seed: bytes, recor
     verdict.add("shuffle", deck == shuffle["deck_order"], f"{len(deck)} cards from {shuffle['algorithm']}")
 
 
+_EVENT_FIELDS = {"position", "kind", "data", "command_id", "timestamp", "digest"}
+_BALANCE_FIELDS = {"wallet", "before", "after", "net"}
+_INCLUSION_FIELDS = {
+    "table_id", "period", "checkpoint_position", "checkpoint_digest", "root", "size", "index", "leaf", "path",
+}  # fmt: skip
+_LOG_FIELDS = {"index", "leaf", "path", "head"}
+_HEAD_FIELDS = {"format", "format_version", *HEAD_FIELDS}
+
+
+def shape_problem(bundle: dict[str, Any]) -> str | None:
+    """What is not of the documented form (docs/audit.md, "The bundle"), or None: exactly the documented
+    fields (``inclusion`` and ``log`` may be null, or absent from bundles made before them), format
+    version 1, every event of a known kind after the stream's creation, each wallet once in ``balances``
+    with ``net`` = ``after`` - ``before``, and the checkpoint's table the round's. Nothing may ride
+    along that no check reads."""
+    fields = set(bundle)
+    missing, unknown = set(_ORDER) - {"inclusion", "log"} - fields, fields - set(_ORDER)
+    if missing or unknown:
+        return f"fields missing {sorted(missing)} or unknown {sorted(unknown)}"
+    if bundle["format_version"] != BUNDLE_VERSION:
+        return f"format_version {bundle['format_version']!r}: this verifier reads version {BUNDLE_VERSION}"
+    for event in bundle["events"]:
+        if not isinstance(event, dict) or set(event) != _EVENT_FIELDS:
+            return f"an event with the fields {sorted(event) if isinstance(event, dict) else event!r}"
+        if event["kind"] not in re.EVENT_BY_KIND or not isinstance(event["position"], int) or event["position"] < 2:
+            return f"event {event['position']!r} of kind {event['kind']!r} is not a round's recorded event"
+    wallets = [b.get("wallet") if isinstance(b, dict) else None for b in bundle["balances"]]
+    if len(set(wallets)) != len(wallets):
+        return "a wallet appears more than once in balances"
+    for balance in bundle["balances"]:
+        if set(balance) != _BALANCE_FIELDS or balance["net"] != balance["after"] - balance["before"]:
+            return (
+                f"balances of {balance.get('wallet')!r}: not {{wallet, before, after, net}} with net = after - before"
+            )
+    inclusion, log = bundle.get("inclusion"), bundle.get("log")
+    if inclusion is not None and (not isinstance(inclusion, dict) or set(inclusion) != _INCLUSION_FIELDS):
+        return "inclusion: not the documented fields"
+    if inclusion is not None and inclusion["table_id"] != bundle["table_id"]:
+        return f"inclusion: a checkpoint of table {inclusion['table_id']!r}, not the round's {bundle['table_id']!r}"
+    if (
+        log is not None and (not isinstance(log, dict) or set(log) != _LOG_FIELDS or not isinstance(log["head"], dict))
+    ) or (log is not None and set(log["head"]) != _HEAD_FIELDS):
+        return "log: not the documented fields"
+    return None
+
+
 def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
     """Check a bundle offline: form, digest, commitment, shuffle, chain, replay and money, and its anchor.
 
@@ -211,6 +257,12 @@ def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
         return verdict
     verdict.subject = f"bundle of round {bundle.get('round_id')}"
     if not verdict.add("form", raw == bundle_bytes(bundle), "canonical JSON, as exported"):
+        return verdict
+    try:
+        problem = shape_problem(bundle)
+    except (KeyError, TypeError, AttributeError) as error:
+        problem = f"missing or malformed field: {error}"
+    if not verdict.add("shape", problem is None, problem or "the documented fields, each wallet once"):
         return verdict
     body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
     digest = hashlib.sha256(canonical_json(body).encode()).hexdigest()

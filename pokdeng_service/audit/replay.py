@@ -20,6 +20,7 @@ Everything here takes recorded events (``store.facts.Recorded``) and reads no st
 from __future__ import annotations
 
 import json
+import re as regex
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
@@ -188,13 +189,17 @@ def recorded_client_seed(events: Iterable[Recorded]) -> str | None:
 # checks
 
 
+def _creation(event: Recorded, first_position: int) -> bool:
+    """The stream's own creation (the aggregate's ``Started`` at position 1): before the chain, no digest."""
+    return event.position < first_position and not event.digest and event.kind not in re.EVENT_BY_KIND
+
+
 def check_chain(verdict: Verdict, stream: str, events: Sequence[Recorded], first_position: int = 2) -> str:
     """Recompute the hash chain; returns the last digest. Detects edited, deleted, inserted or reordered events."""
     previous = genesis_digest(stream)
     expected_position = first_position
-    for event in events:
-        if event.kind not in re.EVENT_BY_KIND and not event.digest:
-            continue
+    chained = [e for e in events if not _creation(e, first_position)]
+    for event in chained:  # every event but the stream's creation: none is passed over
         if event.position != expected_position:
             verdict.add("chain", False, f"position {event.position} where {expected_position} was expected")
             return previous
@@ -204,6 +209,10 @@ def check_chain(verdict: Verdict, stream: str, events: Sequence[Recorded], first
             return previous
         previous = digest
         expected_position += 1
+    unknown = sorted({e.kind for e in chained if e.kind not in re.EVENT_BY_KIND})
+    if unknown:  # linked, but not replayed, restated or counted: nothing could vouch for them
+        verdict.add("chain", False, f"events of kinds this verifier does not know: {', '.join(unknown)}")
+        return previous
     verdict.add("chain", True, f"{expected_position - first_position} events linked")
     return previous
 
@@ -224,8 +233,36 @@ def replay_events(
     return replayed, state
 
 
+_STORED_TIME = regex.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?\+00:00")  # docs/audit.md, "timestamp"
+_SENT_BY_OPERATOR = (re.RoundOpened, re.CardsDealt, re.SideBetsSettled, re.TurnTimedOut, re.RoundVoided)
+
+
+def record_problem(facts: Sequence[Recorded]) -> str | None:
+    """What breaks the record's documented form, beyond its chain (docs/audit.md, docs/events.md), or None:
+    every time as stored (``datetime.isoformat`` of a UTC time), the sender named on the five events of
+    operator-only commands (``by``; absent only from records made before senders were named), the round
+    id ``<table id>#<round number>``, and the shuffle's nonce the round's number."""
+    for fact in facts:
+        if not isinstance(fact.timestamp, str) or not _STORED_TIME.fullmatch(fact.timestamp):
+            return f"event {fact.position}: time {fact.timestamp!r} is not in the stored form"
+        if fact.data.get("by", None) == "" and fact.kind in {k.kind for k in _SENT_BY_OPERATOR}:
+            return f"event {fact.position} ({fact.kind}): an operator's command names its sender (by)"
+    opened = next((f for f in facts if f.kind == re.RoundOpened.kind), None)
+    committed = next((f for f in facts if f.kind == re.ShuffleCommitted.kind), None)
+    if (
+        opened is not None
+        and opened.data.get("round_id") != f"{opened.data.get('table_id')}#{opened.data.get('round_no')}"
+    ):
+        return f"event {opened.position}: the round id is not <table id>#<round number>"
+    if opened is not None and committed is not None and committed.data.get("nonce") != opened.data.get("round_no"):
+        return f"event {committed.position}: nonce {committed.data.get('nonce')!r} is not the round's number"
+    return None
+
+
 def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: bytes | None = None) -> RoundState:
     facts = _facts(events)
+    problem = record_problem(facts)
+    verdict.add("record", problem is None, problem or "times as stored, senders named, the nonce the round's number")
     seed = server_seed if server_seed is not None else revealed_seed(events)
     if seed is None and voided_without_seed(facts):
         verdict.add("seed", True, "withheld: the round was voided without revealing its server seed")

@@ -222,3 +222,17 @@ def _bad_digest(raw: bytes, wr: ModuleType) -> bytes:
 
 
 EDITS["the bundle digest"] = (_bad_digest, {"bundle digest"})
+
+
+def _ride_along(name: str) -> Edit:
+    return lambda raw, wr: forgery.ride_along(raw, wr, name)
+
+
+# what a forger could add that no check read (tests/forgery.py): here, with no checkpoint, no inclusion
+EDITS.update(
+    {
+        name: (_ride_along(name), set())
+        for name in forgery.RIDE_ALONG
+        if "inclusion" not in name and "checkpoint" not in name
+    }
+)

@@ -93,6 +93,25 @@
     }
   }
 
+  // the documented form (docs/audit.md, "The bundle"; docs/events.md; docs/checkpoints.md)
+  const BUNDLE_FIELDS = ["format", "format_version", "round_id", "table_id", "round_no", "profile", "engine_version",
+    "shuffle", "decisions", "payouts", "settlement", "balances", "times", "events", "chain", "inclusion", "log",
+    "bundle_digest"];
+  const OPTIONAL_FIELDS = ["inclusion", "log"]; // null, or absent from bundles made before them
+  const EVENT_FIELDS = ["command_id", "data", "digest", "kind", "position", "timestamp"];
+  const BALANCE_FIELDS = ["after", "before", "net", "wallet"];
+  const INCLUSION_FIELDS = ["checkpoint_digest", "checkpoint_position", "index", "leaf", "path", "period", "root",
+    "size", "table_id"];
+  const LOG_FIELDS = ["head", "index", "leaf", "path"];
+  const HEAD_FIELDS = ["format", "format_version", "key_id", "log_id", "root_hash", "signature", "timestamp",
+    "tree_size"];
+  const KINDS = ["bet_placed", "bet_settled", "card_drawn", "cards_dealt", "client_seed_contributed",
+    "client_seed_fixed", "contributions_opened", "hands_revealed", "player_stood", "pok_declared", "round_closed",
+    "round_opened", "round_settled", "round_voided", "seed_revealed", "shuffle_committed", "side_bet_placed",
+    "side_bet_window_opened", "side_bets_settled", "turn_timed_out"];
+  const SENT_BY_OPERATOR = ["round_opened", "cards_dealt", "side_bets_settled", "turn_timed_out", "round_voided"];
+  const sameKeys = (object, keys) => same(Object.keys(object).sort(), [...keys].sort());
+
   class BundleCheck {
     constructor(raw, keys) {
       this.raw = raw;
@@ -156,6 +175,25 @@
       const b = this.plain;
       require(opt(b, "format") === "pokdeng-round-bundle" && opt(b, "format_version") === 1,
         "not a pokdeng-round-bundle of format_version 1");
+      // exactly the documented fields: nothing may ride along that no check reads (docs/audit.md)
+      const fields = Object.keys(b);
+      const missing = BUNDLE_FIELDS.filter((k) => !OPTIONAL_FIELDS.includes(k) && !fields.includes(k));
+      const unknown = fields.filter((k) => !BUNDLE_FIELDS.includes(k));
+      require(missing.length === 0 && unknown.length === 0,
+        `fields missing ${JSON.stringify(missing)} or unknown ${JSON.stringify(unknown)}`);
+      for (const event of b.events) {
+        require(isObject(event) && sameKeys(event, EVENT_FIELDS), `an event with other fields than ${EVENT_FIELDS}`);
+        require(KINDS.includes(event.kind), `event ${event.position}: kind ${repr(event.kind)} is not a round's`);
+      }
+      for (const entry of Array.isArray(b.balances) ? b.balances : []) {
+        require(isObject(entry) && sameKeys(entry, BALANCE_FIELDS), `a balance with other fields than ${BALANCE_FIELDS}`);
+      }
+      const inclusion = opt(b, "inclusion");
+      require(inclusion == null || (isObject(inclusion) && sameKeys(inclusion, INCLUSION_FIELDS)),
+        "inclusion: not the documented fields");
+      const log = opt(b, "log");
+      require(log == null || (isObject(log) && sameKeys(log, LOG_FIELDS) && isObject(log.head) && sameKeys(log.head, HEAD_FIELDS)),
+        "log: not the documented fields");
       const expected = C.concat(C.canonicalBytes(b), [10]);
       if (!C.equalBytes(this.raw, expected)) {
         let at = 0;
@@ -214,6 +252,11 @@
       }
       const committed = this.first("shuffle_committed");
       require(committed !== null && kinds.indexOf("shuffle_committed") <= 2, "the opening commits the shuffle");
+      require(committed.data.nonce === b.round_no, `the shuffle's nonce ${committed.data.nonce} is not the round's number`);
+      for (const event of this.events) {  // an operator's command names its sender (absent: records before senders)
+        require(!SENT_BY_OPERATOR.includes(event.kind) || opt(event.data, "by") !== "",
+          `event ${event.position} (${event.kind}): an operator's command names its sender (by)`);
+      }
       if (kinds.includes("contributions_opened")) {
         require(committed.data.client_seed === "", "shuffle_committed carries no client seed");
       }
