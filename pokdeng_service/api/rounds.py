@@ -152,7 +152,9 @@ def get_legal_commands(env: Env, call: Call, request: pb.GetLegalCommandsRequest
             raise PermissionDenied(f"{principal.describe()} may ask only about its own seats", round=request.round_id)
         holder = state.banker_player if seat == 0 else dict(state.seats).get(seat)
         position = seat != 0 and seat in dict(state.seats) and state.rules.fixed_positions is not None
-        if holder != principal.player and not (holder is None and position):  # (ante: any player's position)
+        if holder is None and position:  # an ante position: no one holds it; a bettor of the round may ask
+            access.require_round_reader(principal, view)
+        elif holder != principal.player:
             raise PermissionDenied(f"seat {seat} is not held by {principal.describe()}", seat=str(seat))
     answer = pb.GetLegalCommandsResponse(
         round_id=request.round_id,

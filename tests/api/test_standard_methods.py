@@ -245,10 +245,13 @@ def test_legal_commands_carry_their_parameters(local: Served) -> None:
     legal = ops.get("RoundService", "GetLegalCommands", pb.GetLegalCommandsRequest(round_id=round_id, seat=1))
     (place,) = [c for c in legal.commands if c.kind == pb.COMMAND_KIND_PLACE_BET]
     assert (list(place.seats), place.min_amount, place.max_amount, place.even_amount) == ([1], 100, 1000, True)
-    # found from the outside: an ante player could not ask at all (its positions have no holder)
-    alice_asks = players["alice"].get(
-        "RoundService", "GetLegalCommands", pb.GetLegalCommandsRequest(round_id=round_id, seat=2)
-    )
+    # found from the outside: an ante bettor could not ask at all (its positions have no holder); a player
+    # may ask about a position of a round it takes part in (a round's reader: docs/api.md)
+    ask = pb.GetLegalCommandsRequest(round_id=round_id, seat=2)
+    stranger = error_of(lambda: players["alice"].get("RoundService", "GetLegalCommands", ask))
+    assert stranger.code() == grpc.StatusCode.PERMISSION_DENIED
+    bet(players["alice"], round_id, 1, "alice", 200)
+    alice_asks = players["alice"].get("RoundService", "GetLegalCommands", ask)
     assert [c.kind for c in alice_asks.commands] == [pb.COMMAND_KIND_PLACE_BET]
     for request in (
         pb.GetLegalCommandsRequest(round_id=round_id),

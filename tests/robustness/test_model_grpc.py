@@ -538,7 +538,9 @@ class GrpcModel(ModelBase):
         holders = dict(state.seats) | {BANKER: state.banker_player}
         seat = pick % 4
         request = pb.GetLegalCommandsRequest(round_id=round_id, seat=seat)
-        self._read(api, reader, "RoundService", "GetLegalCommands", request, {holders.get(seat)} - {None})
+        position = seat in holders and seat != BANKER and holders[seat] is None and state.rules.fixed_positions
+        askers = member if position else {holders.get(seat)} - {None}  # an ante position: the round's bettors
+        self._read(api, reader, "RoundService", "GetLegalCommands", request, askers)
         if view.phase == "closed":
             verify = pb.VerifyRoundRequest(round_id=round_id)
             verdict = self._read(api, reader, "AuditService", "VerifyRound", verify, member)
