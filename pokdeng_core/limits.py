@@ -76,6 +76,15 @@ def _character_problem(value: str, field: str) -> str | None:
     return None
 
 
+def new_id_problem(value: object, field: str) -> str | None:
+    """What is wrong with an id being created (a wallet's, a table's), beyond ``id_problem``: it may not
+    begin or end with a space, which would make a look-alike of another (``"ann "`` beside ``"ann"``).
+    Ids that exist already are read as they are (records made before this rule replay unchanged)."""
+    if id_problem(value, field) is None and isinstance(value, str) and value != value.strip(" "):
+        return f"{field} may not begin or end with a space"
+    return None
+
+
 def check_id(value: object, field: str) -> str:
     """``value`` if it is a valid id; else ``InvalidCommand`` naming ``field``."""
     problem = id_problem(value, field)

@@ -114,6 +114,7 @@ class OpenWallet(Command):
     currency: str = currencies.DEFAULT  # ISO 4217, with minor units
 
     def _check(self, problems: _Problems) -> None:
+        problems.add("wallet_id", limits.new_id_problem(self.wallet_id, "wallet_id"))
         problems.add("currency_code", currencies.currency_problem(self.currency))
 
 
@@ -156,6 +157,7 @@ class OpenTable(Command):
     currency: str = currencies.DEFAULT  # ISO 4217, with minor units: every stake at the table is in it
 
     def _check(self, problems: _Problems) -> None:
+        problems.add("table_id", limits.new_id_problem(self.table_id, "table_id"))
         if self.profile not in PROFILE_NAMES:
             problems.add("profile", f"choose a profile: {', '.join(PROFILE_NAMES)}")
         options = self.options or {}
