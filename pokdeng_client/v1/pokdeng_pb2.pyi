@@ -3705,7 +3705,9 @@ class RecordedEvent(_message.Message):
     """The event's kind (the one set member of `event`)."""
     chain_digest: _builtins.str
     """SHA-256 (hex) chaining this event to the one before it (docs/audit.md); empty for a
-    stream's creation.
+    stream's creation; for a player, empty from an open round's deal on while a card is hidden
+    from it, and on a table's events (a digest commits to hidden cards and blanked capital:
+    docs/api.md, "Checking a chain digest").
     """
     request_id: _builtins.str
     """The request id of the command that caused it (empty for wallet events: see their own fields). When
@@ -3714,7 +3716,7 @@ class RecordedEvent(_message.Message):
     """
     redacted: _builtins.bool
     """True when cards the caller may not see yet were blanked out (a player token reading an open
-    round); chain_digest then covers the cards as recorded, which this message does not show.
+    round), or another bidder's capital (a table).
     """
     canonical_data: _builtins.bytes
     """The event's fields in their canonical form (RFC 8785 JSON of the stored object's `data`

@@ -203,6 +203,7 @@ class Visibility:
     everything: bool = True
     seats: frozenset[int] = field(default_factory=frozenset)
     banker_up_card: bool = False
+    hidden_from: int | None = None  # the position of the deal while a dealt card is hidden: digests withheld
 
     def sees(self, seat: int) -> bool:
         return self.everything or seat in self.seats
@@ -224,7 +225,11 @@ def visibility_for(player: str | None, view: RoundView) -> Visibility:
         elif event.kind == re.HandsRevealed.kind:
             seats.update(int(s) for s, _cards in event.data["hands"])
     up_card = any(e.kind == re.CardsDealt.kind and e.data.get("banker_up_card") for e in view.events)
-    return Visibility(everything=False, seats=frozenset(seats), banker_up_card=up_card)
+    hidden = any(
+        h.cards and h.seat not in seats and not (h.seat == 0 and up_card and len(h.cards) == 1) for h in view.hands
+    )
+    deal = next((e.position for e in view.events if e.kind == re.CardsDealt.kind), None) if hidden else None
+    return Visibility(everything=False, seats=frozenset(seats), banker_up_card=up_card, hidden_from=deal)
 
 
 def _redacted(event: RecordedEvent, seen: Visibility) -> dict[str, Any] | None:
@@ -245,21 +250,34 @@ def _redacted(event: RecordedEvent, seen: Visibility) -> dict[str, Any] | None:
     return None
 
 
+def _hides(seen: Visibility, position: int) -> bool:
+    """Whether an event's digest would commit to a card the caller may not see: from the deal on, while a
+    dealt card is hidden from it (each digest covers every event before it)."""
+    return seen.hidden_from is not None and position >= seen.hidden_from
+
+
 def recorded_event(
     event: RecordedEvent,
     stream: str = "round",
     seen: Visibility = EVERYTHING,
     wallet_after: WalletView | None = None,
     redacted: dict[str, Any] | None = None,
+    withhold_digest: bool = False,
 ) -> pb.RecordedEvent:
     """A stored event of a ``stream`` ("round", "table", "wallet") as its typed message; ``redacted``: the
-    payload the caller may see, when it is not the whole (hidden cards are found from ``seen``)."""
+    payload the caller may see, when it is not the whole (hidden cards are found from ``seen``).
+
+    The chain digest is withheld (``""``) where it would commit to what the caller may not see: in a
+    round, from the deal on while a dealt card is hidden from it (``Visibility.hidden_from``); and where
+    ``withhold_digest`` (a table's events for a player: a rival's capital). A digest covers the whole
+    payload, hidden cards included, and every later digest covers it, so with it anyone could try the
+    52 cards (or a bidder's capital) until one matched. Once every card is shown, every digest is."""
     if redacted is None:
         redacted = _redacted(event, seen)
     data = redacted if redacted is not None else event.data
     message = pb.RecordedEvent(
         sequence=event.position,
-        chain_digest=event.digest,
+        chain_digest="" if withhold_digest or _hides(seen, event.position) else event.digest,
         record_time=timestamp(event.timestamp),
         request_id=event.command_id,
         redacted=redacted is not None,
@@ -284,13 +302,14 @@ def recorded_events(
 
 def table_events(events: Iterable[RecordedEvent], player: str | None = None) -> list[pb.RecordedEvent]:
     """A table's facts as ``player`` (None: an operator or auditor) may see them: another bidder's
-    capital (its wallet's available funds) is blanked to 0, and the event marked redacted."""
+    capital (its wallet's available funds) is blanked to 0, and the event marked redacted; a player gets
+    no chain digests of a table (each would commit to every bid before it: ``recorded_event``)."""
     out = []
     for event in events:
         hidden = None
         if player is not None and event.kind == te.BankerBidPlaced.kind and event.data.get("player") != player:
             hidden = {**event.data, "capital": 0}
-        out.append(recorded_event(event, "table", redacted=hidden))
+        out.append(recorded_event(event, "table", redacted=hidden, withhold_digest=player is not None))
     return out
 
 

@@ -235,7 +235,12 @@ def test_a_player_sees_other_hands_only_once_shown(local: Served, table: str) ->
     seen = alice.round(round_id)
     assert {h.seat: list(h.cards) for h in seen.hands} == {1: full[1], 2: ["", ""], 0: ["", ""]}
     dealt_event = next(e for e in seen.events if kind_of(e) == "cards_dealt")
-    assert dealt_event.redacted and dealt_event.chain_digest
+    # no digest while the round is open: found from the outside, with the digest a player tried the 52
+    # cards until one matched a hidden card's event (every later digest would do the same)
+    deal = dealt_event.sequence
+    assert dealt_event.redacted and not any(e.chain_digest for e in seen.events if e.sequence >= deal)
+    assert all(e.chain_digest for e in seen.events if 1 < e.sequence < deal)  # before the deal nothing is hidden
+    assert all(e.chain_digest for e in ops.round(round_id).events if e.sequence > 1)
     shown = payload(dealt_event)["cards"]
     assert [c for s, c in shown if s == 1] == full[1] and all(c == "" for s, c in shown if s != 1)
     operator_event = next(e for e in ops.round(round_id).events if kind_of(e) == "cards_dealt")
@@ -243,6 +248,9 @@ def test_a_player_sees_other_hands_only_once_shown(local: Served, table: str) ->
     assert all(c for h in local.api("auditor").round(round_id).hands for c in h.cards)
     closed = play_round(ops, local.players(), round_id, Choices(random.Random(0)))
     assert alice.round(round_id).hands == closed.hands  # everything is shown at the close
+    assert [e.chain_digest for e in alice.round(round_id).events] == [
+        e.chain_digest for e in ops.round(round_id).events
+    ]
     assert alice.get("AuditService", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)).ok
 
 

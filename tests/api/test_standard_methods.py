@@ -367,6 +367,13 @@ def test_a_table_watch_shows_table_facts_and_hides_another_bidders_capital(local
     assert bids["dave"].banker_bid_placed.capital == 0 and bids["dave"].redacted and not bids["dave"].canonical_data
     left = next(e.player_left for e in facts if kind_of(e) == "player_left")
     assert left.reason in (pb.LEAVE_REASON_LEFT, pb.LEAVE_REASON_BECAME_BANKER)
+    # no chain digest for a player: found from the outside, a digest (dave's bid's, or any later one)
+    # let anyone try capitals until one matched; the operator's watch has them all
+    assert not any(e.chain_digest for e in facts)
+    watched = ops.method("TableService", "WatchTable")(
+        pb.WatchTableRequest(table_id="room"), metadata=ops.metadata, timeout=10
+    )
+    assert all(item.event.chain_digest for item in _take(watched, version - 1))
 
 
 def test_a_wallet_stakes_only_in_its_own_currency(local: Served) -> None:
