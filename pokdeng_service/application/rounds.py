@@ -154,6 +154,8 @@ def place_bet(attempt: Attempt, command: PlaceBet) -> Outcome:
     by = sent_by(attempt, command)
 
     def make(attempt: Attempt, state: RoundState) -> rc.RoundCommand:
+        if command.client_seed is not None:  # a stake's contribution counts against the contributor's bound
+            _check_contributions(state, command.round_id, command.player)
         funds = port_of(attempt).stake_funds(attempt, command.round_id)  # the platform's: its debit was the check
         if funds is not None:
             banker_funds = funds if state.banker_player is not None else None
@@ -187,18 +189,24 @@ def contribute_seed(attempt: Attempt, command: ContributeSeed) -> Outcome:
     by = sent_by(attempt, command)
 
     def make(_attempt: Attempt, state: RoundState) -> rc.RoundCommand:
-        contributor = command.contributor
-        sent = dict(state.contributions_sent).get(PLATFORM if contributor is None else contributor, 0)
-        if state.phase is Phase.BETTING and sent >= MAX_CONTRIBUTIONS:
-            who = "the platform" if contributor is None else repr(contributor)
-            raise TooManyContributions(
-                f"{who} has sent round {command.round_id} {sent} contributions to its client seed, the most one "
-                "may (its last one counts)",
-                player=contributor or "",
-            )
-        return rc.ContributeSeed(contributor, command.client_seed, by)
+        _check_contributions(state, command.round_id, command.contributor)
+        return rc.ContributeSeed(command.contributor, command.client_seed, by)
 
     return _play(attempt, command, make)
+
+
+def _check_contributions(state: RoundState, round_id: str, contributor: str | None) -> None:
+    """``TooManyContributions`` when ``contributor`` (None: the platform) has sent the round the most
+    contributions one may, a bet's included (``limits.MAX_CONTRIBUTIONS``); in betting only (after it,
+    the core refuses any contribution for the phase)."""
+    sent = dict(state.contributions_sent).get(PLATFORM if contributor is None else contributor, 0)
+    if state.phase is Phase.BETTING and sent >= MAX_CONTRIBUTIONS:
+        who = "the platform" if contributor is None else repr(contributor)
+        raise TooManyContributions(
+            f"{who} has sent round {round_id} {sent} contributions to its client seed, the most one may (its "
+            "last one counts)",
+            player=contributor or "",
+        )
 
 
 @handler(PlaceSideBet)
