@@ -24,6 +24,9 @@ MAX_SEATS = 16
 """Seats at any table (the most hands a profile deals to, classic's 16); seat numbers are 1 to this, 0 the banker."""
 MAX_CLIENT_SEED = 256
 """Characters in a client seed."""
+MAX_SEATINGS = 4
+"""Seats one player may take at a table between two of its rounds (a seat taken and left again counts): so
+that no player, sitting down and leaving in a loop, grows the table's stream without end."""
 MAX_CONTRIBUTIONS = 8
 """Contributions to a round's client seed one contributor may send (its bet's included; the last counts):
 so that no bettor can grow a round's stream, and every view and bundle of it, without bound."""

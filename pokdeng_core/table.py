@@ -113,6 +113,8 @@ class TableState:
     house_net: int = 0
     commission: int = 0
     checkpointed_to: int = 0  # the last round number covered by a checkpoint
+    seatings: tuple[tuple[str, int], ...] = ()  # (player, seats taken) since the last round started: the
+    # service bounds them (``limits.MAX_SEATINGS``), so no player grows the table's stream without end
 
     @property
     def rules(self) -> Profile:
@@ -174,7 +176,10 @@ def evolve_table(state: TableState, event: TableEvent) -> TableState:
             currency=event.currency,
         )
     if isinstance(event, PlayerSeated):
-        return replace(state, seats=tuple(sorted((*state.seats, (event.seat, event.player)))))
+        taken = dict(state.seatings)
+        taken[event.player] = taken.get(event.player, 0) + 1
+        seats = tuple(sorted((*state.seats, (event.seat, event.player))))
+        return replace(state, seats=seats, seatings=tuple(sorted(taken.items())))
     if isinstance(event, PlayerLeft):
         seats = tuple(s for s in state.seats if s != (event.seat, event.player))
         bids = state.bids
@@ -194,7 +199,7 @@ def evolve_table(state: TableState, event: TableEvent) -> TableState:
     if isinstance(event, BankerReconnected):
         return replace(state, banker_leaving=False)
     if isinstance(event, RoundStarted):
-        return replace(state, round_id=event.round_id, round_no=event.round_no)
+        return replace(state, round_id=event.round_id, round_no=event.round_no, seatings=())
     if isinstance(event, RoundFinished):
         tenure = state.tenure_left - 1 if state.banker is not None and state.tenure_left > 0 else state.tenure_left
         return replace(

@@ -40,7 +40,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import grpc
 
@@ -61,6 +61,7 @@ from pokdeng_service.application.errors import NoReadModels, PermissionDenied
 from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.application.views import CommandResult
 
+T = TypeVar("T")
 PACKAGE = "pokdeng.v1"
 REPLAYED = "pokdeng-replayed"
 log = logging.getLogger("pokdeng.api")
@@ -117,6 +118,14 @@ class Env:
     poll: float = 0.2
     heartbeat: float = 15.0
     token_key: bytes = b""  # authenticates page and resume tokens (api/paging.py; ``SeedVault.token_key``)
+    runtime: Runtime | None = None  # the fair workers, for a stream's pieces of work (``fairly``)
+
+    def fairly(self, call: Call, work: Callable[[], T]) -> T:
+        """``work()`` on a worker's turn of the call's caller (``Runtime.run``): a stream's reads take their
+        share of the workers as unary calls do, so one caller's streams cannot crowd out the others."""
+        if self.runtime is None:
+            return work()
+        return self.runtime.run(caller_key(call.principal, call.context), call.context, work)  # type: ignore[no-any-return]
 
     def lists(self) -> RecentRounds:
         """The read models, for the List methods (FAILED_PRECONDITION on a server that keeps none)."""

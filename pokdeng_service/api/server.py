@@ -320,7 +320,7 @@ def create_server(
     runtime = Runtime(limits, observer)
     observer.bind(runtime)
     hub = EventHub(streams["events"])
-    env = Env(app, hub, read_models, poll_interval, heartbeat, token_key=_token_key(app))
+    env = Env(app, hub, read_models, poll_interval, heartbeat, token_key=_token_key(app), runtime=runtime)
     health = Health(SERVICE_NAMES, idle=stream_idle)
     development = store.development_token is not None
     names = (*SERVICE_NAMES, HEALTH_SERVICE, REFLECTION_SERVICE)

@@ -13,6 +13,7 @@ for ``Env.heartbeat`` seconds. A round's stream ends after its ``round_closed``.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -28,6 +29,7 @@ from pokdeng_service.api.rpcs import READERS, Call, Env, Rpc, stream
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.store import aggregates as ag
 
+WATCH_PAGE = 256  # events a watch reads and sends at a time (then, if more are stored, the next page)
 Batch = Callable[[int], tuple[Sequence[pb.RecordedEvent], bool]]
 """Events after a position (as the caller may see them), and whether the stream is over."""
 
@@ -53,13 +55,15 @@ def _follow(
         if hub.closing.is_set():
             raise Unavailable(f"the server is shutting down: resume {method} with the last token")
         generation = hub.generation
-        events, over = batch(position)
+        events, over = env.fairly(call, functools.partial(batch, position))  # (a worker's turn, as a unary call)
         for event in events:
             position = event.sequence
             yield reply(event=event, resume_token=paging.encode(method, {key: ident}, position, env.token_key))
             last_sent = time.monotonic()
         if over:
             return
+        if len(events) >= WATCH_PAGE:
+            continue  # more is stored: the next page at once
         if not events and time.monotonic() - last_sent >= env.heartbeat:
             yield reply(resume_token=paging.encode(method, {key: ident}, position, env.token_key))
             last_sent = time.monotonic()
@@ -94,8 +98,8 @@ def watch_table(env: Env, call: Call, request: pb.WatchTableRequest) -> Iterator
     def batch(after: int) -> tuple[list[pb.RecordedEvent], bool]:
         record = app.load_table(table_id)  # the verified path: the table's chain up to its version
         fresh: Sequence[RecordedEvent] = ()
-        if record.version > after:
-            fresh = app.stream_events(uuid, gt=after, lte=record.version)
+        if record.version > after:  # a page at a time: a long table's history is not read in one go
+            fresh = app.stream_events(uuid, gt=after, lte=min(record.version, after + WATCH_PAGE))
         return convert.table_events(fresh, who), False
 
     yield from _follow(env, call, "WatchTable", "table_id", table_id, position, batch, pb.WatchTableResponse)

@@ -26,6 +26,13 @@ class TooManyContributions(DomainError):
     code = "too_many_contributions"
 
 
+class TooManySeatings(DomainError):
+    """The player has taken the most seats at the table that one may between two of its rounds
+    (``limits.MAX_SEATINGS``): the service's bound on a table's stream, not a rule of the game."""
+
+    code = "too_many_seatings"
+
+
 class Conflict(DomainError):
     """Concurrent writers kept conflicting: the command was retried and still could not be saved."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pokdeng_core import limits
 from pokdeng_core import table as tc
 from pokdeng_core.errors import DomainError, InvalidCommand
 from pokdeng_core.profiles import ProfileError, get_profile
@@ -15,7 +16,7 @@ from pokdeng_service.application.commands import (
     ReconnectBanker,
     TakeSeat,
 )
-from pokdeng_service.application.errors import AlreadyExists, NotFound
+from pokdeng_service.application.errors import AlreadyExists, NotFound, TooManySeatings
 from pokdeng_service.application.pipeline import Attempt, Outcome, handler
 from pokdeng_service.store import merkle
 from pokdeng_service.store.aggregates import TableRecord
@@ -61,6 +62,13 @@ def open_table(attempt: Attempt, command: OpenTable) -> Outcome:
 
 @handler(TakeSeat)
 def take_seat(attempt: Attempt, command: TakeSeat) -> Outcome:
+    taken = dict(attempt.table(command.table_id).state.seatings).get(command.player, 0)
+    if taken >= limits.MAX_SEATINGS:
+        raise TooManySeatings(
+            f"{command.player!r} has taken {taken} seats at table {command.table_id} since its last round "
+            f"started, the most one may: sit down again once the next round has started",
+            player=command.player,
+        )
     return _decide(attempt, command.table_id, tc.TakeSeat(command.player, command.seat))
 
 

@@ -181,3 +181,111 @@ def test_one_player_holds_at_most_half_the_watch_streams(tmp_path: Path, start_s
             stream.cancel()
         served.stop()
         app.close()
+
+
+# --- a table's stream: bounded, read a page at a time, in the caller's turn ------------------------
+
+
+def test_a_player_takes_at_most_four_seats_at_a_table_between_two_rounds(
+    tmp_path: Path, start_server: StartServer
+) -> None:
+    """Found from the outside: TakeSeat and LeaveSeat in a loop wrote 310 table events a second, without end."""
+    from pokdeng_core.limits import MAX_SEATINGS
+
+    app = make_app(sqlite_env(tmp_path))
+    served = start_server(app)
+    try:
+        ops, alice, bob = served.api("operator"), served.api("alice"), served.api("bob")
+        open_wallets(ops, ["alice", "bob"])
+        open_table(ops, "churn", pb.PROFILE_CLASSIC, seats=3)
+
+        def take() -> pb.TakeSeatRequest:  # (a fresh message each time: the client gives it a request id)
+            return pb.TakeSeatRequest(table_id="churn", player="alice", seat=1)
+
+        for _ in range(MAX_SEATINGS):
+            alice.cmd("TableService", "TakeSeat", take())
+            alice.cmd("TableService", "LeaveSeat", pb.LeaveSeatRequest(table_id="churn", player="alice", seat=1))
+        written = app.max_position
+        refused = details_of(error_of(lambda: alice.cmd("TableService", "TakeSeat", take())))
+        assert refused.code == grpc.StatusCode.FAILED_PRECONDITION and refused.reason == "TOO_MANY_SEATINGS", refused
+        assert app.max_position == written
+        bob.cmd("TableService", "TakeSeat", pb.TakeSeatRequest(table_id="churn", player="bob", seat=2))  # his own
+        ops.cmd("RoundService", "StartRound", pb.StartRoundRequest(table_id="churn"))  # a round: seats again
+        alice.cmd("TableService", "TakeSeat", take())
+    finally:
+        served.stop()
+        app.close()
+
+
+def test_a_watch_reads_a_long_history_a_page_at_a_time(
+    tmp_path: Path, start_server: StartServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pokdeng_service.api import watch
+
+    monkeypatch.setattr(watch, "WATCH_PAGE", 2)
+    app = make_app(sqlite_env(tmp_path))
+    served = start_server(app)
+    try:
+        ops = served.api("operator")
+        open_wallets(ops, ["alice", "bob"])
+        open_table(ops, "long", pb.PROFILE_CLASSIC, seats=3)
+        for player, number in (("alice", 1), ("bob", 2)):
+            ops.cmd("TableService", "TakeSeat", pb.TakeSeatRequest(table_id="long", player=player, seat=number))
+            ops.cmd("TableService", "LeaveSeat", pb.LeaveSeatRequest(table_id="long", player=player, seat=number))
+        version = ops.table("long").version
+        stream = ops.method("TableService", "WatchTable")(
+            pb.WatchTableRequest(table_id="long"), metadata=ops.metadata, timeout=10
+        )
+        sequences = []
+        for item in stream:
+            if item.HasField("event"):
+                sequences.append(item.event.sequence)
+            if len(sequences) == version - 1:
+                stream.cancel()
+                break
+        assert sequences == list(range(2, version + 1))  # every event once, in order, across pages
+    finally:
+        served.stop()
+        app.close()
+
+
+def test_a_watch_waits_its_callers_turn_for_a_worker(tmp_path: Path, start_server: StartServer) -> None:
+    """A stream's reads take a worker in the caller's turn, as its unary calls do: found from the outside,
+    eight watches restarting from the start of a long table slowed another player's GetTable 90 times."""
+    app = make_app(sqlite_env(tmp_path))
+    release, started = threading.Event(), threading.Event()
+
+    def slow_for_alice(wallet_id: str) -> Any:
+        if wallet_id == "alice":
+            started.set()
+            release.wait(10)
+        return app.get_wallet(wallet_id)
+
+    served = start_server(Faulty(app, get_wallet=slow_for_alice), max_workers=2)  # one worker a caller
+    try:
+        ops, alice, bob = served.api("operator"), served.api("alice"), served.api("bob")
+        open_wallets(ops, ["alice", "bob"])
+        open_table(ops, "w", pb.PROFILE_CLASSIC, seats=3)
+        held = alice.method("WalletService", "GetWallet").future(
+            pb.GetWalletRequest(wallet_id="alice"), metadata=alice.metadata
+        )
+        assert started.wait(5)  # alice's one worker is taken
+        request = pb.WatchTableRequest(table_id="w")
+        theirs = bob.method("TableService", "WatchTable")(request, metadata=bob.metadata, timeout=10)
+        assert next(theirs).HasField("event")  # bob's watch: the other worker, at once
+        hers = alice.method("TableService", "WatchTable")(request, metadata=alice.metadata, timeout=10)
+        first: list[Any] = []
+        reader = threading.Thread(target=lambda: first.append(next(hers)), daemon=True)
+        reader.start()
+        reader.join(0.5)
+        assert not first  # alice's watch waits for her own worker
+        release.set()
+        reader.join(5)
+        assert first and first[0].HasField("event")
+        assert held.result(timeout=5).wallet.wallet_id == "alice"
+        theirs.cancel()
+        hers.cancel()
+    finally:
+        release.set()
+        served.stop()
+        app.close()
