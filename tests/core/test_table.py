@@ -189,7 +189,7 @@ def test_ante_has_five_positions_not_seats() -> None:
 )
 def test_stake_limits_must_be_positive_and_ordered(min_stake: int, max_stake: int) -> None:
     error = refused(TableState(), open_table(min_stake=min_stake, max_stake=max_stake), InvalidCommand)
-    assert error.field == "min_stake"
+    assert error.field == ("min_stake" if min_stake <= 0 else "max_stake")  # the field at fault
 
 
 @pytest.mark.parametrize(("min_stake", "max_stake"), [(10.5, 100), (10, 100.0), (True, 100), ("10", 100)])
@@ -205,7 +205,7 @@ def test_equal_stake_limits_are_allowed() -> None:
 @pytest.mark.parametrize(("min_stake", "max_stake"), [(101, 1000), (100, 1001), (1, 1), (3, 3)])
 def test_ante_stake_limits_must_be_even(min_stake: int, max_stake: int) -> None:
     error = refused(TableState(), open_table("ante", min_stake=min_stake, max_stake=max_stake), InvalidCommand)
-    assert error.field == "min_stake"
+    assert error.field == ("min_stake" if min_stake % 2 else "max_stake")  # found from the outside: always min
     opened("ante", min_stake=min_stake + min_stake % 2, max_stake=max_stake + max_stake % 2)
 
 
@@ -1014,17 +1014,3 @@ def test_random_command_sequences(name: str, data: st.DataObject) -> None:
         assert state.round_no >= before.round_no
         _check_invariants(state)
     assert replay(log) == state  # the events alone rebuild the table
-
-
-@pytest.mark.parametrize(
-    ("profile", "min_stake", "max_stake", "field"),
-    [
-        ("ante", 100, 1001, "max_stake"),  # found from the outside: the violation named min_stake
-        ("ante", 101, 1000, "min_stake"),
-        ("classic", 0, 100, "min_stake"),
-        ("classic", 200, 100, "max_stake"),
-    ],
-)
-def test_bad_stake_limits_name_the_field_at_fault(profile: str, min_stake: int, max_stake: int, field: str) -> None:
-    error = refused(TableState(), open_table(profile, min_stake=min_stake, max_stake=max_stake), InvalidCommand)
-    assert error.field == field, error.message
