@@ -53,7 +53,7 @@ def decode(method: str, filters: Mapping[str, Any], token: str, key: bytes, fiel
         return None
     problem = f"{field} is not a token this method returned for this request"
     body, dot, mac = token.rpartition(".")
-    if len(token) > MAX_TOKEN or not dot or not body.isascii() or not hmac.compare_digest(mac, _mac(key, body)):
+    if len(token) > MAX_TOKEN or not dot or not token.isascii() or not hmac.compare_digest(mac, _mac(key, body)):
         raise RequestInvalid([FieldViolation(field, problem)])
     try:
         data = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))

@@ -489,6 +489,7 @@ def test_tokens_are_the_services_own_and_every_replica_takes_them() -> None:
         (stranger.token_key, token),
         (one.token_key, token[:-1] + ("A" if token[-1] != "A" else "B")),
         (one.token_key, token.rpartition(".")[0]),
+        (one.token_key, token.rpartition(".")[0] + ".\u00e9"),  # (a MAC not in ASCII: refused, not a crash)
     ):
         with pytest.raises(RequestInvalid) as refused:
             paging.decode("ListTables", {"profile": None}, sent, key_used)
