@@ -73,11 +73,14 @@ def round_reply(env: Env, call: Call, result: CommandResult) -> dict[str, Any]:
     app = env.service.app_for(result.id, "round")
     view = result.view
     player = viewer(call)
-    if not isinstance(view, RoundView):  # a retry: read the round as it is now
+    seen_then = None
+    if not isinstance(view, RoundView):  # a retry: the round as it is now, its events as they were shown then
         view = app.get_round(result.id)
+        if player is not None and result.events and view.version > result.events[-1].position:
+            seen_then = convert.visibility_for(player, app.round_view_at(result.id, result.events[-1].position))
     seen = convert.visibility_for(player, view)
     return {
         "request_id": result.request_id,
-        "events": convert.recorded_events(result.events, "round", seen),
+        "events": convert.recorded_events(result.events, "round", seen_then or seen),
         "round": convert.round_(view, seen, with_events=False),
     }

@@ -376,6 +376,15 @@ class Queries(Application[UUID]):
         record = self.load_round(round_id, with_shoe=False)
         return round_view(record, self.view_events(record.id, record.version) if with_events else ())
 
+    def round_view_at(self, round_id: str, version: int) -> RoundView:
+        """The round's view as it was at ``version`` (what a command's first answer showed: a retry's events
+        are shown to a player as they were then, hidden cards and withheld digests alike)."""
+        check_id(round_id, "round_id")
+        record = self.load_round(round_id, with_shoe=False)
+        if version < record.version:
+            record = self.repository.get(record.id, version=version, projector_func=integrity.verified_project)
+        return round_view(record, self.stream_events(record.id, lte=version))
+
     def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:
         """The round's stored events, read afresh; its stream must open with the round's own ``Started``."""
         check_id(round_id, "round_id")

@@ -304,3 +304,27 @@ def test_an_auditor_reads_and_verifies_but_changes_nothing(local: Served, table:
     ]:
         _denied(lambda n=name, r=request: auditor.cmd(SERVICE_OF[n], n, r))
     _denied(lambda: auditor.cmd("RoundService", "StartRound", pb.StartRoundRequest(table_id=table)))
+
+
+def test_a_players_retry_after_the_close_gets_its_first_answer(local: Served, table: str) -> None:
+    """A retry answers the events as they were shown: found by the failover and replica harnesses, a late
+    retry of a player's Stay carried the digests its first answer withheld (the round had closed since)."""
+    ops, alice, bob = local.api("operator"), local.api("alice"), local.api("bob")
+    for attempt in range(40):
+        round_id = start_round(ops, table).round_id
+        bet(alice, round_id, 1, "alice", 100)
+        bet(bob, round_id, 2, "bob", 100)
+        ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
+        if ops.round(round_id).turn == 1 and "stay" in alice.legal(round_id, 1):
+            break
+        play_round(ops, local.players(), round_id, Choices(random.Random(attempt)))
+    else:  # pragma: no cover
+        raise AssertionError("forty deals without a choice for alice")
+    stub = alice.method("RoundService", "Stay")
+    request = pb.StayRequest(request_id=f"retry-{round_id}", round_id=round_id, seat=1, player="alice")
+    first = stub(request, metadata=alice.metadata)
+    assert first.events and not any(e.chain_digest for e in first.events)  # bob's cards are hidden
+    play_round(ops, local.players(), round_id, Choices(random.Random(0)))
+    again = stub(request, metadata=alice.metadata)
+    assert list(again.events) == list(first.events)
+    assert all(h.cards and all(h.cards) for h in again.round.hands)  # the round as it is now: all shown

@@ -226,17 +226,20 @@ def test_the_server_refuses_a_table_snapshot_that_disagrees_with_its_events(
     """A table snapshot's house_net and seats edited: the table is folded from its events instead."""
     played = _play(make_app())
     d = played.driver
-    play.open_wallets(d, ["dan"])
+    players = [f"dan{n}" for n in range(16)]  # (a player takes 4 seats at most between two rounds)
+    play.open_wallets(d, players)
+    seatings = iter([p for p in players for _ in range(4)])
     while played.app.get_table("t").version < 105:
-        d.call("take_seat", "t", "dan", 4)
-        d.call("leave_seat", "t", "dan", 4)
+        player = next(seatings)
+        d.call("take_seat", "t", player, 4)
+        d.call("leave_seat", "t", player, 4)
     true = played.app.get_table("t")
     rows = StoredRows(app_env)
     uuid = table_uuid("t")
     version, _topic, state = rows.read(uuid, snapshots=True)[-1]
     table_state = state["state"]["state"]["_data_"]
     table_state["house_net"] += 1_000
-    table_state["seats"] = [[1, "dan"], *table_state["seats"][1:]]
+    table_state["seats"] = [[1, "dan0"], *table_state["seats"][1:]]
     rows.write(uuid, version, state, snapshots=True)
     fresh = make_app(AGGREGATE_CACHE_MAXSIZE="")
     with caplog.at_level(logging.CRITICAL, logger="pokdeng.integrity"):
