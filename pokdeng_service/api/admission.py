@@ -83,6 +83,7 @@ _CODE_NAMES = {code.value[0]: code.name for code in grpc.StatusCode}
 
 
 K = TypeVar("K")
+T = TypeVar("T")
 
 
 def _decrement(counter: Counter[K], key: K) -> None:
@@ -178,7 +179,7 @@ class Runtime:
             self.in_flight -= 1
             _decrement(self.callers, key)
 
-    def run(self, key: str, context: grpc.ServicerContext, body: Callable[[], Any]) -> Any:
+    def run(self, key: str, context: grpc.ServicerContext, body: Callable[[], T]) -> T:
         """``body()`` once a worker is free for caller ``key`` (``FairWorkers``: at most half the workers
         for one caller, the waiting callers served in turn); a call whose deadline passes while it waits
         is not started."""

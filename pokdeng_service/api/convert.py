@@ -219,16 +219,17 @@ def visibility_for(player: str | None, view: RoundView) -> Visibility:
     seats = {h.seat for h in view.hands if h.revealed or h.holder == player}  # seat 0's holder: the player-banker
     if view.banker == player:
         seats.add(0)
-    for event in view.events:  # hands shown to the table: a pok at once, the banker's reveals
+    up_card, deal = False, None
+    for event in view.events:  # hands shown to the table: a pok at once, the banker's reveals; the deal
         if event.kind == re.PokDeclared.kind:
             seats.add(int(event.data["seat"]))
         elif event.kind == re.HandsRevealed.kind:
             seats.update(int(s) for s, _cards in event.data["hands"])
-    up_card = any(e.kind == re.CardsDealt.kind and e.data.get("banker_up_card") for e in view.events)
-    hidden = any(
-        h.cards and h.seat not in seats and not (h.seat == 0 and up_card and len(h.cards) == 1) for h in view.hands
-    )
-    deal = next((e.position for e in view.events if e.kind == re.CardsDealt.kind), None) if hidden else None
+        elif event.kind == re.CardsDealt.kind:
+            deal = event.position if deal is None else deal
+            up_card = up_card or bool(event.data.get("banker_up_card"))
+    if not any(h.cards and h.seat not in seats for h in view.hands):  # (a kingmaker banker: its second card)
+        deal = None  # nothing dealt is hidden: no digest to withhold
     return Visibility(everything=False, seats=frozenset(seats), banker_up_card=up_card, hidden_from=deal)
 
 

@@ -125,7 +125,7 @@ class Env:
         share of the workers as unary calls do, so one caller's streams cannot crowd out the others."""
         if self.runtime is None:
             return work()
-        return self.runtime.run(caller_key(call.principal, call.context), call.context, work)  # type: ignore[no-any-return]
+        return self.runtime.run(caller_key(call.principal, call.context), call.context, work)
 
     def lists(self) -> RecentRounds:
         """The read models, for the List methods (FAILED_PRECONDITION on a server that keeps none)."""

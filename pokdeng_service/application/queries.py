@@ -380,10 +380,9 @@ class Queries(Application[UUID]):
         """The round's view as it was at ``version`` (what a command's first answer showed: a retry's events
         are shown to a player as they were then, hidden cards and withheld digests alike)."""
         check_id(round_id, "round_id")
-        record = self.load_round(round_id, with_shoe=False)
-        if version < record.version:
-            record = self.repository.get(record.id, version=version, projector_func=integrity.verified_project)
-        return round_view(record, self.stream_events(record.id, lte=version))
+        uuid = ag.round_uuid(round_id)  # (the caller has loaded the round: its identity is checked)
+        record = self.repository.get(uuid, version=version, projector_func=integrity.verified_project)
+        return round_view(record, self.stream_events(uuid, lte=version))
 
     def round_events(self, round_id: str) -> tuple[RecordedEvent, ...]:
         """The round's stored events, read afresh; its stream must open with the round's own ``Started``."""

@@ -234,7 +234,9 @@ def replay_events(
 
 
 _STORED_TIME = regex.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{6})?\+00:00")  # docs/audit.md, "timestamp"
-_SENT_BY_OPERATOR = (re.RoundOpened, re.CardsDealt, re.SideBetsSettled, re.TurnTimedOut, re.RoundVoided)
+_SENT_BY_OPERATOR = frozenset(
+    k.kind for k in (re.RoundOpened, re.CardsDealt, re.SideBetsSettled, re.TurnTimedOut, re.RoundVoided)
+)
 
 
 def record_problem(facts: Sequence[Recorded]) -> str | None:
@@ -245,7 +247,7 @@ def record_problem(facts: Sequence[Recorded]) -> str | None:
     for fact in facts:
         if not isinstance(fact.timestamp, str) or not _STORED_TIME.fullmatch(fact.timestamp):
             return f"event {fact.position}: time {fact.timestamp!r} is not in the stored form"
-        if fact.data.get("by", None) == "" and fact.kind in {k.kind for k in _SENT_BY_OPERATOR}:
+        if fact.data.get("by", None) == "" and fact.kind in _SENT_BY_OPERATOR:
             return f"event {fact.position} ({fact.kind}): an operator's command names its sender (by)"
     opened = next((f for f in facts if f.kind == re.RoundOpened.kind), None)
     committed = next((f for f in facts if f.kind == re.ShuffleCommitted.kind), None)
