@@ -36,9 +36,11 @@ class Limits:
     max_streams: Mapping[str, int] = field(default_factory=dict)  # open streams by kind (one caller's: half)
     default_max_streams: int = 8  # for a kind not named
     stream_idle: float = 60.0  # seconds a stream may wait on its client (a reply not taken, a request not sent)
+    costly_workers: int = 1  # costly bodies (the audits, ``Rpc.costly``) running at once, whoever calls
 
     def __post_init__(self) -> None:
-        if min(self.workers, self.max_concurrent_rpcs, self.max_calls_per_caller) < 1 or self.default_max_streams < 0:
+        low = min(self.workers, self.max_concurrent_rpcs, self.max_calls_per_caller, self.costly_workers)
+        if low < 1 or self.default_max_streams < 0:
             raise ValueError("the limits must be positive")
         if self.stream_idle <= 0:
             raise ValueError("stream_idle must be positive")
@@ -151,6 +153,8 @@ class Runtime:
         self.caller_streams: Counter[tuple[str, str]] = Counter()  # (kind, caller_key)
         self._lock = threading.Lock()
         self._workers = FairWorkers(self.limits.workers, self.limits.workers_per_caller)
+        # the costly slots, taken before a worker: one a caller, the waiting callers in turn
+        self._costly = FairWorkers(min(self.limits.costly_workers, self.limits.workers), 1)
         self._watches: set[StreamWatch] = set()
 
     def admit(self, principal: Principal | None, context: grpc.ServicerContext | None = None) -> str:
@@ -179,10 +183,19 @@ class Runtime:
             self.in_flight -= 1
             _decrement(self.callers, key)
 
-    def run(self, key: str, context: grpc.ServicerContext, body: Callable[[], T]) -> T:
+    def run(self, key: str, context: grpc.ServicerContext, body: Callable[[], T], *, costly: bool = False) -> T:
         """``body()`` once a worker is free for caller ``key`` (``FairWorkers``: at most half the workers
-        for one caller, the waiting callers served in turn); a call whose deadline passes while it waits
-        is not started."""
+        for one caller, the waiting callers served in turn); a ``costly`` body first waits for one of the
+        costly slots (``Limits.costly_workers``, one a caller, the callers in turn), so that however many
+        audits are asked for, only that many share the interpreter with everyone's cheap calls. A call
+        whose deadline passes while it waits is not started."""
+        if costly:
+            if not self._costly.acquire(key, context.time_remaining()):
+                raise DeadlineExpired("the call's deadline passed while it waited for a costly slot")
+            try:
+                return self.run(key, context, body)
+            finally:
+                self._costly.release(key)
         remaining = context.time_remaining()
         if not self._workers.acquire(key, remaining):  # (None: no deadline, wait)
             raise DeadlineExpired("the call's deadline passed while it waited for a worker")

@@ -74,8 +74,8 @@ def get_inclusion_proof(env: Env, call: Call, request: pb.GetInclusionProofReque
 
 
 RPCS: tuple[Rpc, ...] = (
-    query("AuditService", "ReplayRound", READERS, replay_round),
-    query("AuditService", "VerifyRound", READERS, verify_round),
-    query("AuditService", "ExportRound", READERS, export_round),
-    query("AuditService", "GetInclusionProof", READERS, get_inclusion_proof),
+    query("AuditService", "ReplayRound", READERS, replay_round, costly=True),
+    query("AuditService", "VerifyRound", READERS, verify_round, costly=True),
+    query("AuditService", "ExportRound", READERS, export_round, costly=True),
+    query("AuditService", "GetInclusionProof", READERS, get_inclusion_proof, costly=True),
 )

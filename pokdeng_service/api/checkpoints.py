@@ -74,5 +74,5 @@ def get_consistency_proof(
 RPCS: tuple[Rpc, ...] = (
     command("AuditService", "SignTreeHead", OPERATOR, lambda r: c.SignTreeHead(r.shard), head_reply),
     query("AuditService", "GetSignedTreeHead", OPERATOR, get_signed_tree_head),
-    query("AuditService", "GetConsistencyProof", OPERATOR, get_consistency_proof),
+    query("AuditService", "GetConsistencyProof", OPERATOR, get_consistency_proof, costly=True),
 )

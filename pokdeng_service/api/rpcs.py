@@ -25,7 +25,9 @@ order:
    which ``max_calls_per_caller`` for one principal, and per kind of stream at most
    ``Limits.streams(kind)`` open streams (RESOURCE_EXHAUSTED beyond); a method that needs the
    store is refused at once while the store probe finds the store unreachable (UNAVAILABLE);
-7. the body, once a worker is free (a call whose deadline passes while it waits is not started);
+7. the body, once a worker is free for its caller (``api/fairness.py``), and for a costly method
+   (the audits: ``Rpc.costly``) once one of the few costly slots is free too (a call whose deadline
+   passes while it waits is not started);
    any error it raises ends the call through the one error map (``pokdeng_service.api.errors``).
    A stream whose client keeps it waiting longer than ``Limits.stream_idle`` seconds (a reply it
    does not take, a request it does not send) is cancelled by the server's housekeeping thread
@@ -157,6 +159,9 @@ class Rpc:
     not checked). ``on_loop``: the unary body is cheap and never blocks: it needs no worker.
     ``store``: the method needs the store (refused while the store is unreachable). ``kind``: the
     group of streams that share a cap (``Limits.streams``). ``log_level``: of its line in the call log.
+    ``costly``: the body replays or proves a whole stream (the audits): it runs only in one of the few
+    costly slots (``Limits.costly_workers``), so that such calls, many times a cheap call's work, never
+    take more than those slots' share of the interpreter from everyone else's calls.
     """
 
     service: str
@@ -173,6 +178,7 @@ class Rpc:
     store: bool = True
     kind: str = ""
     log_level: int = logging.INFO
+    costly: bool = False
 
     @property
     def full_service(self) -> str:
@@ -221,8 +227,8 @@ def command(
     return Rpc(service, method, roles, body)
 
 
-def query(service: str, method: str, roles: frozenset[Role], body: Body) -> Rpc:
-    return Rpc(service, method, roles, body)
+def query(service: str, method: str, roles: frozenset[Role], body: Body, *, costly: bool = False) -> Rpc:
+    return Rpc(service, method, roles, body, costly=costly)
 
 
 def stream(service: str, method: str, roles: frozenset[Role], body: Body, kind: str = "") -> Rpc:
@@ -354,7 +360,7 @@ def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> 
                 key = runtime.admit(principal, context)
                 if rpc.store:
                     runtime.require_store()
-                response = runtime.run(key, context, lambda: rpc.body(env, call, request))
+                response = runtime.run(key, context, lambda: rpc.body(env, call, request), costly=rpc.costly)
         except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
             error = exc
         finally:

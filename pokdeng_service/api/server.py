@@ -265,6 +265,7 @@ def create_server(
     max_calls_per_caller: int | None = None,
     max_subscriptions: int | None = None,
     max_streams: Mapping[str, int] | None = None,
+    costly_workers: int = 1,
     stream_idle: float = 60.0,
     connection_idle: float = 300.0,
     poll_interval: float = 0.2,
@@ -315,6 +316,7 @@ def create_server(
         max_calls_per_caller=max_calls_per_caller or max(1, concurrent // 2),
         max_streams=streams,
         stream_idle=stream_idle,
+        costly_workers=costly_workers,
     )
     observer = CallObserver(access_log=access_log)
     runtime = Runtime(limits, observer)

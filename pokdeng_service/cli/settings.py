@@ -48,6 +48,7 @@ class ServeSettings(BaseSettings):
     max_health_watches: int = Field(32, ge=0, description="health Watch streams")
     max_watches: int | None = Field(None, ge=1, description="WatchTable and WatchRound streams (default the workers)")
     max_reflection_streams: int = Field(8, ge=0, description="reflection streams")
+    costly_workers: int = Field(1, ge=1, le=1024, description="audits (replay, verify, export, proofs) running at once")
     stream_idle: float = Field(60.0, gt=0, description="seconds a stream may wait on its client")
     connection_idle: float = Field(300.0, gt=0, description="seconds before a connection with no call is closed")
     probe_interval: float = Field(1.0, gt=0, le=60, description="seconds between store probes")
@@ -112,6 +113,7 @@ class ServeSettings(BaseSettings):
             "max_concurrent_rpcs": self.max_concurrent_rpcs,
             "max_calls_per_caller": self.max_calls_per_caller,
             "max_subscriptions": self.max_subscriptions,
+            "costly_workers": self.costly_workers,
             "max_streams": {
                 "health": self.max_health_watches,
                 "reflection": self.max_reflection_streams,
@@ -144,6 +146,7 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--max-health-watches": {"type": int, "help": "health Watch streams at once (default 32)"},
     "--max-watches": {"type": int, "help": "watch streams at once (default the workers, at least 4)"},
     "--max-reflection-streams": {"type": int, "help": "reflection streams at once (default 8)"},
+    "--costly-workers": {"type": int, "help": "audits (replay, verify, export, proofs) running at once (default 1)"},
     "--stream-idle": {"type": float, "help": "seconds a stream may wait on its client (default 60)"},
     "--connection-idle": {"type": float, "help": "seconds before an idle connection is closed (default 300)"},
     "--probe-interval": {"type": float, "help": "seconds between store probes (default 1)"},

@@ -6,6 +6,12 @@ that opened 16 WatchTable streams (and read their heartbeats, so they never went
 anyone else, the operator included. Now one caller runs at most half the workers, waiting calls are
 served caller by caller in turn (``api/fairness.py``), and one caller holds at most half of each
 kind of stream.
+
+A second attacker then kept its half of the workers busy with audits of its own closed round
+(ExportRound, VerifyRound: each several times a cheap call's work): the bodies share one
+interpreter, so another player's GetTable went from 1.3 ms to 36 ms at the median. Now the costly
+methods (``Rpc.costly``) run only in ``Limits.costly_workers`` slots (one by default, one a
+caller, the callers in turn), taken before a worker: with the same flood that GetTable took 1.8 ms.
 """
 
 from __future__ import annotations
@@ -19,7 +25,8 @@ import grpc
 import pytest
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.admission import Limits, caller_key
+from pokdeng_service.api import server as api_server
+from pokdeng_service.api.admission import Limits, Runtime, caller_key
 from pokdeng_service.api.errors import details_of
 from pokdeng_service.api.fairness import FairWorkers
 
@@ -117,6 +124,55 @@ def test_callers_without_a_token_count_by_host(peer: str, key: str) -> None:
     assert caller_key(None, _Peer(peer)) == key  # type: ignore[arg-type]
 
 
+class _Deadline:
+    def __init__(self, seconds: float | None = None) -> None:
+        self.seconds = seconds
+
+    def time_remaining(self) -> float | None:
+        return self.seconds
+
+
+def test_costly_bodies_run_one_at_a_time_beside_the_cheap_ones() -> None:
+    runtime = Runtime(Limits(workers=4))
+    assert runtime.limits.costly_workers == 1
+    inside, most, cheap_ran = [0], [0], threading.Event()
+    lock, release = threading.Lock(), threading.Event()
+
+    def costly() -> None:
+        with lock:
+            inside[0] += 1
+            most[0] = max(most[0], inside[0])
+        release.wait(10)
+        with lock:
+            inside[0] -= 1
+
+    context: Any = _Deadline()
+    callers = [
+        threading.Thread(target=runtime.run, args=(key, context, costly), kwargs={"costly": True}, daemon=True)
+        for key in ("ann", "ann", "bob", "carl")
+    ]
+    for thread in callers:
+        thread.start()
+    _wait_for(lambda: inside[0] == 1)
+    runtime.run("dan", context, cheap_ran.set)  # a cheap call: a worker at once, beside the costly one
+    assert cheap_ran.is_set()
+    with pytest.raises(Exception, match="costly slot"):  # a costly call waits for the slot, until its deadline
+        runtime.run("dan", _Deadline(0.05), costly, costly=True)
+    time.sleep(0.1)
+    assert most[0] == 1
+    release.set()
+    for thread in callers:
+        thread.join(10)
+    assert most[0] == 1 and inside[0] == 0
+
+
+def test_the_audits_are_the_costly_methods() -> None:
+    costly = {rpc.method for rpc in api_server.RPCS if rpc.costly}
+    assert costly == {"ReplayRound", "VerifyRound", "ExportRound", "GetInclusionProof", "GetConsistencyProof"}
+    with pytest.raises(ValueError, match="positive"):
+        Limits(costly_workers=0)
+
+
 # --- through the server --------------------------------------------------------------------------
 
 
@@ -148,6 +204,49 @@ def test_a_players_flood_of_slow_calls_leaves_another_players_call_at_once(
         release.set()
         for future in flood:
             assert future.result(timeout=10).wallet.wallet_id == "alice"
+    finally:
+        release.set()
+        served.stop()
+        app.close()
+
+
+def test_a_flood_of_audits_runs_one_at_a_time_and_leaves_cheap_calls_at_once(
+    tmp_path: Path, start_server: StartServer
+) -> None:
+    app = make_app(sqlite_env(tmp_path))
+    release = threading.Event()
+    running, most = [0], [0]
+    lock = threading.Lock()
+
+    def slow_verify(round_id: str) -> Any:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        try:
+            release.wait(10)
+            return app.verify_round(round_id)
+        finally:
+            with lock:
+                running[0] -= 1
+
+    served = start_server(Faulty(app, verify_round=slow_verify), max_workers=8)
+    try:
+        ops, auditor, bob = served.api("operator"), served.api("auditor"), served.api("bob")
+        open_wallets(ops, ["bob"])
+        verify = auditor.method("AuditService", "VerifyRound")
+        flood = [verify.future(pb.VerifyRoundRequest(round_id="t#1"), metadata=auditor.metadata) for _ in range(6)]
+        _wait_for(lambda: running[0] == 1)
+        time.sleep(0.2)
+        assert running[0] == 1  # the auditor's half of the workers would run four: one costly slot runs one
+        began = time.perf_counter()
+        assert bob.wallet("bob").wallet_id == "bob"  # a cheap call of another caller: at once
+        assert time.perf_counter() - began < 1.0
+        release.set()
+        for future in flood:
+            with pytest.raises(grpc.RpcError) as raised:  # (no such round: each ran, one after the other)
+                future.result(timeout=20)
+            assert raised.value.code() is grpc.StatusCode.NOT_FOUND
+        assert most[0] == 1
     finally:
         release.set()
         served.stop()
