@@ -37,9 +37,19 @@ class Limits:
     default_max_streams: int = 8  # for a kind not named
     stream_idle: float = 60.0  # seconds a stream may wait on its client (a reply not taken, a request not sent)
     costly_workers: int = 1  # costly bodies (the audits, ``Rpc.costly``) running at once, whoever calls
+    # the largest request message taken (grpc refuses a larger one, RESOURCE_EXHAUSTED, before it is read): the
+    # largest of the API's requests is a few kilobytes (ids of 128 characters, reasons of 500), and every byte
+    # of a request is parsed before its token is checked
+    max_request_bytes: int = 64 * 1024
 
     def __post_init__(self) -> None:
-        low = min(self.workers, self.max_concurrent_rpcs, self.max_calls_per_caller, self.costly_workers)
+        low = min(
+            self.workers,
+            self.max_concurrent_rpcs,
+            self.max_calls_per_caller,
+            self.costly_workers,
+            self.max_request_bytes,
+        )
         if low < 1 or self.default_max_streams < 0:
             raise ValueError("the limits must be positive")
         if self.stream_idle <= 0:

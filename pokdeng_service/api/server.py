@@ -346,6 +346,7 @@ def create_server(
         options=[
             ("grpc.so_reuseport", 0),
             ("grpc.max_concurrent_streams", 100),  # per connection
+            ("grpc.max_receive_message_length", limits.max_request_bytes),
             ("grpc.max_connection_idle_ms", int(connection_idle * 1000)),
         ],
     )

@@ -343,3 +343,30 @@ def test_the_reaper_cancels_only_streams_that_wait_on_their_client_past_the_limi
     for watch in watches:
         runtime.close_stream("events", watch)
     assert not runtime.streams and not runtime.caller_streams
+
+
+def test_a_request_past_the_size_limit_is_refused_before_it_is_read(local: Served) -> None:
+    """Found from the outside: every byte of a request is parsed before its token is checked, and grpc takes
+    4 MB by default, so callers without a token sending 4 MB GetTable requests slowed another player's
+    GetTable from 2 ms to 194 ms at the median. Requests are now at most ``Limits.max_request_bytes``
+    (64 KiB, many times the largest the API's limits allow)."""
+    ops, alice = local.api("operator"), local.api("alice")
+    open_wallets(ops, ["alice"])
+    open_table(ops, "t1", pb.PROFILE_CLASSIC)
+    large = "\U0001f0a1" * 128  # the longest id, in 4-byte characters
+    request = pb.PlaceBetRequest(round_id=large, seat=1, player="alice", stake=100, request_id=large)
+    assert len(request.SerializeToString()) < 2048
+    with pytest.raises(grpc.RpcError) as raised:  # a request at its fields' limits is read: no such round
+        alice.cmd("RoundService", "PlaceBet", request)
+    assert raised.value.code() is grpc.StatusCode.NOT_FOUND
+    assert ops.table("t1").table_id == "t1"
+    raw = local.channel.unary_unary(
+        "/pokdeng.v1.TableService/GetTable", request_serializer=bytes, response_deserializer=bytes
+    )
+    for who in (None, "alice"):
+        metadata = local.api(who).metadata
+        big = b"\x0a\x01a" * (70 * 1024 // 3)  # a valid GetTableRequest of 70 KiB (its table_id repeated)
+        with pytest.raises(grpc.RpcError) as raised:
+            raw(big, metadata=metadata, timeout=10)
+        assert raised.value.code() is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert ops.table("t1").table_id == "t1"
