@@ -1028,7 +1028,7 @@ def _play(profile: Profile, strategy: Strategy, server_seed: bytes, seed: str, n
             profile,
             seats,
             banker,
-            1,
+            2 if profile.wager_split else 1,  # (ante limits are even)
             stake,
             commitment(server_seed),
             f"sim:{seed}",

@@ -573,6 +573,9 @@ def _open(run: _Run, cmd: c.OpenRound) -> None:
         raise InvalidCommand("round numbers start at 1", field="round_no")
     if not 0 < cmd.min_stake <= cmd.max_stake:
         raise InvalidCommand("stake limits must satisfy 0 < min_stake <= max_stake", field="min_stake")
+    if profile.wager_split and (cmd.min_stake % 2 or cmd.max_stake % 2):  # (as the table's: table.py)
+        field = "min_stake" if cmd.min_stake % 2 else "max_stake"
+        raise InvalidCommand(f"ante wagers are split in two: {field} must be even", field=field)
     numbers = [seat for seat, _ in cmd.seats]
     if len(set(numbers)) != len(numbers) or any(n < 1 for n in numbers):
         raise InvalidCommand("seat numbers must be distinct and start at 1", field="seats")

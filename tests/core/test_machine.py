@@ -246,6 +246,14 @@ class TestBetting:
         assert "even" in error.message
         played.bet(1, 102, "ann")
 
+    @pytest.mark.parametrize(("min_stake", "max_stake", "field"), [(11, 1000, "min_stake"), (10, 1001, "max_stake")])
+    def test_an_ante_round_opens_with_even_limits_only(self, min_stake: int, max_stake: int, field: str) -> None:
+        """Found by an outside rules oracle: the table refused odd ante limits, the round itself did not."""
+        with pytest.raises(InvalidCommand, match="even") as raised:
+            open_round("ante", min_stake=min_stake, max_stake=max_stake)
+        assert raised.value.field == field
+        open_round("classic", min_stake=min_stake, max_stake=max_stake)  # (other profiles: any limits)
+
     def test_a_duplicate_bet_is_refused(self) -> None:
         played = open_round("room")
         played.bet(1, 100)

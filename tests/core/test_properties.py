@@ -59,6 +59,8 @@ def tables(draw: st.DrawFn) -> Table:
             banker = "bank"
     min_stake = draw(st.integers(1, 500))
     max_stake = draw(st.integers(min_stake + 1, 100_000))
+    if profile.wager_split:  # ante's limits are even (a wager is half ante, half bet)
+        min_stake, max_stake = 2 * min_stake, 2 * max_stake
     return Table(
         profile,
         seats,
