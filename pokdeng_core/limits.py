@@ -44,6 +44,8 @@ MAX_STATEMENT_PAGE = 1000
 """Lines in one page of a wallet statement."""
 MAX_LIST_PAGE = 1000
 """Tables or wallets in one page of ListTables or ListWallets."""
+DEFAULT_PAGE = 100
+"""A page of ListTables, ListWallets or ListStatementEntries that asks no size; a larger one is costly."""
 MAX_EVENT_BATCH = 1000
 """Events in one batch of the event feed."""
 MAX_RECENT_ROUNDS = 100

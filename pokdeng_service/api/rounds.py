@@ -21,6 +21,7 @@ from pokdeng_service.application.principal import Role
 from pokdeng_service.application.views import RoundView
 
 SERVICE = "RoundService"
+LIST_ROUNDS_PAGE = 10  # a ListRounds page that asks no size
 
 
 ROUND_VIEWS: dict[int, bool] = {pb.ROUND_VIEW_BASIC: False, pb.ROUND_VIEW_FULL: True}  # view: with events
@@ -55,11 +56,16 @@ def _time_text(f: Fields, field: str, stamp: Timestamp) -> str | None:
     return stamp.ToDatetime(tzinfo=UTC).isoformat()
 
 
+def _costly_list(request: pb.ListRoundsRequest) -> bool:
+    """A page of rounds with their events, or of more rounds than the default page, is costly (``Rpc.costly``)."""
+    return request.view == pb.ROUND_VIEW_FULL or request.page_size > LIST_ROUNDS_PAGE
+
+
 def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListRoundsResponse:
     f = Fields()
     f.ident("table_id", request.table_id, required=False)
     f.ident("player", request.player, required=False)
-    size = f.page_size(request.page_size, limits.MAX_RECENT_ROUNDS, default=10)
+    size = f.page_size(request.page_size, limits.MAX_RECENT_ROUNDS, default=LIST_ROUNDS_PAGE)
     start = _time_text(f, "close_time_start", request.close_time_start)
     end = _time_text(f, "close_time_end", request.close_time_end)
     outcome = f.choice("outcome", int(request.outcome), convert.OUTCOME_FROM_PB)
@@ -227,6 +233,6 @@ RPCS: tuple[Rpc, ...] = (
     ),
     command(SERVICE, "VoidRound", OPERATOR, lambda r: c.VoidRound(r.round_id, r.reason), round_reply),
     query(SERVICE, "GetRound", READERS, get_round),
-    query(SERVICE, "ListRounds", READERS, list_rounds),
+    query(SERVICE, "ListRounds", READERS, list_rounds, costly=_costly_list),
     query(SERVICE, "GetLegalCommands", READERS, get_legal_commands),
 )

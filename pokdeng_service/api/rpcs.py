@@ -159,9 +159,10 @@ class Rpc:
     not checked). ``on_loop``: the unary body is cheap and never blocks: it needs no worker.
     ``store``: the method needs the store (refused while the store is unreachable). ``kind``: the
     group of streams that share a cap (``Limits.streams``). ``log_level``: of its line in the call log.
-    ``costly``: the body replays or proves a whole stream (the audits): it runs only in one of the few
-    costly slots (``Limits.costly_workers``), so that such calls, many times a cheap call's work, never
-    take more than those slots' share of the interpreter from everyone else's calls.
+    ``costly``: the body replays or proves a whole stream (the audits), or, a predicate of the request,
+    reads a large page (``larger_than``): it runs only in one of the few costly slots
+    (``Limits.costly_workers``), so that such calls, many times a cheap call's work, never take more
+    than those slots' share of the interpreter from everyone else's calls.
     """
 
     service: str
@@ -178,7 +179,10 @@ class Rpc:
     store: bool = True
     kind: str = ""
     log_level: int = logging.INFO
-    costly: bool = False
+    costly: bool | Callable[[Any], bool] = False
+
+    def is_costly(self, request: Any) -> bool:
+        return self.costly(request) if callable(self.costly) else self.costly
 
     @property
     def full_service(self) -> str:
@@ -227,8 +231,19 @@ def command(
     return Rpc(service, method, roles, body)
 
 
-def query(service: str, method: str, roles: frozenset[Role], body: Body, *, costly: bool = False) -> Rpc:
+def query(
+    service: str, method: str, roles: frozenset[Role], body: Body, *, costly: bool | Callable[[Any], bool] = False
+) -> Rpc:
     return Rpc(service, method, roles, body, costly=costly)
+
+
+def larger_than(size: int) -> Callable[[Any], bool]:
+    """A List method's cost: a page of more than ``size`` items (its default page) is costly."""
+
+    def large(request: Any) -> bool:
+        return int(request.page_size) > size
+
+    return large
 
 
 def stream(service: str, method: str, roles: frozenset[Role], body: Body, kind: str = "") -> Rpc:
@@ -360,7 +375,9 @@ def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> 
                 key = runtime.admit(principal, context)
                 if rpc.store:
                     runtime.require_store()
-                response = runtime.run(key, context, lambda: rpc.body(env, call, request), costly=rpc.costly)
+                response = runtime.run(
+                    key, context, lambda: rpc.body(env, call, request), costly=rpc.is_costly(request)
+                )
         except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
             error = exc
         finally:

@@ -7,7 +7,7 @@ from pokdeng_core import currencies, limits
 from pokdeng_service.api import convert, paging
 from pokdeng_service.api.replies import table_reply
 from pokdeng_service.api.requests import Fields
-from pokdeng_service.api.rpcs import OPERATOR, PLAYERS, READERS, Call, Env, Rpc, command, query
+from pokdeng_service.api.rpcs import OPERATOR, PLAYERS, READERS, Call, Env, Rpc, command, larger_than, query
 from pokdeng_service.application import access
 from pokdeng_service.application import commands as c
 
@@ -44,7 +44,7 @@ def get_table(env: Env, call: Call, request: pb.GetTableRequest) -> pb.GetTableR
 
 def list_tables(env: Env, _call: Call, request: pb.ListTablesRequest) -> pb.ListTablesResponse:
     f = Fields()
-    size = f.page_size(request.page_size, limits.MAX_LIST_PAGE, default=100)
+    size = f.page_size(request.page_size, limits.MAX_LIST_PAGE, default=limits.DEFAULT_PAGE)
     profile = f.choice("profile", int(request.profile), convert.PROFILE_FROM_PB)
     f.done()
     filters = {"profile": profile}
@@ -72,5 +72,5 @@ RPCS: tuple[Rpc, ...] = (
     command(SERVICE, "ReconnectBanker", PLAYERS, lambda r: c.ReconnectBanker(r.table_id, r.player), table_reply),
     command(SERVICE, "CheckpointTable", OPERATOR, lambda r: c.CheckpointTable(r.table_id, r.period), table_reply),
     query(SERVICE, "GetTable", READERS, get_table),
-    query(SERVICE, "ListTables", READERS, list_tables),
+    query(SERVICE, "ListTables", READERS, list_tables, costly=larger_than(limits.DEFAULT_PAGE)),
 )

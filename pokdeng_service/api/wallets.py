@@ -7,7 +7,7 @@ from pokdeng_core import currencies, limits
 from pokdeng_service.api import convert, paging
 from pokdeng_service.api.replies import wallet_reply
 from pokdeng_service.api.requests import Fields
-from pokdeng_service.api.rpcs import AUDITORS, OPERATOR, READERS, Call, Env, Rpc, command, query
+from pokdeng_service.api.rpcs import AUDITORS, OPERATOR, READERS, Call, Env, Rpc, command, larger_than, query
 from pokdeng_service.application import access
 from pokdeng_service.application.commands import Deposit, OpenWallet, Withdraw
 
@@ -29,7 +29,7 @@ def get_wallet(env: Env, call: Call, request: pb.GetWalletRequest) -> pb.GetWall
 
 def list_wallets(env: Env, _call: Call, request: pb.ListWalletsRequest) -> pb.ListWalletsResponse:
     f = Fields()
-    size = f.page_size(request.page_size, limits.MAX_LIST_PAGE, default=100)
+    size = f.page_size(request.page_size, limits.MAX_LIST_PAGE, default=limits.DEFAULT_PAGE)
     f.done()
     cursor = paging.decode("ListWallets", {}, request.page_token, env.token_key)
     after = paging.key_cursor(cursor) if cursor is not None else None
@@ -44,7 +44,7 @@ def list_statement_entries(
 ) -> pb.ListStatementEntriesResponse:
     f = Fields()
     f.ident("wallet_id", request.wallet_id)
-    size = f.page_size(request.page_size, limits.MAX_STATEMENT_PAGE, default=100)
+    size = f.page_size(request.page_size, limits.MAX_STATEMENT_PAGE, default=limits.DEFAULT_PAGE)
     f.done()
     filters = {"wallet_id": request.wallet_id}
     cursor = paging.decode("ListStatementEntries", filters, request.page_token, env.token_key)
@@ -65,6 +65,6 @@ RPCS: tuple[Rpc, ...] = (
     command(SERVICE, "Deposit", OPERATOR, lambda r: Deposit(r.wallet_id, r.amount), wallet_reply),
     command(SERVICE, "Withdraw", OPERATOR, lambda r: Withdraw(r.wallet_id, r.amount), wallet_reply),
     query(SERVICE, "GetWallet", READERS, get_wallet),
-    query(SERVICE, "ListWallets", AUDITORS, list_wallets),
-    query(SERVICE, "ListStatementEntries", READERS, list_statement_entries),
+    query(SERVICE, "ListWallets", AUDITORS, list_wallets, costly=larger_than(limits.DEFAULT_PAGE)),
+    query(SERVICE, "ListStatementEntries", READERS, list_statement_entries, costly=larger_than(limits.DEFAULT_PAGE)),
 )
