@@ -19,6 +19,8 @@ Error                                  gRPC code            Details
 ``UnknownSeat``, ``SealedShoe`` and                         case (``WRONG_PHASE``, ``NOT_YOUR_TURN``,
 any other ``DomainError`` (a rule)                          ``UNKNOWN_SEAT``, ``RULE_VIOLATION`` ...), its
                                                             details as metadata; PreconditionFailure
+``VaultError`` (a seed that cannot be  FAILED_PRECONDITION  as ``SealedShoe``: ErrorInfo ``SEALED_SHOE``
+unsealed: a lost or wrong vault key)
 ``NotFound``                           NOT_FOUND            ErrorInfo ``NOT_FOUND``; ResourceInfo
 ``AlreadyExists``                      ALREADY_EXISTS       ErrorInfo ``ALREADY_EXISTS``; ResourceInfo
 ``Conflict``                           ABORTED              ErrorInfo ``CONFLICT``; RetryInfo (retry the same
@@ -65,7 +67,7 @@ from google.protobuf import any_pb2, duration_pb2
 from google.rpc import code_pb2, error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from grpc_status import rpc_status
 
-from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand
+from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand, SealedShoe
 from pokdeng_service.application.errors import (
     AlreadyExists,
     Conflict,
@@ -76,6 +78,7 @@ from pokdeng_service.application.errors import (
     RequestInvalid,
     StreamForged,
 )
+from pokdeng_service.store.vault import VaultError
 from pokdeng_service.wallet.errors import WalletUnavailable
 
 DOMAIN = "pokdeng"
@@ -200,6 +203,8 @@ def reason_of(status: status_pb2.Status) -> str:
 
 def status_for(exc: BaseException) -> status_pb2.Status:
     """The ``google.rpc.Status`` (code, message, details) that reports ``exc`` to a client."""
+    if isinstance(exc, VaultError):  # the round's seed cannot be unsealed (a lost or wrong key): its shoe is sealed
+        exc = SealedShoe(str(exc))
     if isinstance(exc, StoreDown):
         return _status(exc.code, exc.message, _info(exc.reason, exc.metadata), _retry())
     if isinstance(exc, ApiError):

@@ -302,3 +302,43 @@ def test_a_timeout_for_a_turn_already_played_is_refused(local: Served, ops: Api)
             "RoundService", "TimeOutTurn", pb.TimeOutTurnRequest(round_id=round_id, expected_version=now.version)
         )
         assert any(kind_of(e) == "turn_timed_out" for e in timed.events)
+
+
+def test_a_round_whose_seed_cannot_be_unsealed_is_refused_as_sealed(tmp_path: Path, start_server: StartServer) -> None:
+    """Found from the outside: with the vault key lost (a new one made), Deal and PlaceBet on a round opened
+    under the old key answered INTERNAL; docs/operations.md promises a refusal that says why, and VoidRound."""
+    from pokdeng_service.application import PokdengApp
+    from pokdeng_service.store.vault import SeedVault
+
+    env = sqlite_env(tmp_path)
+    first = make_app(env)
+    served = start_server(first)
+    ops, alice = served.api("operator"), served.api("alice")
+    open_wallets(ops, ["alice"])
+    open_table(ops, "t1", pb.PROFILE_CLASSIC)
+    seat(alice, "t1", "alice", 1)
+    round_id = start_round(ops, "t1").round_id
+    alice.cmd("RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=100))
+    served.stop()
+    first.close()
+    other = PokdengApp(env, vault=SeedVault.from_hex("5e" * 32))  # another key: the seal does not open
+    served = start_server(other)
+    try:
+        ops, alice = served.api("operator"), served.api("alice")
+        for call in (
+            lambda: ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id, request_id="deal-later")),
+            lambda: alice.cmd(
+                "RoundService",
+                "PlaceBet",
+                pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=200, request_id="bet-later"),
+            ),
+        ):
+            details = refused(served, call)
+            assert details.code is Code.FAILED_PRECONDITION, details
+            assert details.reason == "SEALED_SHOE" and "cannot unseal the server seed" in details.message
+        void = pb.VoidRoundRequest(round_id=round_id, reason="vault key lost", request_id="void-later")
+        ops.cmd("RoundService", "VoidRound", void)
+        assert ops.round(round_id).phase == pb.ROUND_PHASE_CLOSED
+    finally:
+        served.stop()
+        other.close()
