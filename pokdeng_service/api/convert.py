@@ -12,7 +12,7 @@ kingmaker banker's up card, and the number of cards of every hand, not their fac
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -249,6 +249,23 @@ def _redacted(event: RecordedEvent, seen: Visibility) -> dict[str, Any] | None:
     if event.kind == re.CardDrawn.kind and not seen.sees(int(event.data["seat"])):
         return {**event.data, "card": HIDDEN}
     return None
+
+
+WITHHELD = "(withheld while a dealt card is hidden)"
+
+
+def seen_events(events: Sequence[RecordedEvent], seen: Visibility) -> list[RecordedEvent]:
+    """A round's stored events as a viewer ``seen`` may have them: hidden cards blanked, and each digest that
+    would commit to one replaced by ``WITHHELD`` (the dispute page of an open round, ``pokdeng replay``)."""
+    shown = []
+    for event in events:
+        redacted = _redacted(event, seen)
+        if redacted is not None:
+            event = event._replace(data=redacted)
+        if _hides(seen, event.position) and event.digest:
+            event = event._replace(digest=WITHHELD)
+        shown.append(event)
+    return shown
 
 
 def _hides(seen: Visibility, position: int) -> bool:

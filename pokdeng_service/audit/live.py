@@ -160,25 +160,27 @@ def _verify_round(
     if not closed:  # an operator-side check of an open round: the seed is still sealed
         seed = app.server_seed(round_id)
     check_replay(verdict, events, seed)
+    if not closed:  # nothing is settled in an open round yet: that is no fault of its record
+        verdict.add("money", True, "the round is open: nothing is settled yet")
+        return
     nets = check_money(verdict, events)
-    if closed:
-        table_id = opened.data["table_id"]
-        if pins is None:
-            finished = table_finish(app, table_id, round_id, opened.data["round_no"])
-        else:
-            finished = pins.find(table_id, round_id, opened.data["round_no"])
-        pinned = finished is not None and finished.data.get("round_digest") == last
-        verdict.add("table record", pinned, f"table {table_id} pins the round's last digest")
-        if check_wallets:
-            for player, net in nets.items():
-                applied = wallet_settlement(app, player, round_id)
-                if applied is None and verify_platform_round(app, verdict, round_id, facts):
-                    break  # the round's money is a platform's: its transactions are checked (docs/wallet.md)
-                verdict.add(
-                    f"wallet {player}",
-                    applied is not None and applied[0] == net,
-                    f"wallet applied {applied[0] if applied else 'nothing'}, round says {net}",
-                )
+    table_id = opened.data["table_id"]
+    if pins is None:
+        finished = table_finish(app, table_id, round_id, opened.data["round_no"])
+    else:
+        finished = pins.find(table_id, round_id, opened.data["round_no"])
+    pinned = finished is not None and finished.data.get("round_digest") == last
+    verdict.add("table record", pinned, f"table {table_id} pins the round's last digest")
+    if check_wallets:
+        for player, net in nets.items():
+            applied = wallet_settlement(app, player, round_id)
+            if applied is None and verify_platform_round(app, verdict, round_id, facts):
+                break  # the round's money is a platform's: its transactions are checked (docs/wallet.md)
+            verdict.add(
+                f"wallet {player}",
+                applied is not None and applied[0] == net,
+                f"wallet applied {applied[0] if applied else 'nothing'}, round says {net}",
+            )
 
 
 def round_facts(app: AuditedRecord, round_id: str, read: list[Fact] | None = None) -> list[Fact]:

@@ -138,7 +138,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
     print()
     print(verdict.render())
     if args.html:
-        replay_view.write_dispute_page(app, view, verdict, Path(args.html), public_keys(args.key))
+        try:
+            replay_view.write_dispute_page(app, view, verdict, Path(args.html), public_keys(args.key), args.player)
+        except ValueError as error:  # a --player the round does not concern
+            print(f"pokdeng replay: {error}", file=sys.stderr)
+            return EXIT_USAGE
         print(f"\nwrote {args.html}: the dispute page (docs/dispute.md); a browser checks the round there too")
     return EXIT_OK if verdict.ok else EXIT_FAILED
 
@@ -389,6 +393,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument(
         "--key", action="append", help="the operator's public key (hex) or key file, for the page to check the signed "
         "log's signature with; repeat for several",
+    )  # fmt: skip
+    replay.add_argument(
+        "--player", metavar="ID", help="the page as this player may have it: its own balances only (its own bundle); "
+        "in an open round its own cards and those shown to the table",
     )  # fmt: skip
     _store_options(replay)
     replay.set_defaults(handler=cmd_replay)

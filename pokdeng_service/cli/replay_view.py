@@ -124,14 +124,35 @@ def _hex_keys(keys: PublicKeys | None) -> list[str]:
     return [keys.hex(key_id) for key_id in keys] if keys is not None else []
 
 
-def write_dispute_page(app: Any, view: RoundView, verdict: Verdict, path: Path, keys: PublicKeys | None) -> None:
-    """The round's dispute page (``pokdeng_service.web``): a closed round's carries its bundle as exported
-    (an open round has none yet: its seed is secret); ``keys`` check the signed head in the browser."""
+def write_dispute_page(
+    app: Any, view: RoundView, verdict: Verdict, path: Path, keys: PublicKeys | None, player: str | None = None
+) -> None:
+    """The round's dispute page (``pokdeng_service.web``): a closed round's carries its bundle as exported, or
+    as ``player`` may have it (its own wallet's balances only: ``audit.bundle.for_player``); an open round
+    has none yet (its seed is secret), and shows only what the table shows: the hands shown to everyone
+    (poks, revealed hands, kingmaker's up card), ``player``'s own too, and no digest that commits to a
+    hidden card (docs/dispute.md). ``keys`` check the signed head in the browser."""
     from pokdeng_service import audit, web
+    from pokdeng_service.api import convert
+    from pokdeng_service.audit.bundle import for_player
 
-    raw = audit.bundle_bytes(app.export_bundle(view.round_id)) if view.phase == "closed" else None
-    page = web.dispute_page(view.events, raw, verdict, keys=_hex_keys(keys), phase=view.phase)
+    if player is not None and player not in _players(view):
+        raise ValueError(f"{player!r} has no seat, stake or banker's role in round {view.round_id}")
+    events: list[Any] = list(view.events)
+    raw = None
+    if view.phase == "closed":
+        bundle = app.export_bundle(view.round_id)
+        raw = audit.bundle_bytes(for_player(bundle, player) if player is not None else bundle)
+    else:  # ("" is nobody's id: the cards shown to the whole table)
+        events = convert.seen_events(events, convert.visibility_for(player or "", view))
+    page = web.dispute_page(events, raw, verdict, keys=_hex_keys(keys), phase=view.phase)
     path.write_text(page, encoding="utf-8")
+
+
+def _players(view: RoundView) -> set[str]:
+    """Everyone a round concerns: its seats' holders, its bettors and its banker."""
+    found = {h.holder for h in view.hands if h.holder} | {b.player for b in (*view.bets, *view.side_bets)}
+    return found | ({view.banker} if view.banker else set())
 
 
 def write_verifier_page(path: Path, keys: PublicKeys | None) -> None:

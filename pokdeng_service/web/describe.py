@@ -32,6 +32,9 @@ class Face:
 
 
 def face(text: str, step: int = 0, shoe_index: int | None = None) -> Face:
+    """A card's face; ``""`` (a card the page's reader may not see yet, in an open round): face down."""
+    if not text:
+        return Face("", "?", "", False, step, None)
     card = parse_card(text)
     return Face(str(card), card.rank.text, card.suit.symbol, card.suit.symbol in "♥♦", step, shoe_index)
 

@@ -63,7 +63,9 @@ class Seat:
 
     @property
     def points(self) -> int | None:
-        return taem([parse_card(c.text) for c in self.cards]) if self.cards else None
+        if not self.cards or not all(c.text for c in self.cards):  # (none yet, or one face down)
+            return None
+        return taem([parse_card(c.text) for c in self.cards])
 
 
 @dataclass(frozen=True)

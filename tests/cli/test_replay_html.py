@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, main
+from pokdeng_service.cli import EXIT_OK, EXIT_USAGE, main
 
 from .pages import CARDLIKE, HOSTILE, Store, make_store
 
@@ -137,7 +137,7 @@ def test_a_round_closed_after_the_last_head_says_unanchored(store: Store, tmp_pa
 
 
 def test_an_open_round_has_a_page_without_a_bundle(store: Store, tmp_path: Path) -> None:
-    text = page(store, "open", tmp_path, code=EXIT_FAILED)  # (its money is not settled yet: replay says so)
+    text = page(store, "open", tmp_path)  # (nothing is settled yet: no fault of its record)
     assert 'class="headline open"' in text and "IN PLAY" in visible(text)
     assert "data-bundle=" not in text and "(secret until the round closes)" in text
 
@@ -198,3 +198,66 @@ def test_a_round_recorded_before_decisions_named_their_sender() -> None:
         ("player_stood", "bob"),
     ]
     assert who[12] == ("card_drawn", "the house")
+
+
+def test_an_open_round_s_page_shows_only_what_the_table_shows(tmp_path: Path) -> None:
+    """Found from the outside: the page of a round in play showed every dealt card and every digest (with
+    which anyone can try the 52 cards until one matches), and a closed round's page every wallet's balances.
+    Now an open round's page shows what the table shows (and ``--player``'s own hand), with the digests from
+    the deal on withheld; ``--player`` makes a closed round's page from the player's own bundle."""
+    from pokdeng_core.machine import Phase
+    from pokdeng_service.application.config import StoreConfig
+    from pokdeng_service.application.partitions import PartitionedPokdeng
+
+    from ..service import play
+
+    db = tmp_path / "open.sqlite"
+    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db)))
+    try:
+        d = play.Driver(service.apps[0])
+        play.open_wallets(d, ["ann", "bob"])
+        play.open_table(d, "t", "classic", [(1, "ann"), (2, "bob")])
+        closed = play.start_round(d, "t")
+        play.seat_bets(d, closed, 100)
+        play.drive_round(d, closed)
+        for _ in range(20):
+            round_id = play.start_round(d, "t")
+            play.seat_bets(d, round_id, 100)
+            if play.drive_until(d, round_id, Phase.PLAYER_TURNS):
+                view = service.apps[0].get_round(round_id)
+                if not any(h.revealed for h in view.hands) and not any(e.kind == "pok_declared" for e in view.events):
+                    break
+            play.drive_round(d, round_id)
+        else:
+            raise AssertionError("no round of 20 stopped in the players' turns with no hand shown (no pok)")
+        hands = {h.seat: h.cards for h in view.hands}
+        digests = [e.digest for e in view.events if e.kind == "cards_dealt"]
+    finally:
+        service.close()
+
+    def made(round_id: str, *extra: str) -> str:
+        out = tmp_path / "page.html"
+        assert main(["replay", round_id, "--db", str(db), "--html", str(out), *extra]) == EXIT_OK
+        return out.read_text(encoding="utf-8")
+
+    def faces(text: str, seat: int) -> str:
+        found = re.search(rf'<article class="seat[^"]*" id="seat-{seat}">(.*?)</article>', text, flags=re.S)
+        assert found is not None
+        return found.group(1)
+
+    spectator = made(round_id)
+    assert digests and all(digest not in spectator for digest in digests)
+    ann = made(round_id, "--player", "ann")
+    assert all(digest not in ann for digest in digests)
+    for seat in (1, 2, 0):
+        for card in hands[seat]:
+            assert f'title="{card}' not in faces(spectator, seat)
+    assert all(f'title="{card}' in faces(ann, 1) for card in hands[1])
+    assert not any(f'title="{card}' in faces(ann, 2) for card in hands[2])
+    staff, mine = made(closed), made(closed, "--player", "ann")
+    bundle = json.loads(base64.b64decode(re.findall(r'data-bundle="([A-Za-z0-9+/=]+)"', mine)[0]))
+    assert [b["wallet"] for b in bundle["balances"]] == ["ann"]
+    staff_bundle = json.loads(base64.b64decode(re.findall(r'data-bundle="([A-Za-z0-9+/=]+)"', staff)[0]))
+    assert sorted(b["wallet"] for b in staff_bundle["balances"]) == ["ann", "bob"]
+    out = tmp_path / "nobody.html"
+    assert main(["replay", closed, "--db", str(db), "--html", str(out), "--player", "carl"]) == EXIT_USAGE
