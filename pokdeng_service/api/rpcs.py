@@ -122,12 +122,13 @@ class Env:
     token_key: bytes = b""  # authenticates page and resume tokens (api/paging.py; ``SeedVault.token_key``)
     runtime: Runtime | None = None  # the fair workers, for a stream's pieces of work (``fairly``)
 
-    def fairly(self, call: Call, work: Callable[[], T]) -> T:
+    def fairly(self, call: Call, work: Callable[[], T], *, costly: bool = False) -> T:
         """``work()`` on a worker's turn of the call's caller (``Runtime.run``): a stream's reads take their
-        share of the workers as unary calls do, so one caller's streams cannot crowd out the others."""
+        share of the workers as unary calls do, so one caller's streams cannot crowd out the others; a
+        ``costly`` read (a page of a stream's history) also waits for a costly slot, as the audits do."""
         if self.runtime is None:
             return work()
-        return self.runtime.run(caller_key(call.principal, call.context), call.context, work)
+        return self.runtime.run(caller_key(call.principal, call.context), call.context, work, costly=costly)
 
     def lists(self) -> RecentRounds:
         """The read models, for the List methods (FAILED_PRECONDITION on a server that keeps none)."""

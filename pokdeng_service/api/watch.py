@@ -29,7 +29,7 @@ from pokdeng_service.api.rpcs import READERS, Call, Env, Rpc, stream
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.store import aggregates as ag
 
-WATCH_PAGE = 256  # events a watch reads and sends at a time (then, if more are stored, the next page)
+WATCH_PAGE = 64  # events a watch reads and sends at a time (then, if more are stored, the next page)
 Batch = Callable[[int], tuple[Sequence[pb.RecordedEvent], bool]]
 """Events after a position (as the caller may see them), and whether the stream is over."""
 
@@ -51,11 +51,14 @@ def _follow(
 ) -> Iterator[Any]:
     hub, context = env.hub, call.context
     last_sent = time.monotonic()
+    history = True  # the first page, and every page after a full one, read what is stored: a costly read
     while context.is_active():
         if hub.closing.is_set():
             raise Unavailable(f"the server is shutting down: resume {method} with the last token")
         generation = hub.generation
-        events, over = env.fairly(call, functools.partial(batch, position))  # (a worker's turn, as a unary call)
+        # (a worker's turn, as a unary call; a page after a full one, history, a costly slot's too)
+        events, over = env.fairly(call, functools.partial(batch, position), costly=history)
+        history = len(events) >= WATCH_PAGE
         for event in events:
             position = event.sequence
             yield reply(event=event, resume_token=paging.encode(method, {key: ident}, position, env.token_key))
