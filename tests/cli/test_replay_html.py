@@ -261,3 +261,18 @@ def test_an_open_round_s_page_shows_only_what_the_table_shows(tmp_path: Path) ->
     assert sorted(b["wallet"] for b in staff_bundle["balances"]) == ["ann", "bob"]
     out = tmp_path / "nobody.html"
     assert main(["replay", closed, "--db", str(db), "--html", str(out), "--player", "carl"]) == EXIT_USAGE
+
+
+def test_the_page_runs_its_own_script_alone(store: Store, tmp_path: Path) -> None:
+    """The policy names the SHA-256 of the page's one script (no ``'unsafe-inline'`` for scripts): text that
+    escaped into the page could not run."""
+    import hashlib
+
+    text = page(store, "classic", tmp_path)
+    policy = re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', text)
+    assert policy is not None
+    script_src = next(p for p in policy.group(1).split(";") if p.strip().startswith("script-src"))
+    assert "unsafe-inline" not in script_src
+    (body,) = re.findall(r"<script>(.*?)</script>", text, flags=re.S)
+    digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
+    assert script_src.split() == ["script-src", f"'sha256-{digest}'"]
