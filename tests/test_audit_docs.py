@@ -566,3 +566,39 @@ def test_the_record_rules_beyond_the_chain() -> None:
     assert "round id" in (problem(lambda events: events[0]["data"].update(round_no=7)) or "")
     assert "sender" in (problem(lambda events: events[0]["data"].update(by="")) or "")
     assert problem(lambda events: events[0]["data"].pop("by")) is None  # (a record made before senders were named)
+
+
+@pytest.mark.parametrize("name", list(forgery.RESTATED))
+def test_what_a_bundle_restates_is_compared_whole(wr: ModuleType, name: str, tmp_path: Path) -> None:
+    """Found by an outside attacker: the docs' verifier (and the page) passed these, which `pokdeng verify
+    --bundle --key` refused: it compared only each decision's command name, read `chain` and `shuffle`
+    member by member and never an event's data members. Every verifier now fails the same one check
+    (docs/audit.md: `copies` compares `decisions`, `shuffle` and `chain` whole; `form`, as pokdeng's
+    `shape`, every event's data members); the same bundle without the edit passes them all."""
+    case = forgery.RESTATED[name]
+    key = [] if case.rechained else ["--key", TEST_KEY]
+    for edit in (False, True):
+        path = tmp_path / f"{'edited' if edit else 'genuine'}.json"
+        path.write_bytes(forgery.restated(BUNDLE.read_bytes(), wr, name, edit=edit))
+        documented = _run(str(path), *key)
+        service = subprocess.run(
+            [sys.executable, "-m", "pokdeng_service.cli", "verify", "--bundle", str(path), *key],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        if not edit:
+            assert documented.returncode == 0 and service.returncode == 0, documented.stdout + service.stdout
+            continue
+        assert documented.returncode == 1 and _failed(documented.stdout) == {case.check}, documented.stdout
+        assert service.returncode == 1 and _failed(service.stdout) == {case.service}, service.stdout
+
+
+def test_the_docs_verifier_knows_every_events_data_members(wr: ModuleType) -> None:
+    """`form` holds each event's data to docs/events.md's members: the core's, less those added later."""
+    from pokdeng_core import events
+
+    assert {kind: set(codec.field_names(cls)) for kind, cls in events.EVENT_BY_KIND.items()} == wr.EVENT_DATA
+    assert {kind: set(added) for kind, added in events.ADDED_FIELDS.items()} == wr.ADDED_DATA

@@ -110,6 +110,38 @@ KINDS = {
     "seed_revealed", "round_closed",
 }  # fmt: skip
 SENT_BY_OPERATOR = {"round_opened", "cards_dealt", "side_bets_settled", "turn_timed_out", "round_voided"}
+# Each kind's `data` members (docs/events.md, "Round stream"): exactly these. Those of ADDED_DATA were added
+# after rounds were recorded without them, which lack them (read as "" and THB): a record may leave them out.
+EVENT_DATA = {
+    "round_opened": {
+        "round_id", "table_id", "round_no", "profile_name", "profile_version", "profile_options", "engine_version",
+        "banker_player", "seats", "min_stake", "max_stake", "currency", "by",
+    },
+    "contributions_opened": {"rule"},
+    "shuffle_committed": {"commitment", "client_seed", "nonce", "algorithm", "shoe_size"},
+    "client_seed_contributed": {"contributor", "client_seed", "by"},
+    "bet_placed": {"seat", "player", "stake", "reserved", "banker_reserved", "by"},
+    "client_seed_fixed": {"client_seed", "rule", "contributions"},
+    "cards_dealt": {"cards", "banker_up_card", "by"},
+    "pok_declared": {"seat", "cards", "taem", "label"},
+    "side_bet_window_opened": {"up_card"},
+    "side_bet_placed": {"seat", "player", "stake", "reserved", "by"},
+    "side_bets_settled": {"natural", "results", "by"},
+    "turn_timed_out": {"seat", "action", "by"},
+    "card_drawn": {"seat", "card", "reason", "by"},
+    "player_stood": {"seat", "reason", "by"},
+    "hands_revealed": {"seats", "hands", "selective", "by"},
+    "bet_settled": {
+        "seat", "player", "stake", "outcome", "multiplier", "gross", "commission", "net", "hand", "banker_hand",
+        "ante_net", "bet_net",
+    },
+    "round_settled": {"wallets", "banker_net_before_commission", "banker_commission", "commission", "house_net"},
+    "round_voided": {"reason", "wallets", "by"},
+    "seed_revealed": {"server_seed"},
+    "round_closed": {"outcome"},
+}  # fmt: skip
+ADDED_DATA = {kind: {"by"} for kind, fields in EVENT_DATA.items() if "by" in fields}
+ADDED_DATA["round_opened"] = {"currency", "by"}
 
 
 def genesis(stream: str) -> str:
@@ -651,6 +683,12 @@ class BundleCheck:
         for event in b["events"]:
             _require(isinstance(event, dict) and set(event) == EVENT_FIELDS, "an event with other fields")
             _require(event["kind"] in KINDS, f"event {event['position']}: kind {event['kind']!r} is not a round's")
+            where, data = f"event {event['position']} ({event['kind']})", event["data"]
+            _require(isinstance(data, dict), f"{where}: data is not an object")
+            listed = EVENT_DATA[event["kind"]]  # (docs/events.md: exactly these; ADDED_DATA may be absent)
+            extra, lacking = set(data) - listed, listed - set(data) - ADDED_DATA.get(event["kind"], set())
+            _require(not extra, f"{where}: data with members {sorted(extra)} that docs/events.md does not list")
+            _require(not lacking, f"{where}: data without {sorted(lacking)}")
         for entry in b["balances"]:
             _require(isinstance(entry, dict) and set(entry) == BALANCE_FIELDS, "a balance with other fields")
         inclusion, log = b.get("inclusion"), b.get("log")
@@ -1093,23 +1131,134 @@ class BundleCheck:
     # -- 3. what the bundle restates -----------------------------------------------------
 
     def copies(self) -> str:
-        b, opened = self.bundle, self.opening
-        profile = {"name": opened["profile_name"], "version": opened["profile_version"], "options": self.options}
-        _require(b["profile"] == profile, f"profile {b['profile']} is not the opening's {profile}")
-        _require(b["engine_version"] == opened["engine_version"], "engine_version is not the opening's")
-        _require(b["payouts"] == [e["data"] for e in self.all("bet_settled")], "payouts are not the bet_settled events")
-        settled = self.first("round_settled")
-        _require(b["settlement"] == (settled["data"] if settled else None), "settlement is not round_settled")
-        times = {"opened": self.events[0]["timestamp"], "closed": self.events[-1]["timestamp"]}
-        _require(b["times"] == times, "times are not the first and last events' times")
+        """Every field the bundle restates, computed again from its events alone and compared whole, byte
+        for byte in canonical JSON: nothing in them can differ from the events, nor ride along."""
         for event in self.events:
             _require(
                 re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00", event["timestamp"]) is not None,
                 f"event {event['position']}: time {event['timestamp']!r} is not ISO 8601 UTC",
             )
-        names = [self._command_of(group) for group in self._groups()]
-        _require([d["command"] for d in b["decisions"]] == names, f"decisions are not the commands {names}")
-        return f"profile, engine, payouts, settlement, times and {len(names)} decisions as the events say"
+        again = self._restated()
+        differ = [
+            _difference(k, v, self.bundle.get(k))
+            for k, v in again.items()
+            if canonical(v) != canonical(self.bundle.get(k))
+        ]
+        _require(not differ, f"not what the events say: {'; '.join(differ)}")
+        return (
+            f"table, round number, profile, engine, shuffle, {len(again['decisions'])} decisions, payouts, "
+            "settlement, times and chain: each what the events say"
+        )
+
+    def _restated(self) -> dict[str, Any]:
+        """§ Round bundle: what the bundle restates, from the events alone (the table of fields, and Decisions)."""
+        opened, rules = self.opening, self.rules
+        committed = self.first("shuffle_committed")
+        _require(committed is not None, "no shuffle_committed")
+        assert committed is not None
+        contributing, fixed, revealed = (
+            self.first(k) for k in ("contributions_opened", "client_seed_fixed", "seed_revealed")
+        )
+        client_seed = (fixed or committed)["data"]["client_seed"]
+        server_seed = revealed["data"]["server_seed"] if revealed is not None else ""
+        nonce = committed["data"]["nonce"]
+        deck = []  # a seed revealed and a client seed fixed (at the deal, or given with the commitment): the shoe
+        if revealed is not None and (fixed is not None or contributing is None):
+            deck = shuffle(bytes.fromhex(server_seed), client_seed, nonce, rules["decks"])
+        shuffled: dict[str, Any] = {
+            "algorithm": "pokdeng-shuffle-v1",
+            "commitment": committed["data"]["commitment"],
+            "server_seed": server_seed,
+            "client_seed": client_seed,
+            "nonce": nonce,
+            "decks": rules["decks"],
+            "deck_order": deck,
+        }
+        if contributing is not None:  # as fixed at the deal, else each contributor's last, by the UTF-8 bytes of its id
+            latest: dict[str, str] = {}
+            for event in self.all("client_seed_contributed"):
+                latest[event["data"]["contributor"]] = event["data"]["client_seed"]
+            last = [[c, seed] for c, seed in sorted(latest.items(), key=lambda pair: pair[0].encode("utf-8"))]
+            shuffled["client_seed_rule"] = contributing["data"]["rule"]
+            shuffled["contributions"] = fixed["data"]["contributions"] if fixed is not None else last
+        settled = self.first("round_settled")
+        return {
+            "table_id": opened["table_id"],
+            "round_no": opened["round_no"],
+            "profile": {"name": opened["profile_name"], "version": opened["profile_version"], "options": self.options},
+            "engine_version": opened["engine_version"],
+            "shuffle": shuffled,
+            "decisions": [self._decision(group) for group in self._groups()],
+            "payouts": [e["data"] for e in self.all("bet_settled")],
+            "settlement": settled["data"] if settled is not None else None,
+            "times": {"opened": self.events[0]["timestamp"], "closed": self.events[-1]["timestamp"]},
+            "chain": {
+                "version": CHAIN_VERSION,
+                "genesis": genesis(self.bundle["round_id"]),
+                "last": self.events[-1]["digest"],
+            },
+        }
+
+    def _decision(self, group: list[dict[str, Any]]) -> dict[str, Any]:
+        """§ Round bundle, Decisions: the command a group of events records, with exactly its fields."""
+        head, name = group[0], self._command_of(group)
+        kind, data = head["kind"], head["data"]
+        by = data.get("by", "")
+        fields: dict[str, Any] = {}
+        if kind == "round_opened":
+            rest = group[1:]
+            rule = rest.pop(0)["data"]["rule"] if rest and rest[0]["kind"] == "contributions_opened" else ""
+            _require(bool(rest) and rest[0]["kind"] == "shuffle_committed", f"event {head['position']}: no commitment")
+            committed = rest[0]["data"]
+            client_seed = committed["client_seed"]
+            if rule:  # the platform's contribution right after the commitment, if any
+                after: dict[str, Any] = rest[1] if len(rest) > 1 else {"kind": "", "data": {}}
+                platform = after["kind"] == "client_seed_contributed" and after["data"]["contributor"] == ""
+                client_seed = after["data"]["client_seed"] if platform else ""
+            options = "".join(f"+{option}" for option, on in sorted(data["profile_options"]) if on)
+            fields = {
+                k: data[k]
+                for k in ("round_id", "table_id", "round_no", "seats", "banker_player", "min_stake", "max_stake")
+            }
+            fields["profile"] = f"{data['profile_name']}@{data['profile_version']}{options}"
+            fields |= {k: committed[k] for k in ("commitment", "nonce", "algorithm")} | {"client_seed": client_seed}
+            if rule:
+                fields["client_seed_rule"] = rule
+            if data.get("currency", "THB") != "THB":
+                fields["currency"] = data["currency"]
+        else:
+            opened = self.opening
+            banker, holders = opened["banker_player"], {seat: holder for seat, holder in opened["seats"]}
+            if kind == "bet_placed":
+                fields = {"seat": data["seat"], "player": data["player"], "stake": data["stake"]}
+                fields |= {
+                    "available": data["reserved"],
+                    "banker_available": data["banker_reserved"] if banker else None,
+                }
+                contributed = group[1] if len(group) > 1 else None
+                if (
+                    contributed is not None
+                    and contributed["kind"] == "client_seed_contributed"
+                    and contributed["data"]["contributor"] == data["player"]
+                ):
+                    fields["client_seed"] = contributed["data"]["client_seed"]
+            elif kind == "client_seed_contributed":
+                fields = {"player": data["contributor"] or None, "client_seed": data["client_seed"]}
+            elif kind == "client_seed_fixed":  # the deal of a round with contributions: its sender on its cards_dealt
+                dealt = next((e for e in group[1:] if e["kind"] == "cards_dealt"), None)
+                by = dealt["data"].get("by", "") if dealt is not None else ""
+            elif kind in ("card_drawn", "player_stood"):
+                seat = data["seat"]
+                fields = {"player": banker} if seat == 0 else {"seat": seat, "player": holders[seat] or ""}
+            elif kind == "side_bet_placed":
+                fields = {"seat": data["seat"], "player": data["player"], "available": data["reserved"]}
+            elif kind == "round_voided":
+                fields = {"reason": data["reason"]}
+            elif kind == "hands_revealed":  # (selective: a banker_reveal)
+                fields = {"seats": data["seats"], "player": banker}
+        if by:
+            fields["by"] = by
+        return {"command": name, "name": name, **fields}
 
     def _groups(self) -> list[list[dict[str, Any]]]:
         groups: list[list[dict[str, Any]]] = []
@@ -1227,6 +1376,17 @@ class BundleCheck:
             head = anchor["head"]
             self.say(f"signed bytes: {head_signed_bytes(head).hex()}")
             verdict.warnings.append(f"unanchored: the signature of key {head['key_id']} was not checked (give --key)")
+
+
+def _difference(name: str, mine: Any, theirs: Any) -> str:
+    """A restated field that differs: of a list its first differing element, of an object its members."""
+    if isinstance(mine, list) and isinstance(theirs, list):
+        at = next((i for i, (a, b) in enumerate(zip(mine, theirs, strict=False)) if canonical(a) != canonical(b)), None)
+        return f"{name}[{at}]" if at is not None else f"{name} ({len(theirs)} where the events give {len(mine)})"
+    if isinstance(mine, dict) and isinstance(theirs, dict):
+        keys = [k for k in sorted({*mine, *theirs}) if canonical(mine.get(k)) != canonical(theirs.get(k))]
+        return f"{name} ({', '.join(k if k in mine else k + ': a member the events do not give' for k in keys)})"
+    return name
 
 
 def read_keys(values: Sequence[str]) -> dict[str, bytes]:

@@ -36,7 +36,7 @@ from pokdeng_service.audit.replay import (
 )
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
-from pokdeng_service.store.codec import CHAIN_VERSION, canonical_json, from_data, genesis_digest
+from pokdeng_service.store.codec import CHAIN_VERSION, canonical_json, field_names, from_data, genesis_digest
 from pokdeng_service.store.facts import Recorded
 from pokdeng_service.store.signing import HEAD_FIELDS, PublicKeys
 
@@ -202,12 +202,29 @@ _LOG_FIELDS = {"index", "leaf", "path", "head"}
 _HEAD_FIELDS = {"format", "format_version", *HEAD_FIELDS}
 
 
+def data_problem(kind: str, data: Any) -> str | None:
+    """What is wrong with the members of an event's ``data`` (docs/events.md), or None: exactly the
+    fields of its kind's core event, of which only the fields added with a default after rounds were
+    recorded without them (``events.ADDED_FIELDS``: ``by``, ``currency``) may be absent."""
+    if not isinstance(data, dict):
+        return "data is not an object"
+    fields = set(field_names(re.EVENT_BY_KIND[kind]))
+    unknown, missing = set(data) - fields, fields - set(data) - set(re.ADDED_FIELDS.get(kind, {}))
+    if unknown:
+        return f"data with members {sorted(unknown)} that {kind} does not have"
+    if missing:
+        return f"data without {sorted(missing)}"
+    return None
+
+
 def shape_problem(bundle: dict[str, Any]) -> str | None:
     """What is not of the documented form (docs/audit.md, "The bundle"), or None: exactly the documented
     fields (``inclusion`` and ``log`` may be null, or absent from bundles made before them), format
-    version 1, every event of a known kind after the stream's creation, each wallet once in ``balances``
-    with ``net`` = ``after`` - ``before``, and the checkpoint's table the round's. Nothing may ride
-    along that no check reads."""
+    version 1, every event of a known kind after the stream's creation with exactly its kind's data
+    fields (``data_problem``), each wallet once in ``balances`` with ``net`` = ``after`` - ``before``,
+    and the checkpoint's table the round's. Nothing may ride along that no check reads (what the
+    bundle restates from its events, ``decisions``, ``shuffle``, ``chain`` and the rest, is compared
+    whole by the copies check)."""
     fields = set(bundle)
     missing, unknown = set(_ORDER) - {"inclusion", "log"} - fields, fields - set(_ORDER)
     if missing or unknown:
@@ -219,6 +236,9 @@ def shape_problem(bundle: dict[str, Any]) -> str | None:
             return f"an event with the fields {sorted(event) if isinstance(event, dict) else event!r}"
         if event["kind"] not in re.EVENT_BY_KIND or not isinstance(event["position"], int) or event["position"] < 2:
             return f"event {event['position']!r} of kind {event['kind']!r} is not a round's recorded event"
+        problem = data_problem(event["kind"], event["data"])
+        if problem is not None:
+            return f"event {event['position']} ({event['kind']}): {problem}"
     wallets = [b.get("wallet") if isinstance(b, dict) else None for b in bundle["balances"]]
     if len(set(wallets)) != len(wallets):
         return "a wallet appears more than once in balances"
@@ -279,9 +299,15 @@ def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
         last = check_chain(verdict, bundle["round_id"], events)
         verdict.add("chain end", last == bundle["chain"]["last"], "the last digest matches the bundle's")
         check_replay(verdict, events, seed)
-        again = canonical_json(restated(bundle["round_id"], _facts(events)))
-        copied = canonical_json({k: bundle.get(k) for k in json.loads(again)})
-        verdict.add("copies", again == copied, "every field the bundle restates is what its events say")
+        again = restated(bundle["round_id"], _facts(events))
+        differ = [k for k, v in again.items() if canonical_json(v) != canonical_json(bundle.get(k))]
+        verdict.add(
+            "copies",
+            not differ,
+            f"not what its events say: {_differences(differ, again, bundle)}"
+            if differ
+            else "every field the bundle restates is what its events say",
+        )
         nets = check_money(verdict, events)
         inclusion = bundle.get("inclusion")
         if inclusion is not None:
@@ -300,6 +326,22 @@ def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
     except (KeyError, TypeError, ValueError) as error:
         verdict.add("form", False, f"missing or malformed field: {error}")
     return verdict
+
+
+def _differences(fields: Sequence[str], again: dict[str, Any], bundle: dict[str, Any]) -> str:
+    """The restated fields that differ: of a list its first differing element, of an object its members."""
+    named = []
+    for name in fields:
+        mine, theirs = again[name], bundle.get(name)
+        if isinstance(mine, list) and isinstance(theirs, list):
+            pairs = zip(mine, theirs, strict=False)
+            at = next((i for i, (a, b) in enumerate(pairs) if canonical_json(a) != canonical_json(b)), None)
+            name += f"[{at}]" if at is not None else f" ({len(theirs)} where the events give {len(mine)})"
+        elif isinstance(mine, dict) and isinstance(theirs, dict):
+            keys = [k for k in sorted({*mine, *theirs}) if canonical_json(mine.get(k)) != canonical_json(theirs.get(k))]
+            name += f" ({', '.join(k if k in mine else k + ': a member the events do not give' for k in keys)})"
+        named.append(name)
+    return "; ".join(named)
 
 
 def for_player(bundle: dict[str, Any], player: str) -> dict[str, Any]:

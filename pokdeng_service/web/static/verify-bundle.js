@@ -110,6 +110,33 @@
     "round_opened", "round_settled", "round_voided", "seed_revealed", "shuffle_committed", "side_bet_placed",
     "side_bet_window_opened", "side_bets_settled", "turn_timed_out"];
   const SENT_BY_OPERATOR = ["round_opened", "cards_dealt", "side_bets_settled", "turn_timed_out", "round_voided"];
+  // each kind's data members (docs/events.md, "Round stream"): exactly these; those of ADDED_DATA were added after
+  // rounds were recorded without them, which lack them (read as "" and THB): a record may leave them out
+  const EVENT_DATA = {
+    round_opened: ["round_id", "table_id", "round_no", "profile_name", "profile_version", "profile_options",
+      "engine_version", "banker_player", "seats", "min_stake", "max_stake", "currency", "by"],
+    contributions_opened: ["rule"],
+    shuffle_committed: ["commitment", "client_seed", "nonce", "algorithm", "shoe_size"],
+    client_seed_contributed: ["contributor", "client_seed", "by"],
+    bet_placed: ["seat", "player", "stake", "reserved", "banker_reserved", "by"],
+    client_seed_fixed: ["client_seed", "rule", "contributions"],
+    cards_dealt: ["cards", "banker_up_card", "by"],
+    pok_declared: ["seat", "cards", "taem", "label"],
+    side_bet_window_opened: ["up_card"],
+    side_bet_placed: ["seat", "player", "stake", "reserved", "by"],
+    side_bets_settled: ["natural", "results", "by"],
+    turn_timed_out: ["seat", "action", "by"],
+    card_drawn: ["seat", "card", "reason", "by"],
+    player_stood: ["seat", "reason", "by"],
+    hands_revealed: ["seats", "hands", "selective", "by"],
+    bet_settled: ["seat", "player", "stake", "outcome", "multiplier", "gross", "commission", "net", "hand",
+      "banker_hand", "ante_net", "bet_net"],
+    round_settled: ["wallets", "banker_net_before_commission", "banker_commission", "commission", "house_net"],
+    round_voided: ["reason", "wallets", "by"],
+    seed_revealed: ["server_seed"],
+    round_closed: ["outcome"],
+  };
+  const ADDED_DATA = (kind) => (kind === "round_opened" ? ["currency", "by"] : EVENT_DATA[kind].includes("by") ? ["by"] : []);
   const sameKeys = (object, keys) => same(Object.keys(object).sort(), [...keys].sort());
 
   class BundleCheck {
@@ -184,6 +211,13 @@
       for (const event of b.events) {
         require(isObject(event) && sameKeys(event, EVENT_FIELDS), `an event with other fields than ${EVENT_FIELDS}`);
         require(KINDS.includes(event.kind), `event ${event.position}: kind ${repr(event.kind)} is not a round's`);
+        const where = `event ${event.position} (${event.kind})`;
+        require(isObject(event.data), `${where}: data is not an object`);
+        const listed = EVENT_DATA[event.kind];
+        const extra = Object.keys(event.data).filter((k) => !listed.includes(k)).sort();
+        const lacking = listed.filter((k) => !has(event.data, k) && !ADDED_DATA(event.kind).includes(k)).sort();
+        require(extra.length === 0, `${where}: data with members ${JSON.stringify(extra)} that docs/events.md does not list`);
+        require(lacking.length === 0, `${where}: data without ${JSON.stringify(lacking)}`);
       }
       for (const entry of Array.isArray(b.balances) ? b.balances : []) {
         require(isObject(entry) && sameKeys(entry, BALANCE_FIELDS), `a balance with other fields than ${BALANCE_FIELDS}`);
@@ -490,6 +524,7 @@
 
   V.util = { same, big, bySeat, repr, opt, has, isObject };
   V.BundleCheck = BundleCheck;
+  V.eventData = { fields: EVENT_DATA, added: ADDED_DATA };
   V.Verdict = Verdict;
   V.readKeys = readKeys;
   V.verify = verify;

@@ -6,7 +6,8 @@
   const V = root.PokdengVerify;
   const R = V.rules;
   const { Failed, require } = V.core;
-  const { same, big, bySeat, repr } = V.util;
+  const C = V.core;
+  const { same, big, bySeat, repr, opt } = V.util;
 
   const NAMES = {
     round_opened: "open_round", bet_placed: "place_bet", client_seed_contributed: "contribute_seed",
@@ -14,6 +15,21 @@
     side_bets_settled: "close_side_bets", turn_timed_out: "time_out_turn", round_voided: "void_round",
   };
   const TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00$/;
+
+  /** A restated field that differs: of a list its first differing element, of an object its members. */
+  function difference(name, mine, theirs) {
+    if (Array.isArray(mine) && Array.isArray(theirs)) {
+      const at = mine.findIndex((x, i) => i >= theirs.length || C.canon(x) !== C.canon(theirs[i]));
+      if (at >= 0 && at < theirs.length) return `${name}[${at}]`;
+      return `${name} (${theirs.length} where the events give ${mine.length})`;
+    }
+    if (V.util.isObject(mine) && V.util.isObject(theirs)) {
+      const keys = [...new Set([...Object.keys(mine), ...Object.keys(theirs)])].sort()
+        .filter((k) => C.canon(opt(mine, k) ?? null) !== C.canon(opt(theirs, k) ?? null));
+      return `${name} (${keys.map((k) => (k in mine ? k : `${k}: a member the events do not give`)).join(", ")})`;
+    }
+    return name;
+  }
 
   Object.assign(V.BundleCheck.prototype, {
     turns() {
@@ -221,24 +237,123 @@
     },
 
     // -- 3. what the bundle restates --------------------------------------------------------------
-    copies() {
-      const b = this.bundle;
-      const opened = this.opening;
-      const profile = { name: opened.profile_name, version: opened.profile_version, options: this.options };
-      require(same(b.profile, profile), `profile ${JSON.stringify(b.profile)} is not the opening's ${JSON.stringify(profile)}`);
-      require(b.engine_version === opened.engine_version, "engine_version is not the opening's");
-      require(same(b.payouts, this.all("bet_settled").map((e) => e.data)), "payouts are not the bet_settled events");
-      const settled = this.first("round_settled");
-      require(same(b.settlement, settled ? settled.data : null), "settlement is not round_settled");
-      const times = { opened: this.events[0].timestamp, closed: this.events[this.events.length - 1].timestamp };
-      require(same(b.times, times), "times are not the first and last events' times");
+    async copies() {
+      // every field the bundle restates, computed again from its events alone and compared whole, byte for byte
+      // in canonical JSON: nothing in them can differ from the events, nor ride along
       for (const event of this.events) {
         require(typeof event.timestamp === "string" && TIME.test(event.timestamp),
           `event ${event.position}: time ${repr(event.timestamp)} is not ISO 8601 UTC`);
       }
-      const names = this.groups().map((group) => this.commandOf(group));
-      require(same(b.decisions.map((d) => d.command), names), `decisions are not the commands ${JSON.stringify(names)}`);
-      return `profile, engine, payouts, settlement, times and ${names.length} decisions as the events say`;
+      const again = await this.restated();
+      const differ = Object.entries(again)
+        .filter(([k, v]) => C.canon(v) !== C.canon(opt(this.plain, k) ?? null))
+        .map(([k, v]) => difference(k, v, opt(this.plain, k) ?? null));
+      require(differ.length === 0, `not what the events say: ${differ.join("; ")}`);
+      return `table, round number, profile, engine, shuffle, ${again.decisions.length} decisions, payouts, settlement, `
+        + "times and chain: each what the events say";
+    },
+    /** docs/audit.md, "Round bundle": what the bundle restates, from the events alone (its fields, and Decisions). */
+    async restated() {
+      const opened = this.opening;
+      const rules = this.rules;
+      const committed = this.first("shuffle_committed");
+      require(committed !== null, "no shuffle_committed");
+      const contributing = this.first("contributions_opened");
+      const fixed = this.first("client_seed_fixed");
+      const revealed = this.first("seed_revealed");
+      const clientSeed = (fixed || committed).data.client_seed;
+      const serverSeed = revealed !== null ? revealed.data.server_seed : "";
+      const nonce = committed.data.nonce;
+      let deck = []; // a seed revealed and a client seed fixed (at the deal, or given with the commitment): the shoe
+      if (revealed !== null && (fixed !== null || contributing === null)) {
+        deck = await C.shuffle(C.fromHex(serverSeed), clientSeed, nonce, rules.decks);
+      }
+      const shuffled = {
+        algorithm: "pokdeng-shuffle-v1", commitment: committed.data.commitment, server_seed: serverSeed,
+        client_seed: clientSeed, nonce, decks: rules.decks, deck_order: deck,
+      };
+      if (contributing !== null) { // as fixed at the deal, else each contributor's last, by the UTF-8 bytes of its id
+        const latest = new Map();
+        for (const event of this.all("client_seed_contributed")) latest.set(event.data.contributor, event.data.client_seed);
+        const last = [...latest.entries()].map(([c, seed]) => [c, seed]).sort((p, q) => C.byCodePoints(p[0], q[0]));
+        shuffled.client_seed_rule = contributing.data.rule;
+        shuffled.contributions = fixed !== null ? fixed.data.contributions : last;
+      }
+      const settled = this.first("round_settled");
+      return {
+        table_id: opened.table_id,
+        round_no: opened.round_no,
+        profile: { name: opened.profile_name, version: opened.profile_version, options: this.options },
+        engine_version: opened.engine_version,
+        shuffle: shuffled,
+        decisions: this.groups().map((group) => this.decisionOf(group)),
+        payouts: this.all("bet_settled").map((e) => e.data),
+        settlement: settled !== null ? settled.data : null,
+        times: { opened: this.events[0].timestamp, closed: this.events[this.events.length - 1].timestamp },
+        chain: {
+          version: C.CHAIN_VERSION, genesis: await C.genesis(this.bundle.round_id),
+          last: this.events[this.events.length - 1].digest,
+        },
+      };
+    },
+    /** docs/audit.md, "Decisions": the command a group of events records, with exactly its fields. */
+    decisionOf(group) {
+      const head = group[0];
+      const name = this.commandOf(group);
+      const { kind, data } = head;
+      let by = opt(data, "by") ?? "";
+      let fields = {};
+      if (kind === "round_opened") {
+        const rest = group.slice(1);
+        const rule = rest.length && rest[0].kind === "contributions_opened" ? rest.shift().data.rule : "";
+        require(rest.length > 0 && rest[0].kind === "shuffle_committed", `event ${head.position}: no commitment`);
+        const committed = rest[0].data;
+        let clientSeed = committed.client_seed;
+        if (rule) { // the platform's contribution right after the commitment, if any
+          const after = rest.length > 1 ? rest[1] : null;
+          const platform = after !== null && after.kind === "client_seed_contributed" && after.data.contributor === "";
+          clientSeed = platform ? after.data.client_seed : "";
+        }
+        const options = [...data.profile_options].map((pair) => [...pair]).sort((p, q) => C.byCodePoints(p[0], q[0]))
+          .filter(([, on]) => on).map(([option]) => `+${option}`).join("");
+        for (const k of ["round_id", "table_id", "round_no", "seats", "banker_player", "min_stake", "max_stake"]) {
+          fields[k] = data[k];
+        }
+        fields.profile = `${data.profile_name}@${data.profile_version}${options}`;
+        for (const k of ["commitment", "nonce", "algorithm"]) fields[k] = committed[k];
+        fields.client_seed = clientSeed;
+        if (rule) fields.client_seed_rule = rule;
+        const currency = opt(data, "currency") ?? "THB";
+        if (currency !== "THB") fields.currency = currency;
+      } else {
+        const opened = this.opening;
+        const banker = opened.banker_player;
+        const holders = new Map(opened.seats.map(([seat, holder]) => [seat, holder]));
+        if (kind === "bet_placed") {
+          fields = { seat: data.seat, player: data.player, stake: data.stake, available: data.reserved,
+            banker_available: banker ? data.banker_reserved : null };
+          const next = group.length > 1 ? group[1] : null;
+          if (next !== null && next.kind === "client_seed_contributed" && next.data.contributor === data.player) {
+            fields.client_seed = next.data.client_seed;
+          }
+        } else if (kind === "client_seed_contributed") {
+          fields = { player: data.contributor === "" ? null : data.contributor, client_seed: data.client_seed };
+        } else if (kind === "client_seed_fixed") { // the deal of a round with contributions: its sender on its cards_dealt
+          const dealt = group.slice(1).find((e) => e.kind === "cards_dealt");
+          by = dealt !== undefined ? (opt(dealt.data, "by") ?? "") : "";
+        } else if (kind === "card_drawn" || kind === "player_stood") {
+          require(data.seat === 0 || holders.has(data.seat), `event ${head.position}: seat ${data.seat} is not the round's`);
+          fields = data.seat === 0 ? { player: banker } : { seat: data.seat, player: holders.get(data.seat) || "" };
+        } else if (kind === "side_bet_placed") {
+          fields = { seat: data.seat, player: data.player, available: data.reserved };
+        } else if (kind === "round_voided") {
+          fields = { reason: data.reason };
+        } else if (kind === "hands_revealed") { // (selective: a banker_reveal)
+          fields = { seats: data.seats, player: banker };
+        }
+      }
+      if (by) fields.by = by;
+      return { command: name, name, ...fields };
     },
     groups() {
       const groups = [];
