@@ -87,18 +87,25 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from pokdeng_service.api.server import serve
     from pokdeng_service.cli.settings import ServeSettings, configure_logging
     from pokdeng_service.compose import Deployment
+    from pokdeng_service.wallet.switch import check_switch
 
     settings = ServeSettings.from_args(args)
     options = settings.server_options()  # (checks the TLS settings before the store is opened)
+    wallet = settings.wallet_config()  # (and the wallet's: an adapter, a URL it speaks)
     configure_logging(settings.log_format, settings.log_level)
     config = settings.store_config()
     deployment = Deployment.open(
         config,
-        wallet=settings.wallet_config(),
+        wallet=wallet,
         read_models=settings.read_models,
         log_format=settings.log_format,
         log_level=settings.log_level,
     )
+    try:  # never on an adapter that cannot finish the money the store holds (docs/wallet.md, "Switching adapters")
+        check_switch(deployment.service.apps, wallet, allow=settings.wallet_allow_unfinished)
+    except BaseException:
+        deployment.close()
+        raise
     deployment.start()
     print(f"pokdeng: serving {config.describe()} on {settings.address}", flush=True)
     probes, recover = deployment.probes()

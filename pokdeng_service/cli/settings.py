@@ -67,6 +67,9 @@ class ServeSettings(BaseSettings):
     wallet_url: str | None = Field(None, description="the platform's wallet: host:port (gRPC) or http://... (JSON)")
     wallet_timeout: float = Field(2.0, gt=0, le=60, description="seconds one call to the platform's wallet may take")
     wallet_attempts: int = Field(3, ge=1, le=20, description="calls of one transaction within a command")
+    wallet_allow_unfinished: bool = Field(
+        False, description="start on the internal wallets although rounds hold the platform's money (docs/wallet.md)"
+    )
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> ServeSettings:
@@ -160,6 +163,12 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--wallet-url": {"help": "the platform's wallet service: host:port (gRPC) or http://host:port (JSON)"},
     "--wallet-timeout": {"type": float, "help": "seconds one call to the platform's wallet may take (default 2)"},
     "--wallet-attempts": {"type": int, "help": "calls of one wallet transaction within a command (default 3)"},
+    "--wallet-allow-unfinished": {
+        "action": "store_const",
+        "const": True,
+        "help": "start on the internal wallets although open rounds hold debits on the platform's wallet, or its "
+        "transactions are pending (those rounds stay refused until served with --wallet remote; docs/wallet.md)",
+    },
 }
 
 

@@ -3,8 +3,11 @@
 * ``pokdeng wallet reconcile --wallet-url URL [--since T] [--until T] [--json]``: pokdeng's record
   (the store, read only) against the platform's ``ListTransactions`` for the period; every
   difference listed; exit 1 if there is one.
-* ``pokdeng wallet pending [--json]``: the transactions pokdeng has requested and not finished (a
-  running server's recovery finishes them).
+* ``pokdeng wallet pending [--json]``: what pokdeng has not finished with the platform: the transactions
+  requested and not answered (a running server's recovery finishes them), the debits held by open
+  rounds (their settlement or void finishes them), and debits stranded by a round closed without
+  crediting or rolling them back; exit 1 if there is any, 0 if none (the guard before switching
+  adapters, docs/wallet.md).
 
 Times are ISO 8601 (``2026-03-14T15:00:00+00:00``; a date is its midnight UTC); the default period
 is the last 24 hours.
@@ -51,22 +54,32 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 
 def cmd_pending(args: argparse.Namespace) -> int:
-    from pokdeng_service.wallet.reconcile import recorded_transactions
+    """Exit 0: nothing unfinished; 1: something is (a transaction pending, a debit held by an open round, or one
+    stranded by a round closed without crediting or rolling it back)."""
+    from pokdeng_service.wallet.reconcile import recorded_rounds, unfinished
 
     service = args.open_store(args)
-    found = recorded_transactions(service.apps)
-    pending = [
-        {"tx_id": e.tx.tx_id, "round_id": e.round_id, "player": e.tx.player, "amount": e.tx.amount,
-         "kind": e.tx.kind, "status": e.tx.status, "requested_at": e.tx.requested_at}
-        for e in found.values() if e.tx.pending
-    ]  # fmt: skip
+    rounds = recorded_rounds(service.apps)
+    found = unfinished(rounds)
     if args.json:
-        print(json.dumps(pending, indent=2))
+        print(json.dumps([item.as_dict() for item in found], indent=2))
     else:
-        for item in pending:
-            print(f"{item['tx_id']}: {item['kind']} of {item['amount']} ({item['player']}) {item['status']}")
-        print(f"{len(pending)} pending of {len(found)} transactions")
-    return EXIT_OK
+        for item in found:
+            print(item.render())
+        count = {state: sum(1 for i in found if i.state == state) for state in ("pending", "held", "stranded")}
+        held = {i.round_id for i in found if i.state == "held"}
+        total = sum(len(r.txs) for r in rounds)
+        print(
+            f"{len(found)} pending of {total} transactions: {count['pending']} calls to the platform unfinished, "
+            f"{count['held']} debits held by {len(held)} open rounds, {count['stranded']} stranded"
+        )
+        if held or count["pending"]:
+            print("(a server on --wallet remote finishes them: its recovery sends what is pending, and each open "
+                  "round's settlement or void credits or rolls back its debits)")  # fmt: skip
+        if count["stranded"]:
+            print("(a stranded debit is finished by no server: its round was settled or voided outside the "
+                  "platform's wallet; credit or roll it back on the platform: docs/wallet.md)")  # fmt: skip
+    return EXIT_DIFFERENT if found else EXIT_OK
 
 
 def add_wallet_commands(
@@ -89,7 +102,9 @@ def add_wallet_commands(
     reconcile.add_argument("--json", action="store_true", help="the report as JSON")
     store_options(reconcile)
     reconcile.set_defaults(handler=cmd_reconcile, open_store=open_store)
-    pending = commands.add_parser("pending", help="transactions requested and not yet finished")
+    pending = commands.add_parser(
+        "pending", help="what is not finished with the platform (exit 1 if anything): pending, held, stranded"
+    )
     pending.add_argument("--json", action="store_true", help="the list as JSON")
     store_options(pending)
     pending.set_defaults(handler=cmd_pending, open_store=open_store)

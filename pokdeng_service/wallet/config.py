@@ -4,11 +4,12 @@
   partition (its id's shard), and so does every round it plays.
 * ``remote``: the platform keeps the balances; pokdeng calls its ``PlatformWalletService``
   (``proto/pokdeng/wallet/v1/wallet.proto``) at ``url``: ``host:port`` or ``grpc://host:port`` for
-  gRPC, ``http://host:port[/base]`` for JSON over HTTP. Each transaction is in its round's currency
-  (the table's). ``timeout`` bounds one call, ``attempts`` the
-  calls of one transaction within a command (the recovery goes on after that); ``grace`` is how old
-  a debit left open by another process must be before the recovery rolls it back (default:
-  ``attempts * (timeout + 0.2) + 1`` seconds, longer than any command waits on its debit).
+  gRPC, ``http(s)://host:port[/base]`` for JSON over HTTP (any other URL is refused at the start:
+  ``platform.url_problem``). Each transaction is in its round's currency (the table's). ``timeout``
+  bounds one call, ``attempts`` the calls of one transaction within a command (the recovery goes on
+  after that); ``grace`` is how old a debit left open by another process must be before the recovery
+  rolls it back (default: ``attempts * (timeout + 0.2) + 1`` seconds, longer than any command waits
+  on its debit).
 """
 
 from __future__ import annotations
@@ -35,6 +36,12 @@ class WalletConfig:
             raise ConfigError(f"wallet is internal or remote, not {self.kind!r}")
         if self.kind == "remote" and not self.url:
             raise ConfigError("a remote wallet needs the platform's URL (--wallet-url host:port or http://...)")
+        if self.kind == "remote":
+            from pokdeng_service.wallet.platform import url_problem
+
+            problem = url_problem(self.url)
+            if problem:
+                raise ConfigError(f"--wallet-url: {problem}")
         if not 0 < self.timeout <= 60:
             raise ConfigError("the wallet timeout is 0 to 60 seconds")
         if not 1 <= self.attempts <= 20:

@@ -104,8 +104,41 @@ class HttpTransport:
         pass
 
 
+SCHEMES = ("grpc", "http", "https")
+"""The URL schemes the adapter speaks: gRPC (also a bare ``host:port``), JSON over HTTP(S)."""
+
+
+def url_problem(url: str) -> str:
+    """What is wrong with the platform's wallet URL ("" if nothing): a scheme the adapter does not speak, no host, no
+    port of gRPC."""
+    from urllib.parse import urlsplit
+
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "grpc", url
+    if scheme not in SCHEMES:
+        return (
+            f"the platform's wallet URL {url!r} has the scheme {scheme!r}, which pokdeng does not speak: give "
+            "host:port or grpc://host:port (gRPC), or http(s)://host:port[/base] (JSON over HTTP)"
+        )
+    try:
+        parts = urlsplit(f"{scheme}://{rest}")
+        port = parts.port
+    except ValueError as error:
+        return f"the platform's wallet URL {url!r} is not a URL: {error}"
+    if not parts.hostname:
+        return f"the platform's wallet URL {url!r} names no host"
+    if scheme == "grpc" and (port is None or parts.path not in ("", "/")):
+        return f"the platform's wallet URL {url!r} is not host:port (gRPC: host:port or grpc://host:port)"
+    return ""
+
+
 def transport_for(url: str) -> Transport:
-    """``http://...``/``https://...``: JSON over HTTP; ``grpc://host:port`` or ``host:port``: gRPC."""
+    """``http://...``/``https://...``: JSON over HTTP; ``grpc://host:port`` or ``host:port``: gRPC (``ValueError``:
+    any other URL, ``url_problem``)."""
+    problem = url_problem(url)
+    if problem:
+        raise ValueError(problem)
     if url.startswith(("http://", "https://")):
         return HttpTransport(url)
     return GrpcTransport(url.removeprefix("grpc://"))

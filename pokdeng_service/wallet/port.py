@@ -12,6 +12,11 @@ behaviour pokdeng always had) and ``wallet.remote.RemotePort`` (the platform's w
 money is debited before its ``bet_placed`` is recorded, and the booking records the transactions
 in the round's outbox). The port also runs each command (``handle``): the remote one places a
 stake in two steps around the debit (docs/wallet.md).
+
+A round's money is booked only through the adapter that took its stakes: a round with an outbox is
+the platform's, and ``InternalPort`` refuses to book it (``WalletAdapterMismatch``); a round without
+one is the store's wallets', and ``RemotePort`` books it on them (``STORE_WALLETS``). The store's
+wallets are never settled or released for a round they hold no reservation of.
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ from eventsourcing.domain import Aggregate
 
 from pokdeng_core import limits
 from pokdeng_core.errors import InvalidCommand
+from pokdeng_service.store.aggregates import Wallet
+from pokdeng_service.wallet.errors import WalletAdapterMismatch
 
 if TYPE_CHECKING:
     from pokdeng_service.application.commands import Command
@@ -65,22 +72,12 @@ class WalletPort(Protocol):
         ...
 
 
-class InternalPort:
-    """The store's own wallets: a stake reserves funds on the bettor's ``Wallet``, the settlement releases
-    the reservation and applies the net, a void releases it (docs/events.md, "Wallet stream")."""
-
-    remote = False
-
-    def handle(self, app: Any, principal: Principal, request_id: str, command: Command) -> CommandResult:
-        from pokdeng_service.application.pipeline import execute
-
-        return execute(app, principal, request_id, command)
-
-    def stake_funds(self, attempt: Attempt, round_id: str) -> int | None:
-        return None
-
-    def funds(self, attempt: Attempt, player: str, currency: str, missing_ok: bool = False) -> int:
-        return attempt.available(player) if missing_ok else attempt.wallet(player).available
+class StoreWallets:
+    """The booking on the store's ``Wallet`` aggregates, with no look at the platform's record: ``InternalPort``
+    books through it once it has found the round is not the platform's; ``RemotePort`` books through it a
+    round that its outbox does not hold (one opened under the internal wallets). A settlement or release
+    must find the wallet's reservation for the round to be what the round says it reserved: a wallet that
+    reserved nothing for the round is never paid its net (``WalletAdapterMismatch``)."""
 
     def closing_funds(self, attempt: Attempt, record: RoundRecord, player: str) -> int | None:
         return attempt.wallet(player).available
@@ -95,13 +92,102 @@ class InternalPort:
             )
 
     def settle(self, attempt: Attempt, record: RoundRecord, player: str, reserved: int, net: int) -> None:
-        attempt.wallet(player).settle(record.round_id, reserved, net)
+        self._reservation(attempt, record, player, reserved).settle(record.round_id, reserved, net)
 
     def release(self, attempt: Attempt, record: RoundRecord, player: str, amount: int, reason: str) -> None:
-        attempt.wallet(player).release(record.round_id, amount, reason)
+        self._reservation(attempt, record, player, amount).release(record.round_id, amount, reason)
+
+    def _reservation(self, attempt: Attempt, record: RoundRecord, player: str, amount: int) -> Wallet:
+        """The player's wallet, which must hold ``amount`` reserved for the round."""
+        wallet = attempt.wallet(player)
+        held = wallet.reservations.get(record.round_id, 0)
+        if held != amount:
+            raise WalletAdapterMismatch(
+                f"wallet {player!r} holds {held} reserved for round {record.round_id!r}, and the round books "
+                f"{amount} of its stakes: they are not on the store's wallets (a round whose stakes another wallet "
+                'adapter took is finished only by it: docs/wallet.md, "Switching adapters")',
+                round_id=record.round_id,
+                wallet=player,
+                adapter="internal",
+            )
+        return wallet
+
+
+STORE_WALLETS = StoreWallets()
+
+
+class InternalPort:
+    """The store's own wallets: a stake reserves funds on the bettor's ``Wallet``, the settlement releases
+    the reservation and applies the net, a void releases it (docs/events.md, "Wallet stream").
+
+    A round whose stakes the platform's wallet took (it has a ``WalletTransactions`` outbox: a server on
+    ``--wallet remote`` placed or requested a debit in it) is never booked here: a stake, a settlement or a
+    release of it is refused with ``WalletAdapterMismatch`` (serve it with ``--wallet remote`` to finish it;
+    ``cli.main`` refuses to start on the internal wallets while such rounds are open, docs/wallet.md)."""
+
+    remote = False
+
+    def handle(self, app: Any, principal: Principal, request_id: str, command: Command) -> CommandResult:
+        from pokdeng_service.application.pipeline import execute
+
+        return execute(app, principal, request_id, command)
+
+    def stake_funds(self, attempt: Attempt, round_id: str) -> int | None:
+        refuse_platform_round(attempt, round_id)
+        return None
+
+    def funds(self, attempt: Attempt, player: str, currency: str, missing_ok: bool = False) -> int:
+        return attempt.available(player) if missing_ok else attempt.wallet(player).available
+
+    def closing_funds(self, attempt: Attempt, record: RoundRecord, player: str) -> int | None:
+        return STORE_WALLETS.closing_funds(attempt, record, player)
+
+    def reserve(self, attempt: Attempt, record: RoundRecord, player: str, amount: int, stake: Stake) -> None:
+        refuse_platform_round(attempt, record.round_id)
+        STORE_WALLETS.reserve(attempt, record, player, amount, stake)
+
+    def settle(self, attempt: Attempt, record: RoundRecord, player: str, reserved: int, net: int) -> None:
+        refuse_platform_round(attempt, record.round_id)
+        STORE_WALLETS.settle(attempt, record, player, reserved, net)
+
+    def release(self, attempt: Attempt, record: RoundRecord, player: str, amount: int, reason: str) -> None:
+        refuse_platform_round(attempt, record.round_id)
+        STORE_WALLETS.release(attempt, record, player, amount, reason)
 
     def touched(self, attempt: Attempt) -> list[Aggregate]:
         return list(attempt.wallets())
+
+
+_CHECKED = "wallet-tx-checked"  # the attempt's key of the round's look at its outbox (once an attempt)
+
+
+def platform_holds(attempt: Attempt, round_id: str) -> bool:
+    """Whether the round's money is the platform's: it has a ``WalletTransactions`` outbox (a server on the
+    platform's wallets requested a debit for it). The same rule ``RemotePort`` books by; looked at once an
+    attempt (one row read)."""
+    key = (_CHECKED, round_id)
+    found: Any = attempt.loaded.get(key)
+    if found is None:
+        from pokdeng_service.wallet.outbox import transactions_uuid
+
+        app: Any = attempt.app
+        found = bool(app.recorder.select_events(transactions_uuid(round_id), limit=1))
+        attempt.loaded[key] = found  # (not an aggregate: every reader of ``loaded`` selects by type)
+    return bool(found)
+
+
+def refuse_platform_round(attempt: Attempt, round_id: str) -> None:
+    """``WalletAdapterMismatch`` if the round's stakes are the platform's (this server books the store's)."""
+    if platform_holds(attempt, round_id):
+        raise WalletAdapterMismatch(
+            f"round {round_id!r} holds stakes debited on the platform's wallet (its wallet transactions are "
+            "recorded), and this server books the store's own wallets (--wallet internal): its stakes are "
+            "settled, voided and released only on the platform's wallet. Serve it with --wallet remote "
+            '--wallet-url URL to finish it (docs/wallet.md, "Switching adapters")',
+            round_id=round_id,
+            held_by="remote",
+            adapter="internal",
+        )
 
 
 INTERNAL = InternalPort()
@@ -113,4 +199,14 @@ def port_of(attempt: Attempt) -> WalletPort:
     return port
 
 
-__all__ = ["INTERNAL", "InternalPort", "Stake", "WalletPort", "port_of"]
+__all__ = [
+    "INTERNAL",
+    "STORE_WALLETS",
+    "InternalPort",
+    "Stake",
+    "StoreWallets",
+    "WalletPort",
+    "platform_holds",
+    "port_of",
+    "refuse_platform_round",
+]

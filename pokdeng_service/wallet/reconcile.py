@@ -13,6 +13,9 @@ pokdeng never recorded, when the platform recorded it then. Each is compared by 
 * a credit applied: the platform applied it, same player and amount; a credit refused: listed
   (the player is owed it);
 * a transaction still pending on pokdeng's side is listed as pending, not as a difference;
+* a debit accepted by a round that is still open (its stake in play: no credit settles it, no rollback
+  undoes it) is listed as held, not as a difference; one whose round is closed without crediting or
+  rolling it back (settled outside the platform's wallet) is a difference: the player is owed it;
 * a transaction of the platform that pokdeng has no record of is a difference (a debit without a
   record must never happen).
 
@@ -56,6 +59,7 @@ class Reconciliation:
     compared: int = 0
     differences: list[Difference] = field(default_factory=list)
     pending: list[Difference] = field(default_factory=list)
+    held: list[Difference] = field(default_factory=list)  # accepted debits of open rounds (their stakes in play)
     pokdeng_totals: dict[str, int] = field(default_factory=dict)  # player -> money moved (credits - debits)
     platform_totals: dict[str, int] = field(default_factory=dict)
 
@@ -67,9 +71,11 @@ class Reconciliation:
         lines = [f"reconciliation {self.since} .. {self.until}: {self.compared} transactions compared"]
         lines += [f"  DIFF {d.render()}" for d in self.differences]
         lines += [f"  pending {d.render()}" for d in self.pending]
+        lines += [f"  held {d.render()}" for d in self.held]
         moved = sum(self.pokdeng_totals.values())
         lines.append(
-            f"{len(self.differences)} differences, {len(self.pending)} pending; money moved for the players: "
+            f"{len(self.differences)} differences, {len(self.pending)} pending, {len(self.held)} held by open rounds; "
+            f"money moved for the players: "
             f"pokdeng {moved}, platform {sum(self.platform_totals.values())}"
         )
         return "\n".join(lines)
@@ -81,6 +87,7 @@ class Reconciliation:
             "compared": self.compared,
             "differences": [d.__dict__ for d in self.differences],
             "pending": [d.__dict__ for d in self.pending],
+            "held": [d.__dict__ for d in self.held],
             "pokdeng_totals": self.pokdeng_totals,
             "platform_totals": self.platform_totals,
         }
@@ -92,11 +99,44 @@ class _Ours:
     round_id: str
 
 
-def recorded_transactions(apps: Iterable[Any]) -> dict[str, _Ours]:
-    """Every transaction of pokdeng's record (all partitions), by tx id, as its outbox folds it."""
-    out: dict[str, _Ours] = {}
+@dataclass
+class RecordedRound:
+    """One round's outbox as pokdeng's record folds it, and the partition (application) that holds it."""
+
+    app: Any
+    round_id: str
+    txs: dict[str, Tx]
+
+    def held(self) -> list[Tx]:
+        """The debits whose stakes the round still holds: accepted (the bet placed), neither settled by a credit
+        nor rolled back. An open round holds every accepted debit until its settlement (one credit per player,
+        naming its debits) or its void (their rollbacks); a closed round holds none."""
+        settled = {d for t in self.txs.values() if t.kind == "credit" for d in t.debits}
+        return [t for t in self.txs.values() if t.kind == "debit" and t.status == ACCEPTED and t.tx_id not in settled]
+
+    def pending(self) -> list[Tx]:
+        return [t for t in self.txs.values() if t.pending]
+
+    def closed(self) -> bool:
+        """Whether the round is closed (settled or voided), as its own stream says (a round the store does not
+        hold is not open)."""
+        from pokdeng_core.machine import Phase
+        from pokdeng_service.application.errors import NotFound
+
+        if not self.round_id:
+            return True
+        try:
+            record = self.app.load_round(self.round_id, with_shoe=False)
+        except NotFound:
+            return True
+        return bool(record.state.phase is Phase.CLOSED)
+
+
+def recorded_rounds(apps: Iterable[Any]) -> list[RecordedRound]:
+    """Every round's outbox of pokdeng's record (all partitions; read by topic: only the outboxes' rows)."""
+    out: list[RecordedRound] = []
     for app in apps:
-        by_stream: dict[Any, tuple[str, dict[str, Tx]]] = {}
+        by_stream: dict[Any, RecordedRound] = {}
         recorder, mapper = app.recorder, app.mapper
         start = 1
         while True:
@@ -105,16 +145,67 @@ def recorded_transactions(apps: Iterable[Any]) -> dict[str, _Ours]:
                 break
             for note, fact in zip(notes, fastpaths.facts_of_rows(mapper, notes), strict=True):
                 if fact.kind == "Opened":
-                    by_stream[note.originator_id] = (str(fact.data["round_id"]), {})
+                    by_stream[note.originator_id] = RecordedRound(app, str(fact.data["round_id"]), {})
                     continue
-                round_id, txs = by_stream.get(note.originator_id, ("", {}))
-                by_stream[note.originator_id] = (round_id, step(txs, fact.kind, fact.data, fact.timestamp))
+                found = by_stream.setdefault(note.originator_id, RecordedRound(app, "", {}))
+                found.txs = step(found.txs, fact.kind, fact.data, fact.timestamp)
             if len(notes) < PAGE:
                 break
             start = notes[-1].id + 1
-        for round_id, txs in by_stream.values():
-            for tx in txs.values():
-                out[tx.tx_id] = _Ours(tx, round_id)
+        out += by_stream.values()
+    return out
+
+
+def recorded_transactions(apps: Iterable[Any], rounds: list[RecordedRound] | None = None) -> dict[str, _Ours]:
+    """Every transaction of pokdeng's record (all partitions), by tx id, as its outbox folds it."""
+    out: dict[str, _Ours] = {}
+    for found in recorded_rounds(apps) if rounds is None else rounds:
+        for tx in found.txs.values():
+            out[tx.tx_id] = _Ours(tx, found.round_id)
+    return out
+
+
+@dataclass(frozen=True)
+class Unfinished:
+    """A transaction with the platform that pokdeng has not finished, and what finishes it (``state``):
+
+    * ``pending``: a debit, rollback or credit requested and not answered: the recovery of a server on
+      ``--wallet remote`` sends it until the platform answers;
+    * ``held``: a debit accepted by an open round (its stake in play): the round's settlement credits it,
+      its void rolls it back, both only on a server on ``--wallet remote``;
+    * ``stranded``: a debit accepted by a round that is closed and neither credited nor rolled it back (a
+      round settled or voided outside the platform's wallet: no server finishes it; an operator must)."""
+
+    tx: Tx
+    round_id: str
+    state: str
+
+    def as_dict(self) -> dict[str, Any]:
+        tx = self.tx
+        return {
+            "tx_id": tx.tx_id, "round_id": self.round_id, "player": tx.player, "amount": tx.amount,
+            "kind": tx.kind, "status": tx.status, "requested_at": tx.requested_at, "state": self.state,
+        }  # fmt: skip
+
+    def render(self) -> str:
+        tx = self.tx
+        what = {
+            "pending": f"{tx.status}",
+            "held": f"held by open round {self.round_id} (its settlement or void on --wallet remote finishes it)",
+            "stranded": f"STRANDED: round {self.round_id} is closed and neither credited nor rolled it back",
+        }[self.state]
+        return f"{tx.tx_id}: {tx.kind} of {tx.amount} ({tx.player}) {what}"
+
+
+def unfinished(rounds: Iterable[RecordedRound]) -> list[Unfinished]:
+    """What pokdeng's record has not finished with the platform (``Unfinished``), round by round."""
+    out: list[Unfinished] = []
+    for found in rounds:
+        out += [Unfinished(tx, found.round_id, "pending") for tx in found.pending()]
+        held = found.held()
+        if held:
+            state = "stranded" if found.closed() else "held"
+            out += [Unfinished(tx, found.round_id, state) for tx in held]
     return out
 
 
@@ -152,7 +243,8 @@ def reconcile(
     """Compare pokdeng's record with the platform's (``PlatformWallet.transactions``) for ``[since, until)``."""
     since_ms, until_ms = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
     report = Reconciliation(since.isoformat(), until.isoformat())
-    ours = recorded_transactions(apps)
+    rounds = recorded_rounds(apps)
+    ours = recorded_transactions(apps, rounds)
     wide = platform.transactions(max(0, since_ms - int(margin * 1000)), until_ms + int(margin * 1000))
     theirs = platform_transactions(wide)
     for tx_id, entry in sorted(ours.items()):
@@ -169,6 +261,19 @@ def reconcile(
         what = f"{'debited' if found.debit is not None else 'credited'} {abs(moved)}" if moved else "moved nothing"
         report.differences.append(Difference(tx_id, first.player, first.round_id, "has no record of it", what))
         report.platform_totals[first.player] = report.platform_totals.get(first.player, 0) + moved
+    for item in unfinished(rounds):
+        tx = item.tx
+        if item.state == "pending" or not since_ms <= _ms(tx.requested_at) < until_ms:
+            continue
+        if item.state == "held":
+            says = f"debit {tx.amount} accepted, its round open (its settlement or void finishes it)"
+            report.held.append(Difference(tx.tx_id, tx.player, item.round_id, says, "holds it"))
+        else:
+            says = (
+                f"debit {tx.amount} accepted; its round is closed and neither credited nor rolled it back (settled "
+                "outside the platform's wallet): the player is owed it"
+            )
+            report.differences.append(Difference(tx.tx_id, tx.player, item.round_id, says, "holds it"))
     return report
 
 
@@ -214,4 +319,13 @@ def _compare(report: Reconciliation, ours: _Ours, theirs: _Theirs) -> None:
         differ(f"credit {tx.amount} applied", platform)
 
 
-__all__ = ["Difference", "Reconciliation", "reconcile", "recorded_transactions"]
+__all__ = [
+    "Difference",
+    "Reconciliation",
+    "RecordedRound",
+    "Unfinished",
+    "reconcile",
+    "recorded_rounds",
+    "recorded_transactions",
+    "unfinished",
+]

@@ -14,7 +14,7 @@
   again with their tx ids until the platform answers.
 
 A round started before the deployment chose the platform's wallets (reservations and no outbox)
-is booked on the internal wallets to its end (``INTERNAL``).
+is booked on the internal wallets to its end (``port.STORE_WALLETS``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ from pokdeng_service.wallet.outbox import (
     load_transactions,
 )
 from pokdeng_service.wallet.platform import Answer, PlatformWallet, Unanswered
-from pokdeng_service.wallet.port import INTERNAL, Stake
+from pokdeng_service.wallet.port import STORE_WALLETS, Stake
 
 if TYPE_CHECKING:
     from pokdeng_service.application.commands import Command
@@ -136,7 +136,7 @@ class RemotePort:
 
     def closing_funds(self, attempt: Attempt, record: RoundRecord, player: str) -> int | None:
         if self.transactions(attempt, record.round_id) is None:
-            return INTERNAL.closing_funds(attempt, record, player)
+            return STORE_WALLETS.closing_funds(attempt, record, player)
         return None  # the platform checks a player-banker's funds at each debit of its cover
 
     # -- booking (in the command's transaction) ------------------------------------------------------
@@ -161,7 +161,7 @@ class RemotePort:
     def reserve(self, attempt: Attempt, record: RoundRecord, player: str, amount: int, stake: Stake) -> None:
         txs = self.transactions(attempt, record.round_id)
         if txs is None:
-            return INTERNAL.reserve(attempt, record, player, amount, stake)
+            return STORE_WALLETS.reserve(attempt, record, player, amount, stake)
         open_ = [t for t in txs.debits(*stake) if t.status == DEBIT_OPEN]
         tx = open_[-1] if open_ else None
         answer = self.confirmed.get(tx.tx_id) if tx is not None else None
@@ -176,7 +176,7 @@ class RemotePort:
     def settle(self, attempt: Attempt, record: RoundRecord, player: str, reserved: int, net: int) -> None:
         txs = self.transactions(attempt, record.round_id)
         if txs is None:
-            return INTERNAL.settle(attempt, record, player, reserved, net)
+            return STORE_WALLETS.settle(attempt, record, player, reserved, net)
         debits = txs.accepted(player)
         if sum(d.amount for d in debits) != reserved:
             raise RuntimeError(
@@ -191,7 +191,7 @@ class RemotePort:
     def release(self, attempt: Attempt, record: RoundRecord, player: str, amount: int, reason: str) -> None:
         txs = self.transactions(attempt, record.round_id)
         if txs is None:
-            return INTERNAL.release(attempt, record, player, amount, reason)
+            return STORE_WALLETS.release(attempt, record, player, amount, reason)
         debits = txs.accepted(player)
         if sum(d.amount for d in debits) != amount:
             raise RuntimeError(f"round {record.round_id}: {player!r} releases {amount}, its debits hold another sum")

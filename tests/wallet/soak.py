@@ -449,7 +449,7 @@ class Soak:
             wallet.close()
             service.close()
         report.differences = [d.render() for d in result.differences]
-        report.pending += len(result.pending)
+        report.pending += len(result.pending) + len(result.held)  # (every round closed: no debit may be held)
         report.transactions = Counter(f"{e.tx.kind} {e.tx.status}" for e in ours.values())
         report.rollbacks = Counter(e.tx.reason for e in ours.values() if e.tx.status == "rolled_back")
         report.compared = result.compared

@@ -104,9 +104,10 @@ def test_the_pending_command_lists_open_transactions(
     play.seat_bets(d, round_id, 100)
     play.drive_round(d, round_id)
     capsys.readouterr()
-    assert main(["wallet", "pending", "--db", str(tmp_path / "pokdeng.sqlite"), "--json"]) == 0
+    assert main(["wallet", "pending", "--db", str(tmp_path / "pokdeng.sqlite"), "--json"]) == 1  # (something is)
     pending = json.loads(capsys.readouterr().out)
     assert {p["tx_id"] for p in pending} == {credit_tx_id(round_id, p) for p in PLAYERS}
+    assert {p["state"] for p in pending} == {"pending"}
 
 
 def test_the_store_verification_checks_the_transactions(platform: Platform, remote_app: App, tmp_path: Path) -> None:
