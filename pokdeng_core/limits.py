@@ -54,6 +54,7 @@ MAX_POSITION = 2**63 - 1
 """Log positions and stream versions are int64 in every store."""
 
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+_CONTROL_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Zl", "Zp"})  # in free text (an emoji's joiner is Cf: refused too)
 
 
 def id_problem(value: object, field: str, *, required: bool = True) -> str | None:
@@ -135,14 +136,19 @@ def seat_count_problem(value: object, field: str = "seats") -> str | None:
     return int_problem(value, field, 1, MAX_SEATS)
 
 
-def text_problem(value: object, field: str, *, most: int, required: bool) -> str | None:
-    """What is wrong with free text of at most ``most`` characters (required: not blank), or None."""
+def text_problem(value: object, field: str, *, most: int, required: bool, shown: bool = False) -> str | None:
+    """What is wrong with free text of at most ``most`` characters (required: not blank), or None. ``shown``
+    (a void's reason, a checkpoint's period: text the pages and logs show as it is): no control character and
+    no invisible one, such as a bidi override that would reorder what a person reads (U+202E)."""
     if not isinstance(value, str):
         return f"{field} must be text"
     if required and not value.strip():
         return f"{field} is required (1 to {most} characters)"
     if len(value) > most:
         return f"{field} has at most {most} characters"
+    for ch in value if shown else ():
+        if unicodedata.category(ch) in _CONTROL_CATEGORIES:
+            return f"{field} may not contain control or invisible characters (U+{ord(ch):04X})"
     return None
 
 

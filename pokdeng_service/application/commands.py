@@ -277,7 +277,9 @@ class CheckpointTable(Command):
     period: str = ""
 
     def _check(self, problems: _Problems) -> None:
-        problems.add("period", limits.text_problem(self.period, "period", most=limits.MAX_ID, required=False))
+        problems.add(
+            "period", limits.text_problem(self.period, "period", most=limits.MAX_ID, required=False, shown=True)
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -491,7 +493,9 @@ class VoidRound(RoundCommand):
     reason: str
 
     def _check(self, problems: _Problems) -> None:
-        problems.add("reason", limits.text_problem(self.reason, "reason", most=limits.MAX_REASON, required=True))
+        problems.add(
+            "reason", limits.text_problem(self.reason, "reason", most=limits.MAX_REASON, required=True, shown=True)
+        )
 
 
 COMMANDS: tuple[type[Command], ...] = (

@@ -354,3 +354,14 @@ def test_the_seat_count_refusal_names_the_limit_it_checks(profile: Any, most: in
     for seats in (0, most + 1, limits.MAX_SEATS + 1, 99):
         error = _refused(partial(decide_table, TableState(), OpenTable("t", profile, 10, 100, seats)), "seats")
         assert error.message == f"{profile.name} allows 1 to {most} seats"
+
+
+@pytest.mark.parametrize("bad", ["\u202eevig", "a\nb", "zero\u200bwidth", "nul\x00"])
+def test_shown_text_refuses_control_and_invisible_characters(bad: str) -> None:
+    """Found from the outside: a void's reason with a bidi override (U+202E) reordered what the pages show."""
+    from pokdeng_core import limits
+
+    problem = limits.text_problem(bad, "reason", most=500, required=True, shown=True)
+    assert problem is not None and "control or invisible" in problem
+    assert limits.text_problem(bad, "client_seed", most=256, required=False) is None  # a seed is any text
+    assert limits.text_problem("ไพ่ตกพื้น · 7♥ ✓", "reason", most=500, required=True, shown=True) is None

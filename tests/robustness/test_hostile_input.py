@@ -237,7 +237,8 @@ OPTIONAL_TEXT |= {("ContributeSeed", "player")}  # (empty: the platform)
 NAMED = {"turn_timeout", "currency_code"}  # refused with a BadRequest violation on the field itself
 NEW_IDS = {("OpenWallet", "wallet_id"), ("OpenTable", "table_id"), ("TakeSeat", "player")}
 BAD_IDS = ("", "   ", BIG, "a\x00b", "line\nbreak", "\x7f", "x" * 129)
-BAD_TEXT = {"client_seed": "s" * 1_000_000, "reason": BIG, "period": BIG}
+BAD_TEXT = {"client_seed": "s" * 10_000, "reason": BIG, "period": BIG}
+TOO_LARGE = frozenset({Code.RESOURCE_EXHAUSTED})  # a request over 64 KiB: refused by the transport, unread
 
 
 def _bad_values(method: str, name: str, value: Any) -> list[tuple[str, Any, frozenset[Code]]]:
@@ -267,6 +268,7 @@ def _bad_values(method: str, name: str, value: Any) -> list[tuple[str, Any, froz
             out += [("empty", "", INVALID), ("blank", "   ", INVALID), ("501", "r" * 501, INVALID)]
         if name == "client_seed":
             out.append(("257", "s" * 257, INVALID))
+            out.append(("a megabyte", "s" * 1_000_000, TOO_LARGE))
         if name == "period":
             out.append(("129", "p" * 129, INVALID))
         return out
@@ -350,8 +352,9 @@ def test_malformed_commands_are_refused_and_change_nothing(
 ) -> None:
     request = request_class(method)(**fields)
     hostile.refused("operator", method, request, codes, on)
-    hostile.refused(None, method, request, frozenset({Code.UNAUTHENTICATED}))
-    hostile.refused("auditor", method, request, frozenset({Code.PERMISSION_DENIED}))
+    unread = codes == TOO_LARGE  # (too large to be read: the same refusal whoever sends it)
+    hostile.refused(None, method, request, TOO_LARGE if unread else frozenset({Code.UNAUTHENTICATED}))
+    hostile.refused("auditor", method, request, TOO_LARGE if unread else frozenset({Code.PERMISSION_DENIED}))
 
 
 def test_the_case_table_covers_every_command_and_field() -> None:
