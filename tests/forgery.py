@@ -132,6 +132,12 @@ def _bet_sender(bundle: dict[str, Any]) -> None:
     event_of(bundle, "bet_placed")["data"]["by"] = "operator:someone-else"
 
 
+def _no_stake_limit(bundle: dict[str, Any]) -> None:
+    """A round opened with a lower limit of 0, restated alike in its decision (so that only the limits are wrong)."""
+    event_of(bundle, "round_opened")["data"]["min_stake"] = 0
+    next(d for d in bundle["decisions"] if d["command"] == "open_round")["min_stake"] = 0
+
+
 def _event_member(bundle: dict[str, Any]) -> None:
     bundle["events"][0]["data"]["note"] = "added"
 
@@ -157,6 +163,7 @@ RESTATED: dict[str, Restated] = {
     "a member the shuffle does not have": Restated(_member("shuffle"), False, "copies", "copies"),
     "a member an event's data does not have, every digest recomputed": Restated(_event_member, True, "form", "shape"),
     "bet_placed's sender changed, every digest recomputed": Restated(_bet_sender, True, "copies", "copies"),
+    "a stake limit of 0, every digest recomputed": Restated(_no_stake_limit, True, "money", "replay"),
 }
 
 

@@ -1031,6 +1031,10 @@ class BundleCheck:
         nets: dict[str, int] = {}
         banker_reserved = banker_sum = player_commission = 0
         stakes: dict[tuple[int, str], int] = {}
+        low, high = opened["min_stake"], opened["max_stake"]
+        _require(0 < low <= high, f"round_opened: stake limits {low}..{high}")
+        even = rules["comparison"] != "ante" or (low % 2 == 0 and high % 2 == 0)
+        _require(even, f"round_opened: ante limits must be even, not {low}..{high}")
         for event in self.events:
             data, where = event["data"], f"event {event['position']} ({event['kind']})"
             if event["kind"] == "bet_placed":

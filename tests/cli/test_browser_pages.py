@@ -259,3 +259,27 @@ def test_markup_in_a_player_id_is_text_in_the_browser(store: Store, tab: Page, t
     assert tab.evaluate("document.querySelectorAll('b').length") == 0
     assert tab.evaluate(f"document.body.textContent.includes({json.dumps(HOSTILE)})")
     assert tab.evaluate("typeof window.alert_called") == "undefined"
+
+
+def test_odd_ante_limits_fail_the_page_as_they_fail_pokdeng(
+    store: Store, bundles: dict[str, bytes], wr: ModuleType, tab: Page, tmp_path: Path
+) -> None:
+    """An ante round's limits are even (docs/rules.md): an unanchored bundle whose round opened at 101..10000,
+    restated alike and every digest recomputed, passed the page and the docs' verifier (pokdeng's replay
+    refused it, as the core refuses such a round)."""
+    from .. import forgery
+
+    bundle = json.loads(bundles["ante"])
+    forgery.unanchored(bundle)
+    forgery.event_of(bundle, "round_opened")["data"]["min_stake"] += 1
+    next(d for d in bundle["decisions"] if d["command"] == "open_round")["min_stake"] += 1
+    forgery.rechain(bundle, wr)
+    raw = forgery.redigest(bundle, wr)
+    tab.open(bundle_page(raw, tmp_path, ""))  # (no key: nothing outside the bundle vouches for its chain)
+    verdict = tab.verdict()
+    assert not verdict["ok"] and set(verdict["failed"]) == {"money"}, verdict
+    documented = python_verdict(wr, raw, "")
+    assert {n for n, ok, _d in documented.checks if not ok} == {"money"}, documented.render()
+    edited = tmp_path / "odd.json"
+    edited.write_bytes(raw)
+    assert main(["verify", "--bundle", str(edited)]) != EXIT_OK

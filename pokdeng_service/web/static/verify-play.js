@@ -144,6 +144,10 @@
       let playerCommission = 0n;
       const stakes = new Map();
       const add = (map, key, amount) => map.set(key, (map.get(key) || 0n) + amount);
+      const low = big(opened.min_stake), high = big(opened.max_stake);
+      require(0n < low && low <= high, `round_opened: stake limits ${low}..${high}`);
+      const even = rules.comparison !== "ante" || (low % 2n === 0n && high % 2n === 0n);
+      require(even, `round_opened: ante limits must be even, not ${low}..${high}`);
       for (const event of this.events) {
         const data = event.data;
         const where = `event ${event.position} (${event.kind})`;
