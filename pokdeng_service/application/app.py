@@ -91,6 +91,9 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
         self.audit_hints: dict[str, int] = {}
         # Where the rounds' money is booked: the store's wallets, or the platform's (``wallet.remote.attach``).
         self.wallet_port: WalletPort = INTERNAL
+        # Rounds found to hold no platform transactions (``wallet.port.platform_holds``). Kept only with one
+        # writer, this server, booking the store's wallets: then no one can give such a round an outbox later.
+        self.store_wallet_rounds: OrderedDict[str, None] = OrderedDict()
 
     # -- one store: the same surface as a partitioned service --------------------------------
 

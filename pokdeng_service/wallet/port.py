@@ -161,6 +161,9 @@ class InternalPort:
 _CHECKED = "wallet-tx-checked"  # the attempt's key of the round's look at its outbox (once an attempt)
 
 
+_KNOWN_ROUNDS = 4096  # rounds remembered to hold no platform transactions (a single writer's)
+
+
 def platform_holds(attempt: Attempt, round_id: str) -> bool:
     """Whether the round's money is the platform's: it has a ``WalletTransactions`` outbox (a server on the
     platform's wallets requested a debit for it). The same rule ``RemotePort`` books by; looked at once an
@@ -171,8 +174,15 @@ def platform_holds(attempt: Attempt, round_id: str) -> bool:
         from pokdeng_service.wallet.outbox import transactions_uuid
 
         app: Any = attempt.app
+        known = app.store_wallet_rounds if getattr(app, "single_writer", False) and not app.wallet_port.remote else None
+        if known is not None and round_id in known:
+            return False  # (this server, the one writer, books the store's wallets: no outbox can appear)
         found = bool(app.recorder.select_events(transactions_uuid(round_id), limit=1))
         attempt.loaded[key] = found  # (not an aggregate: every reader of ``loaded`` selects by type)
+        if known is not None and not found:
+            known[round_id] = None
+            if len(known) > _KNOWN_ROUNDS:
+                known.popitem(last=False)
     return bool(found)
 
 

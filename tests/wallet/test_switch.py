@@ -267,3 +267,35 @@ def test_a_wallet_url_of_a_scheme_the_adapter_does_not_speak_is_refused() -> Non
     for url in ("127.0.0.1:7070", "grpc://wallet:7070", "http://wallet:8080/base", "https://wallet", "[::1]:7070"):
         WalletConfig("remote", url)
     assert main(["serve", "--wallet", "remote", "--wallet-url", "ftp://nope", "--db", "/nonexistent/x.sqlite"]) == 2
+
+
+def test_one_writer_on_the_store_s_wallets_looks_for_a_round_s_outbox_once(tmp_path: Path) -> None:
+    """The guard reads one row a bet or settlement; a single writer booking the store's wallets (``pokdeng
+    serve`` on SQLite) remembers the rounds that have none, since no one else can give them one."""
+    from pokdeng_service.wallet.outbox import transactions_uuid
+
+    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "one.sqlite"), vault_key="ab" * 32)
+    app = PokdengApp(config.env(), vault=config.vault())
+    try:
+        assert app.single_writer and not app.wallet_port.remote
+        looked: list[Any] = []
+        select = app.recorder.select_events
+
+        def counted(originator_id: Any, **kwargs: Any) -> Any:
+            if originator_id == transactions_uuid("t#1"):
+                looked.append(kwargs)
+            return select(originator_id, **kwargs)
+
+        app.recorder.select_events = counted  # type: ignore[method-assign]
+        for player in ("ann", "bob"):
+            app.open_wallet(f"open-{player}", player)
+            app.deposit(f"fund-{player}", player, 100_000)
+        app.open_table("table", "t", "classic", min_stake=100, max_stake=1000, seats=5)
+        app.take_seat("seat-ann", "t", "ann", 1)
+        app.take_seat("seat-bob", "t", "bob", 2)
+        app.start_round("start", "t")
+        app.place_bet("bet-ann", "t#1", 1, "ann", 100)
+        app.place_bet("bet-bob", "t#1", 2, "bob", 100)
+        assert len(looked) == 1  # the first bet looked; the second knew
+    finally:
+        app.close()
