@@ -107,6 +107,12 @@ def _decrement(counter: Counter[K], key: K) -> None:
         del counter[key]
 
 
+def _gone(context: grpc.ServicerContext) -> bool:
+    """Whether a call's client is no longer waiting for it: its deadline passed, or it cancelled."""
+    remaining = context.time_remaining()
+    return (remaining is not None and remaining <= 0) or not context.is_active()
+
+
 def caller_key(principal: Principal | None, context: grpc.ServicerContext | None) -> str:
     """Whose share of the limits a call counts against: its principal's request-id namespace, or, for a
     call without a token (health checks and watches), the host it comes from."""
@@ -210,6 +216,8 @@ class Runtime:
         if not self._workers.acquire(key, remaining):  # (None: no deadline, wait)
             raise DeadlineExpired("the call's deadline passed while it waited for a worker")
         try:
+            if _gone(context):  # granted as the deadline passed, or after the client gave up: not started
+                raise DeadlineExpired("the call's deadline passed while it waited for a worker")
             return body()
         finally:
             self._workers.release(key)

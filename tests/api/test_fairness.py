@@ -132,6 +132,9 @@ class _Deadline:
     def time_remaining(self) -> float | None:
         return self.seconds
 
+    def is_active(self) -> bool:
+        return True
+
 
 def test_costly_bodies_run_one_at_a_time_beside_the_cheap_ones() -> None:
     runtime = Runtime(Limits(workers=4))
@@ -446,3 +449,21 @@ def test_a_watch_reads_its_history_in_costly_slots_and_its_tail_in_plain_turns(
     sent = list(watch._follow(_Env(), call, "WatchTable", "table_id", "t", 1, batch, pb.WatchTableResponse))  # type: ignore[arg-type]
     assert [r.event.sequence for r in sent if r.HasField("event")] == [1, 2, 3, 4, 5, 6]
     assert asked == [True, True, True, False, False]  # history while pages are full, then the tail
+
+
+def test_a_worker_granted_after_the_client_gave_up_does_not_start_the_call() -> None:
+    """Seen in CI under load: the server's deadline is the client's plus the transport's delay, so a call could
+    be granted a worker after its client had already given up, and ran. It is checked again once granted."""
+    runtime = Runtime(Limits(workers=2))
+    ran: list[str] = []
+
+    class _Gone(_Deadline):
+        def is_active(self) -> bool:
+            return False
+
+    with pytest.raises(Exception, match="deadline passed"):
+        runtime.run("ann", _Gone(5.0), lambda: ran.append("late"))
+    with pytest.raises(Exception, match="deadline passed"):
+        runtime.run("ann", _Deadline(-0.001), lambda: ran.append("past"))
+    runtime.run("ann", _Deadline(5.0), lambda: ran.append("on time"))
+    assert ran == ["on time"]
