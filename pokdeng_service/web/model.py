@@ -277,7 +277,7 @@ def _headline(
             f"voided by {by or 'an operator (the record of this round does not name who)'} at {when}: "
             f"{voided['reason']!r}. Every reservation ({money(released)} in all) was released; no money moved.",
             by,
-            str(voided["reason"]),
+            shown_text(str(voided["reason"])),
         )
     if settlement is not None and closed:
         players = sum(n for _p, _r, n in settlement["wallets"])
@@ -330,6 +330,13 @@ def _house(settlement: dict[str, Any] | None, banker: str | None) -> dict[str, s
     }
 
 
+def shown_text(text: str) -> str:
+    """Free text a player chose (a client seed is any text: docs/shuffle.md) as the page shows it: as it is
+    when every character prints, else quoted with its escapes (``'lucky\\u202e...'``), as the timeline
+    does, so that a bidi override or a control character cannot reorder or hide what a person reads."""
+    return text if text.isprintable() else repr(text)
+
+
 def _shuffle(facts: list[dict[str, Any]], bundle: dict[str, Any] | None) -> dict[str, Any]:
     committed: dict[str, Any] = next((e["data"] for e in facts if e["kind"] == "shuffle_committed"), {})
     fixed: dict[str, Any] | None = next((e["data"] for e in facts if e["kind"] == "client_seed_fixed"), None)
@@ -339,9 +346,9 @@ def _shuffle(facts: list[dict[str, Any]], bundle: dict[str, Any] | None) -> dict
         "algorithm": committed.get("algorithm", ""),
         "commitment": committed.get("commitment", ""),
         "server_seed": revealed or "(secret until the round closes)",
-        "client_seed": fixed["client_seed"] if fixed else committed.get("client_seed", ""),
+        "client_seed": shown_text(fixed["client_seed"] if fixed else committed.get("client_seed", "")),
         "rule": fixed["rule"] if fixed else "",
-        "contributions": [(c or "the platform", s) for c, s in (fixed["contributions"] if fixed else [])],
+        "contributions": [(c or "the platform", shown_text(s)) for c, s in (fixed["contributions"] if fixed else [])],
         "nonce": committed.get("nonce", ""),
         "decks": shown.get("decks", ""),
         "shoe_size": committed.get("shoe_size", ""),

@@ -276,3 +276,34 @@ def test_the_page_runs_its_own_script_alone(store: Store, tmp_path: Path) -> Non
     (body,) = re.findall(r"<script>(.*?)</script>", text, flags=re.S)
     digest = base64.b64encode(hashlib.sha256(body.encode()).digest()).decode()
     assert script_src.split() == ["script-src", f"'sha256-{digest}'"]
+
+
+def test_a_seed_that_would_reorder_the_page_is_shown_escaped(tmp_path: Path) -> None:
+    """Found from the outside: a player's contribution to the client seed (any text: docs/shuffle.md) with a
+    bidi override (U+202E) or a NUL was written into the page's seeds list as it was, where the browser drew
+    it reversed ("... bob wins +1,000,000"); the timeline quoted it. Both now quote text that does not print."""
+    from pokdeng_service.application.config import StoreConfig
+    from pokdeng_service.application.partitions import PartitionedPokdeng
+
+    from ..service import play
+
+    spoof = "lucky\u202e 000,000,1+ tiw bob\u202c\x00"
+    db = tmp_path / "seed.sqlite"
+    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db)))
+    try:
+        d = play.Driver(service.apps[0])
+        play.open_wallets(d, ["ann", "bob"])
+        play.open_table(d, "t", "classic", [(1, "ann"), (2, "bob")])
+        round_id = play.start_round(d, "t", "plain seed")
+        play.seat_bets(d, round_id, 100)
+        d.call("contribute_seed", round_id, "bob", spoof)
+        play.drive_round(d, round_id)
+    finally:
+        service.close()
+    out = tmp_path / "seed.html"
+    assert main(["replay", round_id, "--db", str(db), "--html", str(out)]) == EXIT_OK
+    text = out.read_text(encoding="utf-8")
+    body = re.sub(r'data-bundle="[^"]*"', "", text)  # (the bundle itself carries the seed, base64)
+    assert "\u202e" not in body and "\x00" not in body and "\u202c" not in body
+    assert repr(spoof) in visible(body)
+    assert "plain seed" in visible(text)  # (text that prints is shown as it is)
