@@ -212,6 +212,9 @@ class Visibility:
 EVERYTHING = Visibility()
 
 
+SPECTATOR = ""  # nobody's id (ids have 1 to 128 characters): ``visibility_for`` gives what the whole table sees
+
+
 def visibility_for(player: str | None, view: RoundView) -> Visibility:
     """What ``player`` (None: an operator or auditor) may see of the round now."""
     if player is None or view.phase in OVER:

@@ -134,25 +134,20 @@ def write_dispute_page(
     hidden card (docs/dispute.md). ``keys`` check the signed head in the browser."""
     from pokdeng_service import audit, web
     from pokdeng_service.api import convert
+    from pokdeng_service.application import access
     from pokdeng_service.audit.bundle import for_player
 
-    if player is not None and player not in _players(view):
+    if player is not None and player not in access.participants(view):
         raise ValueError(f"{player!r} has no seat, stake or banker's role in round {view.round_id}")
     events: list[Any] = list(view.events)
     raw = None
     if view.phase == "closed":
         bundle = app.export_bundle(view.round_id)
         raw = audit.bundle_bytes(for_player(bundle, player) if player is not None else bundle)
-    else:  # ("" is nobody's id: the cards shown to the whole table)
-        events = convert.seen_events(events, convert.visibility_for(player or "", view))
+    else:
+        events = convert.seen_events(events, convert.visibility_for(player or convert.SPECTATOR, view))
     page = web.dispute_page(events, raw, verdict, keys=_hex_keys(keys), phase=view.phase)
     path.write_text(page, encoding="utf-8")
-
-
-def _players(view: RoundView) -> set[str]:
-    """Everyone a round concerns: its seats' holders, its bettors and its banker."""
-    found = {h.holder for h in view.hands if h.holder} | {b.player for b in (*view.bets, *view.side_bets)}
-    return found | ({view.banker} if view.banker else set())
 
 
 def write_verifier_page(path: Path, keys: PublicKeys | None) -> None:

@@ -9,15 +9,20 @@ verdict, and the round's bundle byte for byte with the scripts that check it in 
 from __future__ import annotations
 
 import base64
+import contextlib
 import html
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.cli import EXIT_OK, EXIT_USAGE, main
 
+from ..service import play
 from .pages import CARDLIKE, HOSTILE, Store, make_store
 
 LEGACY = Path(__file__).resolve().parents[1] / "service" / "legacy"
@@ -32,6 +37,19 @@ def page(store: Store, name: str, folder: Path, *extra: str, code: int = EXIT_OK
     out = folder / f"{name}.html"
     assert main(["replay", store.rounds[name], "--db", str(store.db), "--html", str(out), *extra]) == code
     return out.read_text(encoding="utf-8")
+
+
+@contextlib.contextmanager
+def _two_seats(db: Path) -> Iterator[tuple[PartitionedPokdeng, play.Driver]]:
+    """A fresh store with ann and bob seated at classic table ``t``, and a driver for it."""
+    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db)))
+    try:
+        d = play.Driver(service.apps[0])
+        play.open_wallets(d, ["ann", "bob"])
+        play.open_table(d, "t", "classic", [(1, "ann"), (2, "bob")])
+        yield service, d
+    finally:
+        service.close()
 
 
 def visible(text: str) -> str:
@@ -206,17 +224,9 @@ def test_an_open_round_s_page_shows_only_what_the_table_shows(tmp_path: Path) ->
     Now an open round's page shows what the table shows (and ``--player``'s own hand), with the digests from
     the deal on withheld; ``--player`` makes a closed round's page from the player's own bundle."""
     from pokdeng_core.machine import Phase
-    from pokdeng_service.application.config import StoreConfig
-    from pokdeng_service.application.partitions import PartitionedPokdeng
-
-    from ..service import play
 
     db = tmp_path / "open.sqlite"
-    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db)))
-    try:
-        d = play.Driver(service.apps[0])
-        play.open_wallets(d, ["ann", "bob"])
-        play.open_table(d, "t", "classic", [(1, "ann"), (2, "bob")])
+    with _two_seats(db) as (service, d):
         closed = play.start_round(d, "t")
         play.seat_bets(d, closed, 100)
         play.drive_round(d, closed)
@@ -232,8 +242,6 @@ def test_an_open_round_s_page_shows_only_what_the_table_shows(tmp_path: Path) ->
             raise AssertionError("no round of 20 stopped in the players' turns with no hand shown (no pok)")
         hands = {h.seat: h.cards for h in view.hands}
         digests = [e.digest for e in view.events if e.kind == "cards_dealt"]
-    finally:
-        service.close()
 
     def made(round_id: str, *extra: str) -> str:
         out = tmp_path / "page.html"
@@ -282,24 +290,13 @@ def test_a_seed_that_would_reorder_the_page_is_shown_escaped(tmp_path: Path) -> 
     """Found from the outside: a player's contribution to the client seed (any text: docs/shuffle.md) with a
     bidi override (U+202E) or a NUL was written into the page's seeds list as it was, where the browser drew
     it reversed ("... bob wins +1,000,000"); the timeline quoted it. Both now quote text that does not print."""
-    from pokdeng_service.application.config import StoreConfig
-    from pokdeng_service.application.partitions import PartitionedPokdeng
-
-    from ..service import play
-
     spoof = "lucky\u202e 000,000,1+ tiw bob\u202c\x00"
     db = tmp_path / "seed.sqlite"
-    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db)))
-    try:
-        d = play.Driver(service.apps[0])
-        play.open_wallets(d, ["ann", "bob"])
-        play.open_table(d, "t", "classic", [(1, "ann"), (2, "bob")])
+    with _two_seats(db) as (_service, d):
         round_id = play.start_round(d, "t", "plain seed")
         play.seat_bets(d, round_id, 100)
         d.call("contribute_seed", round_id, "bob", spoof)
         play.drive_round(d, round_id)
-    finally:
-        service.close()
     out = tmp_path / "seed.html"
     assert main(["replay", round_id, "--db", str(db), "--html", str(out)]) == EXIT_OK
     text = out.read_text(encoding="utf-8")
