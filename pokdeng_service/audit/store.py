@@ -438,8 +438,12 @@ class _StoreAudit(StoreVerdicts):
         if last < 2 or target.chain_broken:
             return  # the creation row alone, or a broken chain (reported on its stream)
         # The facts up to ``last`` carry the request's id since ``max(first, 2)`` at the latest (one
-        # request id of two callers, scoped apart, may run on in one stream: hence not "exactly").
-        if run is None or run[0] != stream.ident or run[1] > max(first, 2):
+        # request id of two callers, scoped apart, may run on in one stream: hence not "exactly"). A
+        # command whose stream's last event before it was another sender's with the same id carries the
+        # id with its sender's scope (``pipeline.Attempt.command_id``, docs/events.md ``command_id``).
+        scope = fact.data.get("scope")
+        ids = (stream.ident, f"{stream.ident} ({scope})") if isinstance(scope, str) and scope else (stream.ident,)
+        if run is None or run[0] not in ids or run[1] > max(first, 2):
             run = run or ("", 0)
             self.request_problems.append(
                 f"{name} position 1: {where} were not all caused by it (from position {run[1]}: request {run[0]!r})"

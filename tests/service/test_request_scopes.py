@@ -96,3 +96,20 @@ def test_one_request_id_from_two_senders_back_to_back_keeps_the_round_verifiable
     verdict, _replayed = app.replay_round(round_id)
     assert verdict.ok, verdict.render()
     assert audit.verify_bundle(audit.bundle_bytes(app.export_bundle(round_id))).ok
+    failed = [v.render() for v in audit.verify_store(app) if not v.ok]
+    assert not failed, failed  # the store's check of command records knows the scoped id too
+
+
+def test_one_request_id_from_two_senders_back_to_back_at_a_table_keeps_the_store_verifiable(
+    app: PokdengApp, driver: play.Driver
+) -> None:
+    """The same on a table's stream (found from the outside: two players took seats with one id, one
+    after the other, and ``pokdeng verify --all`` said the second seat was not caused by its request)."""
+    play.open_wallets(driver, ["bob", "ann"])
+    play.open_table(driver, "idt", "classic", [])
+    bob, ann = Principal(Role.PLAYER, "bob"), Principal(Role.PLAYER, "ann")
+    assert not app.handle(bob, "seat-1", TakeSeat("idt", "bob", 1)).replayed
+    assert not app.handle(ann, "seat-1", TakeSeat("idt", "ann", 2)).replayed
+    assert app.stream_events(ag.table_uuid("idt"))[-1].command_id == "seat-1 (player:ann)"
+    failed = [v.render() for v in audit.verify_store(app) if not v.ok]
+    assert not failed, failed
