@@ -680,7 +680,7 @@ def _place_bet(run: _Run, cmd: c.PlaceBet) -> None:
     if holder is None or cmd.player != holder:  # a seat's holder was checked when the round opened
         check_id(cmd.player, "player")
     if cmd.player == state.banker_player:
-        raise NotYourTurn("the banker cannot bet against itself")
+        raise DomainError("the banker cannot bet against itself")
     if holder is not None and holder != cmd.player and profile.name != "classic":
         raise NotYourTurn(f"seat {cmd.seat} belongs to another player", seat=cmd.seat)
     if any(b.seat == cmd.seat and b.player == cmd.player for b in state.bets):

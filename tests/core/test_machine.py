@@ -265,9 +265,10 @@ class TestBetting:
 
     def test_the_banker_cannot_bet(self) -> None:
         played = open_round("room")
-        played.refuse(c.PlaceBet(1, "bank", 100, BIG, BIG), NotYourTurn)
+        played.refuse(c.PlaceBet(1, "bank", 100, BIG, BIG), DomainError)
         classic = open_round("classic", ((1, "a"),), banker="dealer")
-        classic.refuse(c.PlaceBet(1, "dealer", 100, BIG, BIG), NotYourTurn)
+        refused = classic.refuse(c.PlaceBet(1, "dealer", 100, BIG, BIG), DomainError)
+        assert type(refused) is DomainError and refused.code == "rule_violation"  # a rule, not another's turn
 
     @pytest.mark.parametrize("profile", ["room", "kingmaker"])
     def test_only_the_holder_bets_on_its_seat(self, profile: str) -> None:

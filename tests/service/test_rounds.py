@@ -13,7 +13,7 @@ from fractions import Fraction
 
 import pytest
 
-from pokdeng_core.errors import InsufficientFunds, InvalidCommand, NotYourTurn, WrongPhase
+from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, WrongPhase
 from pokdeng_core.machine import BANKER, Phase
 from pokdeng_service.application import PokdengApp
 
@@ -88,7 +88,7 @@ def test_classic_player_dealer(app: PokdengApp) -> None:
         round_id = play.start_round(driver, "cd")
         assert app.round_state(round_id).banker_player == "dana"
         play.seat_bets(driver, round_id, 200)
-        _no_write(app, NotYourTurn, app.place_bet, driver.next_id(), round_id, 1, "dana", 100)
+        _no_write(app, DomainError, app.place_bet, driver.next_id(), round_id, 1, "dana", 100)
         assert app.get_wallet("dana").reserved == 5 * 600
         while app.round_state(round_id).phase is not Phase.CLOSED:
             state = app.round_state(round_id)
