@@ -91,6 +91,19 @@ def new_id_problem(value: object, field: str) -> str | None:
     return None
 
 
+TABLE_ID_RESERVED = "#:"  # a round's id is ``<table id>#<n>``; chains start from ``table:<id>``, ``wallet:<id>``
+
+
+def new_table_id_problem(value: object, field: str = "table_id") -> str | None:
+    """``new_id_problem``, and no ``#`` or ``:`` in a new table's id: then a round id (``<table>#<n>``) names
+    exactly one table, and no round's chain starts where a table's or a wallet's does (a round's genesis is
+    its id, a table's ``table:<id>``, a wallet's ``wallet:<id>``: docs/audit.md)."""
+    problem = new_id_problem(value, field)
+    if problem is None and isinstance(value, str) and any(ch in TABLE_ID_RESERVED for ch in value):
+        return f"{field} may not contain '#' or ':' (a round's id is the table's id, '#' and its number)"
+    return problem
+
+
 def check_id(value: object, field: str) -> str:
     """``value`` if it is a valid id; else ``InvalidCommand`` naming ``field``."""
     problem = id_problem(value, field)

@@ -15,7 +15,8 @@ Conventions that hold for every message below:
   followed by suit S H C D, for example "AS", "10H", "KD". The server always answers in this
   canonical form (it also reads "T" for 10 and the suit symbols).
 * Ids (wallet_id, table_id, round_id, player) are 1 to 128 characters of printable text. A
-  player's wallet has the player's id as its wallet_id. A round's id is "<table_id>#<n>".
+  player's wallet has the player's id as its wallet_id. A round's id is "<table_id>#<n>"; so a
+  new table's id may not contain '#' or ':' (INVALID_ARGUMENT).
 * Seat numbers start at 1; seat 0 means the banker's hand wherever a seat number is reported.
 * Every command carries request_id (1 to 128 characters, chosen by the client, unique per
   command). Sending the same command again with the same request_id is an idempotent retry: it

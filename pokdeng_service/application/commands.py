@@ -157,7 +157,7 @@ class OpenTable(Command):
     currency: str = currencies.DEFAULT  # ISO 4217, with minor units: every stake at the table is in it
 
     def _check(self, problems: _Problems) -> None:
-        problems.add("table_id", limits.new_id_problem(self.table_id, "table_id"))
+        problems.add("table_id", limits.new_table_id_problem(self.table_id))
         if self.profile not in PROFILE_NAMES:
             problems.add("profile", f"choose a profile: {', '.join(PROFILE_NAMES)}")
         options = self.options or {}
