@@ -142,6 +142,40 @@ def _event_member(bundle: dict[str, Any]) -> None:
     bundle["events"][0]["data"]["note"] = "added"
 
 
+def _time(text: str) -> Callable[[dict[str, Any]], None]:
+    """The deal's time replaced by ``text`` (found by a verifier written in Node from the docs: pokdeng took a
+    ``.000000`` fraction, which the stored form never has, and a 13th month)."""
+
+    def change(bundle: dict[str, Any]) -> None:
+        event_of(bundle, "cards_dealt")["timestamp"] = text
+
+    return change
+
+
+def _platform_contribution_unsent(bundle: dict[str, Any]) -> None:
+    """A ``ContributeSeed`` of the platform's with no sender (events.md: it always names its sender) after the
+    opening, the opening's own contribution again (so the client seed stays), restated in the decisions."""
+    opened = event_of(bundle, "round_opened")
+    events = bundle["events"]
+    at = next(i for i, e in enumerate(events) if e["command_id"] != opened["command_id"])
+    seed = next(e["data"]["client_seed"] for e in events[:at] if e["kind"] == "client_seed_contributed")
+    events.insert(
+        at,
+        {
+            "position": 0,
+            "kind": "client_seed_contributed",
+            "data": {"contributor": "", "client_seed": seed, "by": ""},
+            "command_id": "unsent-contribution",
+            "timestamp": events[at - 1]["timestamp"],
+            "digest": "",
+        },
+    )
+    for position, event in enumerate(events, start=2):
+        event["position"] = position
+    decision = {"command": "contribute_seed", "name": "contribute_seed", "player": None, "client_seed": seed}
+    bundle["decisions"].insert(1, decision)
+
+
 @dataclass(frozen=True)
 class Restated:
     change: Callable[[dict[str, Any]], None]
@@ -164,6 +198,15 @@ RESTATED: dict[str, Restated] = {
     "a member an event's data does not have, every digest recomputed": Restated(_event_member, True, "form", "shape"),
     "bet_placed's sender changed, every digest recomputed": Restated(_bet_sender, True, "copies", "copies"),
     "a stake limit of 0, every digest recomputed": Restated(_no_stake_limit, True, "money", "replay"),
+    "a time with a fraction of zeros, every digest recomputed": Restated(
+        _time("2026-03-14T15:09:27.000000+00:00"), True, "copies", "record"
+    ),
+    "a time that does not exist, every digest recomputed": Restated(
+        _time("2026-13-45T99:99:99.000001+00:00"), True, "copies", "record"
+    ),
+    "the platform's ContributeSeed without its sender, every digest recomputed": Restated(
+        _platform_contribution_unsent, True, "record", "record"
+    ),
 }
 
 

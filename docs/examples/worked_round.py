@@ -30,6 +30,7 @@ import re
 import struct
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,19 @@ KINDS = {
     "seed_revealed", "round_closed",
 }  # fmt: skip
 SENT_BY_OPERATOR = {"round_opened", "cards_dealt", "side_bets_settled", "turn_timed_out", "round_voided"}
+
+
+def stored_time(text: str) -> bool:
+    """A time as stored (docs/audit.md, ``timestamp``): Python's ``isoformat()`` of a UTC time that exists,
+    ``.ffffff`` only when the microseconds are not 0."""
+    if re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00", text) is None:
+        return False
+    try:
+        return datetime.fromisoformat(text).isoformat() == text
+    except ValueError:
+        return False
+
+
 # Each kind's `data` members (docs/events.md, "Round stream"): exactly these. Those of ADDED_DATA were added
 # after rounds were recorded without them, which lack them (read as "" and THB): a record may leave them out.
 EVENT_DATA = {
@@ -774,6 +788,14 @@ class BundleCheck:
                 event["kind"] not in SENT_BY_OPERATOR or event["data"].get("by", None) != "",
                 f"event {event['position']} ({event['kind']}): an operator's command names its sender (by)",
             )
+        opening = self.events[0]["command_id"]
+        after = next((i for i, e in enumerate(self.events) if e["command_id"] != opening), len(self.events))
+        for event in self.events[after:]:  # the platform's ContributeSeed (not the opening's own contribution)
+            data = event["data"]
+            _require(
+                event["kind"] != "client_seed_contributed" or data["contributor"] != "" or data.get("by", None) != "",
+                f"event {event['position']}: the platform's ContributeSeed names its sender (by)",
+            )
         if "contributions_opened" in kinds:
             _require(committed["data"]["client_seed"] == "", "shuffle_committed carries no client seed")
         _require(kinds.count("seed_revealed") <= 1, "the seed is revealed once")
@@ -1139,8 +1161,8 @@ class BundleCheck:
         for byte in canonical JSON: nothing in them can differ from the events, nor ride along."""
         for event in self.events:
             _require(
-                re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?\+00:00", event["timestamp"]) is not None,
-                f"event {event['position']}: time {event['timestamp']!r} is not ISO 8601 UTC",
+                stored_time(event["timestamp"]),
+                f"event {event['position']}: time {event['timestamp']!r} is not as stored",
             )
         again = self._restated()
         differ = [

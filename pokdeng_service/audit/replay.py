@@ -23,6 +23,7 @@ import json
 import re as regex
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 import orjson
@@ -239,16 +240,40 @@ _SENT_BY_OPERATOR = frozenset(
 )
 
 
+def stored_time(text: object) -> bool:
+    """Whether ``text`` is a time as the record stores it: ``datetime.isoformat()`` of a UTC time, so a
+    time that exists, six digits of microseconds or none at a whole second (never ``.000000``)."""
+    if not isinstance(text, str) or not _STORED_TIME.fullmatch(text):
+        return False
+    try:
+        return datetime.fromisoformat(text).isoformat() == text
+    except ValueError:  # a date or time that does not exist
+        return False
+
+
 def record_problem(facts: Sequence[Recorded]) -> str | None:
     """What breaks the record's documented form, beyond its chain (docs/audit.md, docs/events.md), or None:
-    every time as stored (``datetime.isoformat`` of a UTC time), the sender named on the five events of
-    operator-only commands (``by``; absent only from records made before senders were named), the round
-    id ``<table id>#<round number>``, and the shuffle's nonce the round's number."""
+    every time as stored (``stored_time``), the sender named on the five events of operator-only commands
+    and on the platform's contributions sent with ``ContributeSeed`` (``by``; absent only from records made
+    before senders were named), the round id ``<table id>#<round number>``, and the shuffle's nonce the
+    round's number."""
+    opening: str | None = None  # the command id of the opening, whose own events are the first run of it
+    in_opening = True
     for fact in facts:
-        if not isinstance(fact.timestamp, str) or not _STORED_TIME.fullmatch(fact.timestamp):
+        if opening is None and fact.kind == re.RoundOpened.kind:
+            opening = fact.command_id
+        in_opening = in_opening and (opening is None or fact.command_id == opening)
+        if not stored_time(fact.timestamp):
             return f"event {fact.position}: time {fact.timestamp!r} is not in the stored form"
         if fact.data.get("by", None) == "" and fact.kind in _SENT_BY_OPERATOR:
             return f"event {fact.position} ({fact.kind}): an operator's command names its sender (by)"
+        if (
+            fact.kind == re.ClientSeedContributed.kind
+            and fact.data.get("contributor") == ""
+            and fact.data.get("by", None) == ""
+            and not in_opening
+        ):
+            return f"event {fact.position} ({fact.kind}): the platform's ContributeSeed names its sender (by)"
     opened = next((f for f in facts if f.kind == re.RoundOpened.kind), None)
     committed = next((f for f in facts if f.kind == re.ShuffleCommitted.kind), None)
     if (

@@ -291,6 +291,12 @@
         require(!SENT_BY_OPERATOR.includes(event.kind) || opt(event.data, "by") !== "",
           `event ${event.position} (${event.kind}): an operator's command names its sender (by)`);
       }
+      const opening = this.events[0].command_id;  // the opening's own events: the first run of its command id
+      const after = this.events.findIndex((event) => event.command_id !== opening);
+      for (const event of after < 0 ? [] : this.events.slice(after)) {  // the platform's ContributeSeed
+        require(event.kind !== "client_seed_contributed" || event.data.contributor !== "" ||
+          opt(event.data, "by") !== "", `event ${event.position}: the platform's ContributeSeed names its sender (by)`);
+      }
       if (kinds.includes("contributions_opened")) {
         require(committed.data.client_seed === "", "shuffle_committed carries no client seed");
       }
