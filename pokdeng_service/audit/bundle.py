@@ -20,6 +20,7 @@ from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import RoundState, evolve
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
+from pokdeng_service.application.errors import stream_forged
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.audit.anchors import check_anchor
 from pokdeng_service.audit.live import AuditedRecord, wallet_settlement
@@ -36,7 +37,15 @@ from pokdeng_service.audit.replay import (
 )
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
-from pokdeng_service.store.codec import CHAIN_VERSION, canonical_json, field_names, from_data, genesis_digest
+from pokdeng_service.store.aggregates import round_uuid
+from pokdeng_service.store.codec import (
+    CHAIN_VERSION,
+    canonical_json,
+    chain_digest,
+    field_names,
+    from_data,
+    genesis_digest,
+)
 from pokdeng_service.store.facts import Recorded
 from pokdeng_service.store.signing import HEAD_FIELDS, PublicKeys
 
@@ -57,6 +66,9 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
     if not state.is_closed:
         raise DomainError(f"round {round_id} is still open: bundles are for closed rounds (the seed is secret)")
     events = list(app.round_events(round_id))
+    problem = _chain_problem(round_id, events)
+    if problem is not None:  # (read afresh: a running server's cached round may hide an edit of its rows)
+        raise stream_forged("round", round_id, round_uuid(round_id), problem)
     facts = _facts(events)
     copies = restated(round_id, facts, state)
     balances = []
@@ -77,6 +89,25 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
     }
     body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
     return {k: body[k] for k in _ORDER if k in body}
+
+
+def _chain_problem(round_id: str, events: Sequence[RecordedEvent]) -> str | None:
+    """What breaks the round's stored events as a chain (positions 1, 2, ... each continuing the digest before
+    it from the round's genesis: docs/audit.md, "Hash chain"), or None. A bundle is never made of one that breaks."""
+    previous = genesis_digest(round_id)
+    for number, event in enumerate(events, start=1):
+        if event.position != number:
+            return f"event {event.position} is where event {number} should be"
+        if number == 1:
+            continue  # (the stream's creation row carries no digest)
+        try:
+            digest = chain_digest(previous, event.kind, event.data, event.position, event.command_id, event.timestamp)
+        except (TypeError, ValueError):
+            digest = ""
+        if digest != event.digest:
+            return f"event {event.position} ({event.kind}) does not continue the hash chain"
+        previous = digest
+    return None
 
 
 # The bundle's fields in their documented order (canonical JSON sorts them anyway).

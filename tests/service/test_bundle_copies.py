@@ -49,3 +49,33 @@ def test_a_restated_field_that_differs_from_the_events_fails(app: PokdengApp, dr
     EDITS[edit](forged)
     verdict = audit.verify_bundle(_redigest(forged))
     assert not verdict.ok and verdict.first_difference.startswith("copies"), verdict.render()
+
+
+@pytest.mark.parametrize("app_env", ["sqlite"], indirect=True)  # (it edits the SQLite file)
+def test_a_round_whose_rows_were_swapped_under_a_running_server_is_not_exported(
+    app: PokdengApp, driver: play.Driver, app_env: dict[str, str]
+) -> None:
+    """Found from the outside: with two events of a closed round swapped in the store while the server ran (its
+    cached round unchanged), ExportRound failed with INTERNAL ("does not start a command"). The events an
+    export reads afresh must chain: else the stream is refused (``StreamForged``: DATA_LOSS), as a load is."""
+    import sqlite3
+
+    from pokdeng_service.application.errors import StreamForged
+    from pokdeng_service.store.aggregates import round_uuid
+
+    play.open_wallets(driver, ["a", "b"])
+    play.open_table(driver, "t", "classic", [(1, "a"), (2, "b")])
+    round_id = play.start_round(driver, "t")
+    play.seat_bets(driver, round_id, 100)
+    play.drive_round(driver, round_id)
+    assert app.export_bundle(round_id)["round_id"] == round_id  # (the round is cached, closed)
+    with sqlite3.connect(app_env["SQLITE_DBNAME"]) as conn:
+        where = "FROM stored_events WHERE originator_id = ? AND originator_version = ?"
+        uuid = round_uuid(round_id).hex
+        (t5, s5), (t6, s6) = (conn.execute(f"SELECT topic, state {where}", (uuid, v)).fetchone() for v in (5, 6))
+        update = "UPDATE stored_events SET topic = ?, state = ? WHERE originator_id = ? AND originator_version = ?"
+        conn.execute(update, (t6, s6, uuid, 5))
+        conn.execute(update, (t5, s5, uuid, 6))
+    with pytest.raises(StreamForged, match="does not continue the hash chain"):
+        app.export_bundle(round_id)
+    assert not app.verify_round(round_id).ok  # (the audit reports it, as before)
