@@ -54,6 +54,30 @@ _STREAM_UUID: dict[str, Callable[[str], UUID]] = {
     "log": round_log_uuid,
 }
 _CACHE_SIZE = 1024
+_WALLET_REQUESTS = frozenset({"Deposited", "Withdrawn"})  # the wallet events that name their request
+
+
+def _not_caused_by(record: CommandRecord, events: tuple[RecordedEvent, ...]) -> str | None:
+    """What says the events a request's record names were not that request's, or None: each of the range
+    (``from`` to ``to``) must be there, and carry the request's id (``command_id``, or the id with the
+    sender's scope: ``pipeline.Attempt.command_id``; a deposit's or withdrawal's ``request_id``), as
+    ``pokdeng verify --all`` checks every record (docs/audit.md, "command records")."""
+    result = record.result
+    first, last = result["from"], result["to"]
+    if [e.position for e in events] != list(range(first, last + 1)):
+        return f"its result names {result['stream']} {result['id']} positions {first} to {last}, which the store lacks"
+    ids = {record.request_id, f"{record.request_id} ({record.scope})"}
+    if result["stream"] not in ("round", "table", "wallet"):
+        return None  # (the store's log names no request on its events)
+    for event in events:
+        if result["stream"] == "wallet":
+            made_by = event.data.get("request_id") if event.kind in _WALLET_REQUESTS else record.request_id
+            caused = made_by == record.request_id
+        else:
+            caused = event.command_id in ids or event.position == 1  # (a creation row carries the id too, or none)
+        if not caused:
+            return f"its result names {result['stream']} {result['id']} position {event.position}, another request's"
+    return None
 
 
 class PokdengApp(Queries, LogQueries, Application[UUID]):
@@ -166,6 +190,9 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
         result = record.result
         stream, stream_id = result["stream"], result["id"]
         events = self.stream_events(_STREAM_UUID[stream](stream_id), result["from"] - 1, result["to"])
+        problem = _not_caused_by(record, events)
+        if problem is not None:  # (an edited record: never another request's answer)
+            raise stream_forged("request", record.request_id, record.id, problem)
         return CommandResult(request_id=record.request_id, stream=stream, id=stream_id, events=events, replayed=True)
 
     def evict(self, aggregates: Iterable[Aggregate]) -> None:

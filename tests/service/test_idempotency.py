@@ -164,3 +164,35 @@ def test_a_refused_command_leaves_its_request_id_free(driver: Driver, app: Pokde
     result = app.withdraw("w-1", "a", 200)
     assert not result.replayed and app.get_wallet("a").balance == 0
     assert app.withdraw("w-1", "a", 200).replayed
+
+
+@pytest.mark.parametrize("app_env", ["sqlite"], indirect=True)  # (it edits the SQLite file)
+def test_an_edited_request_record_never_answers_with_another_requests_events(
+    make_app: Callable[..., PokdengApp], app_env: dict[str, str]
+) -> None:
+    """Found from the outside: an insider pointed request ``dep-2``'s record at ``dep-1``'s deposit, and the
+    retry of ``dep-2`` answered with ``dep-1``'s event. A retry's answer is checked against its request: its
+    events must be there and be that request's (``pokdeng verify --all`` reports the record too)."""
+    import json
+    import sqlite3
+
+    from pokdeng_service.application.errors import StreamForged
+    from pokdeng_service.application.principal import SYSTEM
+    from pokdeng_service.store.aggregates import command_uuid
+
+    app = make_app()
+    app.open_wallet("open-zed", "zed")
+    app.deposit("dep-1", "zed", 100)
+    answered = app.deposit("dep-2", "zed", 200)
+    assert app.deposit("dep-2", "zed", 200).events == answered.events  # a retry: the first answer
+    app.close()
+    with sqlite3.connect(app_env["SQLITE_DBNAME"]) as conn:
+        row = (command_uuid("dep-2", SYSTEM.scope).hex,)
+        (state,) = conn.execute("SELECT state FROM stored_events WHERE originator_id = ?", row).fetchone()
+        data = json.loads(state)
+        data["result"].update({"from": 2, "to": 2})  # dep-1's deposit
+        conn.execute("UPDATE stored_events SET state = ? WHERE originator_id = ?", (json.dumps(data).encode(), *row))
+    restarted = make_app()
+    with pytest.raises(StreamForged, match="another request's"):
+        restarted.deposit("dep-2", "zed", 200)
+    assert restarted.deposit("dep-1", "zed", 100).replayed  # (an untouched record answers as before)
