@@ -21,7 +21,8 @@ from typing import Any
 from uuid import UUID
 
 from pokdeng_service.store import aggregates as ag
-from pokdeng_service.store.codec import chain_digest
+from pokdeng_service.store.codec import chain_digest, wallet_digest
+from pokdeng_service.store.facts import payload_of
 
 
 class StreamIntegrityError(Exception):
@@ -104,8 +105,31 @@ def fact_problem(aggregate: Any, fact: Any) -> str | None:
     return None
 
 
+def wallet_fact_problem(wallet: ag.Wallet, event: Any) -> str | None:
+    """Whether a wallet movement continues its wallet's chain (``codec.wallet_digest`` over the movement and
+    the state it leaves, docs/audit.md, "The wallet chain"). A movement without a digest (stored before wallets
+    were chained) is one only while the chain has not begun: after a chained one it is refused."""
+    kind = type(event).__name__
+    where = f"event {event.originator_version} ({kind})"
+    data = payload_of(event)
+    digest = data.pop("digest", "")
+    genesis = ag.wallet_genesis(wallet.wallet_id)
+    previous = wallet.__dict__.get("last_digest") or genesis
+    if not digest:
+        return None if previous == genesis else f"{where} carries no digest, after chained ones"
+    try:
+        balance, reservations = ag.wallet_step(wallet.balance, wallet.reservations, kind, data)
+        expected = wallet_digest(
+            previous, kind, data, event.originator_version, event.timestamp.isoformat(), balance, reservations
+        )
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return f"{where} cannot be digested"
+    return None if expected == digest else f"{where} does not continue the wallet's hash chain"
+
+
 _CHAINED = (ag.RoundRecord, ag.TableRecord)
 _FACT = ag.RoundRecord.Fact  # the chained streams' one fact class (each kind is a subclass)
+_MOVEMENTS = tuple(getattr(ag.Wallet, kind) for kind in ag.WALLET_KINDS)
 
 
 def verified_project(aggregate: Any, domain_events: Iterable[Any]) -> Any:
@@ -125,6 +149,10 @@ def verified_project(aggregate: Any, domain_events: Iterable[Any]) -> Any:
                     claimed = identity(aggregate)
                     assert claimed is not None
                     raise StreamIntegrityError(claimed[0], claimed[1], aggregate.id, problem)
+        elif isinstance(aggregate, ag.Wallet) and isinstance(domain_event, _MOVEMENTS):
+            problem = wallet_fact_problem(aggregate, domain_event)
+            if problem is not None:
+                raise StreamIntegrityError("wallet", aggregate.wallet_id, aggregate.id, problem)
         aggregate = domain_event.mutate(aggregate)
     if isinstance(aggregate, _CHAINED) and not checked:
         check_identity(aggregate)

@@ -312,6 +312,37 @@ def test_a_round_whose_chain_does_not_recompute_is_refused_on_first_load(
     assert f"event {version}" in error.message
 
 
+def test_a_wallet_whose_chain_does_not_recompute_is_refused_on_first_load(
+    make_app: Callable[..., PokdengApp], app_env: dict[str, str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Found from the outside: a deposit's amount edited in place (its digest left as it was) was served and
+    paid out by a restarted server; only `verify --all` said so. A wallet's movements folded from the store
+    now recompute its chain (docs/audit.md, "The wallet chain"), as a round's and a table's do: a process
+    that loads it first refuses it. A movement without a digest after chained ones is refused too."""
+    caplog.set_level(logging.DEBUG)
+    app = make_app()
+    driver = play.Driver(app)
+    play.open_wallets(driver, ["zed", "amy"], amount=1000)
+    driver.call("deposit", "zed", 500)
+    driver.call("deposit", "amy", 1)
+    rows = Rows(app_env, "zed")
+    rows.id = wallet_uuid("zed")
+    deposit = next(v for v, topic, _s in rows.read() if topic.endswith("Deposited"))
+    state = next(s for v, _t, s in rows.read() if v == deposit)
+    state["amount"] = 5_000_000
+    rows.write(deposit, state)
+    error = _forged_error(lambda: make_app().get_wallet("zed"))
+    assert f"event {deposit}" in error.message and "hash chain" in error.message
+    assert make_app().get_wallet("amy").balance == 1001  # (another wallet loads as before)
+    rows.id = wallet_uuid("amy")
+    last = max(v for v, _t, _s in rows.read())
+    state = next(s for v, _t, s in rows.read() if v == last)
+    state["digest"] = ""
+    rows.write(last, state)  # a chained wallet's movement stripped of its digest
+    error = _forged_error(lambda: make_app().get_wallet("amy"))
+    assert "carries no digest" in error.message
+
+
 # --- seals ---------------------------------------------------------------------------------------------
 
 
