@@ -79,7 +79,17 @@ def _open_read_only(args: argparse.Namespace) -> Any:
     """The store as evidence: read only, nothing created, no vault key unless an open round needs it."""
     from pokdeng_service.application.partitions import PartitionedPokdeng
 
-    return PartitionedPokdeng.open_read_only(_config(args))
+    config = _config(args)
+    if config.kind == "sqlite" and config.sqlite_path:
+        first = Path(config.sqlite_path)
+        beside = first.with_name(f"{first.stem}.p{config.partitions}{first.suffix}")
+        if beside.exists():  # (a partition the command was not told of: it would be left unread)
+            print(
+                f"pokdeng: note: {beside} lies beside the store, a partition beyond the {config.partitions} "
+                f"given: name every partition with --partitions",
+                file=sys.stderr,
+            )
+    return PartitionedPokdeng.open_read_only(config)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -138,7 +148,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
 
-    app = _open_read_only(args)
+    app = _round_app(_open_read_only(args), args.round)
     view = app.get_round(args.round)
     verdict = app.verify_round(args.round)
     print(replay_view.text(view))
@@ -152,6 +162,11 @@ def cmd_replay(args: argparse.Namespace) -> int:
             return EXIT_USAGE
         print(f"\nwrote {args.html}: the dispute page (docs/dispute.md); a browser checks the round there too")
     return EXIT_OK if verdict.ok else EXIT_FAILED
+
+
+def _round_app(app: Any, round_id: str) -> Any:
+    """The application of the partition a round lives in (the partition of its table's shard)."""
+    return app.app_for(round_id, "round") if hasattr(app, "app_for") else app
 
 
 def cmd_verifier_page(args: argparse.Namespace) -> int:
@@ -191,7 +206,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     pins: dict[int, TablePins] = {}  # one reader per partition, shared over the run
     for round_id in rounds:
-        part = app.app_for(round_id, "round") if hasattr(app, "app_for") else app
+        part = _round_app(app, round_id)
         reader = pins.setdefault(id(part), TablePins(part))
         verdict = audit.verify_round(part, round_id, check_wallets=True, pins=reader)
         if not verdict.ok or not args.quiet:
@@ -232,7 +247,7 @@ def _verify_all(app: Any, quiet: bool, passed: int, failed: int) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from pokdeng_service import audit
 
-    app = _open_read_only(args)
+    app = _round_app(_open_read_only(args), args.round)
     raw = audit.bundle_bytes(app.export_bundle(args.round))
     if args.output in (None, "-"):
         sys.stdout.write(raw.decode())

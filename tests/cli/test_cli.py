@@ -89,3 +89,35 @@ def test_exit_codes(played: tuple[Path, list[str]], capsys: pytest.CaptureFixtur
     assert main(["verify", "--db", str(db)]) == EXIT_USAGE
     with pytest.raises(SystemExit):
         main(["no-such-command"])
+
+
+def test_replay_export_and_verify_find_a_round_in_its_partition(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found from the outside: on a store of two partitions, `replay` and `export` failed with a traceback
+    (AttributeError) for every round; only `verify` looked in the round's partition."""
+    db = tmp_path / "p.sqlite"
+    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db), partitions=2))
+    shards = {service.partition(f"{s}/t", "table"): s for s in "abcdefghijklmnop"}
+    assert set(shards) == {0, 1}
+    rounds = []
+    for partition, shard in sorted(shards.items()):
+        d = play.Driver(service.apps[partition], prefix=f"p{partition}")
+        play.open_wallets(d, [f"{shard}/ann"])
+        play.open_table(d, f"{shard}/t", "classic", [(1, f"{shard}/ann")])
+        round_id = play.start_round(d, f"{shard}/t")
+        play.seat_bets(d, round_id, 100)
+        play.drive_round(d, round_id)
+        rounds.append(round_id)
+    service.close()
+    for round_id in rounds:
+        store = ["--db", str(db), "--partitions", "2"]
+        page, bundle = tmp_path / "r.html", tmp_path / "r.json"
+        assert main(["replay", round_id, *store, "--html", str(page)]) == EXIT_OK
+        assert round_id in page.read_text()
+        assert main(["export", round_id, *store, "-o", str(bundle)]) == EXIT_OK
+        assert main(["verify", str(bundle)]) == EXIT_OK
+        assert main(["verify", round_id, *store]) == EXIT_OK
+    assert "Traceback" not in capsys.readouterr().err
+    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_OK  # partition 0 alone, as told...
+    assert "p.p1.sqlite lies beside the store" in capsys.readouterr().err  # ...but not in silence
