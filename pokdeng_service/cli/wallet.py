@@ -18,11 +18,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE = 0, 1, 2
+EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 4
 
 
 def _time(text: str) -> datetime:
@@ -34,7 +35,7 @@ def _time(text: str) -> datetime:
 
 
 def cmd_reconcile(args: argparse.Namespace) -> int:
-    from pokdeng_service.wallet.platform import PlatformWallet
+    from pokdeng_service.wallet.platform import PlatformWallet, Unanswered
     from pokdeng_service.wallet.reconcile import reconcile
 
     url = args.wallet_url or os.environ.get("POKDENG_WALLET_URL", "")
@@ -47,6 +48,9 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     platform = PlatformWallet.connect(url, timeout=args.timeout, attempts=3)
     try:
         report = reconcile(service.apps, platform, since, until, margin=args.margin)
+    except Unanswered as error:  # (not a difference: nothing could be compared)
+        print(f"pokdeng: the platform's wallet at {url} did not answer: {error}", file=sys.stderr)
+        return EXIT_UNAVAILABLE
     finally:
         platform.close()
     print(json.dumps(report.as_dict(), indent=2) if args.json else report.render())

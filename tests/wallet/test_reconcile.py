@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import random
+import socket
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -69,7 +70,9 @@ def test_clean_rounds_reconcile_with_no_difference(platform: Platform, remote_ap
     assert report.platform_totals == report.pokdeng_totals
 
 
-def test_every_difference_is_listed(platform: Platform, remote_app: App, tmp_path: Path) -> None:
+def test_every_difference_is_listed(
+    platform: Platform, remote_app: App, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     app, rounds = _played(platform, remote_app)
     # the platform holds a debit pokdeng never recorded, and pays one credit 1 more than pokdeng asked
     platform.ledger.debit(
@@ -92,6 +95,13 @@ def test_every_difference_is_listed(platform: Platform, remote_app: App, tmp_pat
     code = main(["wallet", "reconcile", "--db", store, "--wallet-url", platform.url, "--since", since.isoformat(),
                  "--until", until.isoformat(), "--json"])  # fmt: skip
     assert code == 1
+    # a platform that does not answer: exit 4 and one line, not a traceback nor "differences" (found from the outside)
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        silent = f"127.0.0.1:{free.getsockname()[1]}"
+    capsys.readouterr()
+    code = main(["wallet", "reconcile", "--db", store, "--wallet-url", silent, "--timeout", "0.5"])
+    assert code == 4 and "did not answer" in capsys.readouterr().err
 
 
 def test_the_pending_command_lists_open_transactions(
