@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.store.readonly import sqlite_uri
 from pokdeng_service.store.signing import KeyRing, PublicKeys, TreeHead
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -91,6 +92,9 @@ def _open(args: argparse.Namespace, *, write: bool = False) -> Any:
     )
     if not write:
         return PartitionedPokdeng.open_read_only(config)
+    if config.kind == "sqlite":  # signing writes to a store that exists: a mistyped path creates none
+        for k in range(config.partitions):
+            sqlite_uri(config.sqlite_file(k))  # (StoreUnavailable: "no such database", exit 4)
     if args.key_file:
         config = dataclasses.replace(config, signing_key_file=args.key_file)
     return PartitionedPokdeng.open(config)
@@ -161,14 +165,15 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
     keys = public_keys(args.key)
     service = _open(args)
-    failed = 0
+    failed, rendered = 0, []
     try:
         for k, app in enumerate(service.apps):
             verdict = audit_log(app, keys, subject=f"log of partition {k}" if len(service.apps) > 1 else "")
-            print(verdict.render())
+            rendered.append(verdict.render())
             failed += not verdict.ok
     finally:
         service.close()
+    _write("\n".join(rendered) + "\n", args.output)
     return EXIT_OK if not failed else EXIT_FAILED
 
 

@@ -11,7 +11,7 @@ import pytest
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.application.partitions import PartitionedPokdeng
-from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main
+from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE, main
 
 from ..service import play
 
@@ -74,6 +74,13 @@ def test_an_anchored_bundle_verifies_offline_with_key(tmp_path: Path, capsys: py
     assert "BAD  anchor: unanchored" in capsys.readouterr().out
 
     assert main(["checkpoints", "sign", *store, "-o", str(tmp_path / "head1.json")]) == EXIT_OK
+    # (found from the outside: a mistyped --db made a new store, and `audit -o` printed instead of writing)
+    typo = tmp_path / "typo.sqlite"
+    assert main(["checkpoints", "sign", "--db", str(typo)]) == EXIT_UNAVAILABLE
+    assert "no such database" in capsys.readouterr().err and not list(tmp_path.glob("typo*"))
+    audited = tmp_path / "audit.txt"
+    assert main(["checkpoints", "audit", *store, "--key", str(tmp_path / "public.keys"), "-o", str(audited)]) == EXIT_OK
+    assert "log" in audited.read_text() and "PASS" in audited.read_text()
     assert main(["export", rounds[1], *store, "-o", str(bundle)]) == EXIT_OK
     capsys.readouterr()
     assert main(["verify", str(bundle), *key]) == EXIT_OK
