@@ -93,7 +93,7 @@ class ProjectorProcess:
             if self._stopping.is_set():
                 return
             child = subprocess.Popen(
-                [sys.executable, "-m", "pokdeng_service.projector"],
+                [sys.executable, "-P", "-m", "pokdeng_service.projector"],  # -P: not the working folder's modules
                 stdin=subprocess.PIPE,
                 start_new_session=True,
                 close_fds=True,

@@ -68,7 +68,8 @@ def sign_tree_head(attempt: Attempt, command: SignTreeHead) -> Outcome:
     key = attempt.app.signing_keys.current
     if key is None:
         raise DomainError(
-            "no signing key is configured: create one with `pokdeng keys new` (or set POKDENG_SIGNING_KEY)"
+            "no signing key is configured: create one with `pokdeng keys new` (or set POKDENG_SIGNING_KEY), then "
+            "restart the server (it reads its keys when it starts)"
         )
     log = round_log(attempt)
     if log is None:

@@ -17,8 +17,10 @@ verify with the keys given, exits 1.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -31,6 +33,7 @@ from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
 from pokdeng_service.cli.wallet import add_wallet_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
+EXIT_SIGPIPE = 141  # as a shell reports a command stopped by SIGPIPE (128 + 13)
 ROUND_HELP = "the round's id, TABLE#N: the table's id, '#' and the round's number (quote it in a shell: 'demo#1')"
 
 
@@ -499,6 +502,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except DomainError as error:
         print(f"pokdeng: {error}", file=sys.stderr)
         return EXIT_REFUSED
+    except BrokenPipeError:  # the reader went away (`pokdeng replay ... | head`): not the store
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # (no second error at exit)
+        return EXIT_SIGPIPE
     except OSError as error:
         print(f"pokdeng: {error}", file=sys.stderr)
         return EXIT_UNAVAILABLE

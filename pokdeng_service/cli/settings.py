@@ -14,6 +14,7 @@ import collections
 import logging
 import sys
 import threading
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -108,10 +109,12 @@ class ServeSettings(BaseSettings):
 
     def server_options(self) -> dict[str, Any]:
         """``api.server.create_server``'s keyword arguments."""
+        from pokdeng_service.api.auth import TokenStore
         from pokdeng_service.api.server import TlsFiles
 
         return {
-            "tokens": self.tokens,
+            # (read now: a token file that is missing or wrong stops the start before any store is made)
+            "tokens": TokenStore.from_file(Path(self.tokens)) if self.tokens else None,
             "max_workers": self.workers,
             "max_concurrent_rpcs": self.max_concurrent_rpcs,
             "max_calls_per_caller": self.max_calls_per_caller,
@@ -135,7 +138,7 @@ class ServeSettings(BaseSettings):
 FLAGS: dict[str, dict[str, Any]] = {
     "--host": {"help": "interface to listen on (default 127.0.0.1; $POKDENG_HOST)"},
     "--port": {"type": int, "help": "gRPC port (default 50051; $POKDENG_PORT)"},
-    "--tokens": {"help": "token file (JSON); default: development mode with a printed operator token"},
+    "--tokens": {"help": "token file (JSON or TOML); default: development mode with a printed operator token"},
     "--workers": {"type": int, "help": "threads running the calls' blocking work (default 16)"},
     "--tls-cert": {"help": "server certificate chain (PEM): TLS on the gRPC port"},
     "--tls-key": {"help": "the certificate's private key (PEM)"},

@@ -121,3 +121,32 @@ def test_replay_export_and_verify_find_a_round_in_its_partition(
     assert "Traceback" not in capsys.readouterr().err
     assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_OK  # partition 0 alone, as told...
     assert "p.p1.sqlite lies beside the store" in capsys.readouterr().err  # ...but not in silence
+
+
+def test_a_reader_that_goes_away_is_not_an_unreachable_store(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found from the outside: `pokdeng replay ... | head -1` now and then said "[Errno 32] Broken pipe" and
+    exited 4, the code of an unreachable store. A closed pipe exits as a shell reports SIGPIPE, quietly."""
+    import sys
+
+    cli = sys.modules["pokdeng_service.cli.main"]  # (the module: the package's ``main`` is its function)
+
+    def closed(_args: object) -> int:
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(cli, "cmd_replay", closed)
+    monkeypatch.setattr(cli.os, "dup2", lambda *_fds: None)  # (standard output stays pytest's)
+    assert main(["replay", "t#1"]) == cli.EXIT_SIGPIPE == 141
+
+
+def test_serve_checks_its_token_file_before_it_makes_a_store(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found from the outside: `serve --tokens missing.json` said so clearly, but had made the store (and its
+    vault key) first."""
+    db = tmp_path / "new.sqlite"
+    for tokens in (tmp_path / "missing.json", tmp_path / "broken.json"):
+        if tokens.name == "broken.json":
+            tokens.write_text("{not json")
+        assert main(["serve", "--db", str(db), "--port", "0", "--tokens", str(tokens)]) == EXIT_USAGE
+        assert "token file" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.json"]
