@@ -74,8 +74,32 @@ def sign_tree_head(attempt: Attempt, command: SignTreeHead) -> Outcome:
     log = round_log(attempt)
     if log is None:
         raise DomainError("no round has closed in this store yet: its log is empty")
+    problem = _unsignable(log, read_log(attempt.app.log_events()))
+    if problem is not None:
+        raise DomainError(
+            f"the store's log is not what this server wrote ({problem}): nothing is signed; audit it (`pokdeng "
+            "checkpoints audit`, docs/operations.md) before any head is signed again"
+        )
     log.sign(key, now_ms())
     return Outcome((log,), log, "log", log.log_id)
+
+
+def _unsignable(log: RoundLog, stored: LogRecord) -> str | None:
+    """What forbids signing a head over the log, or None: its rows as stored (read afresh) must be the log this
+    server holds (every leaf the hash of its round and digest, in its place, the same root), and the latest head
+    signed before must be the root of the leaves it covered. A head signed over rows rewritten under the server
+    would vouch for them (found from the outside: a rewritten log was signed again)."""
+    hashes = stored.hashes
+    for i, leaf in enumerate(stored.leaves):
+        if leaf.logged_index != i or merkle.leaf_hash(leaf.round_id, leaf.digest).hex() != leaf.leaf:
+            return f"leaf {i} is not the hash of its round and digest in its place"
+    if len(hashes) != log.size or merkle.root(hashes) != log.root:
+        return f"its {len(hashes)} stored leaves are not the {log.size} this server appended"
+    if stored.heads:
+        _position, head = stored.heads[-1]
+        if head.tree_size > len(hashes) or merkle.root(hashes[: head.tree_size]).hex() != head.root_hash:
+            return f"its last signed head (size {head.tree_size}) is not the root of the leaves it covered"
+    return None
 
 
 class LogQueries(Application[UUID]):
