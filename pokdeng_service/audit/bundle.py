@@ -35,6 +35,7 @@ from pokdeng_service.audit.replay import (
     revealed_seed,
     voided_without_seed,
 )
+from pokdeng_service.audit.table_pins import table_finish
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
 from pokdeng_service.store.aggregates import round_uuid
@@ -66,7 +67,7 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
     if not state.is_closed:
         raise DomainError(f"round {round_id} is still open: bundles are for closed rounds (the seed is secret)")
     events = list(app.round_events(round_id))
-    problem = _chain_problem(round_id, events)
+    problem = _chain_problem(round_id, events) or _pin_problem(app, round_id, events, state)
     if problem is not None:  # (read afresh: a running server's cached round may hide an edit of its rows)
         raise stream_forged("round", round_id, round_uuid(round_id), problem)
     facts = _facts(events)
@@ -107,6 +108,18 @@ def _chain_problem(round_id: str, events: Sequence[RecordedEvent]) -> str | None
         if digest != event.digest:
             return f"event {event.position} ({event.kind}) does not continue the hash chain"
         previous = digest
+    return None
+
+
+def _pin_problem(app: AuditedRecord, round_id: str, events: Sequence[RecordedEvent], state: RoundState) -> str | None:
+    """Whether the round's table pins its close (its ``round_finished`` names the round's last digest), or what
+    is wrong: a bundle is evidence of a round its table played (found from the outside: a round copied under
+    another id, with its chain recomputed, was exported)."""
+    finished = table_finish(app, state.table_id, round_id, state.round_no)
+    if finished is None:
+        return f"table {state.table_id!r} never finished round {round_id}"
+    if finished.data.get("round_digest") != events[-1].digest:
+        return f"table {state.table_id!r} pins another last digest of round {round_id}"
     return None
 
 

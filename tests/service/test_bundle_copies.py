@@ -79,3 +79,33 @@ def test_a_round_whose_rows_were_swapped_under_a_running_server_is_not_exported(
     with pytest.raises(StreamForged, match="does not continue the hash chain"):
         app.export_bundle(round_id)
     assert not app.verify_round(round_id).ok  # (the audit reports it, as before)
+
+
+@pytest.mark.parametrize("app_env", ["sqlite"], indirect=True)  # (it edits the SQLite file)
+def test_a_round_its_table_does_not_pin_is_not_exported(
+    app: PokdengApp, driver: play.Driver, app_env: dict[str, str]
+) -> None:
+    """A bundle is evidence of a round its table played: the table's ``round_finished`` must pin the round's last
+    digest (found from the outside: a closed round copied under another id, its chain recomputed, was exported)."""
+    import sqlite3
+
+    from pokdeng_service.application.errors import StreamForged
+    from pokdeng_service.store.aggregates import table_uuid
+
+    play.open_wallets(driver, ["a", "b"])
+    play.open_table(driver, "t", "classic", [(1, "a"), (2, "b")])
+    round_id = play.start_round(driver, "t")
+    play.seat_bets(driver, round_id, 100)
+    play.drive_round(driver, round_id)
+    assert app.export_bundle(round_id)["round_id"] == round_id
+    with sqlite3.connect(app_env["SQLITE_DBNAME"]) as conn:
+        uuid = table_uuid("t").hex
+        rows = conn.execute("SELECT originator_version, state FROM stored_events WHERE originator_id = ?", (uuid,))
+        for version, state in rows.fetchall():
+            data = json.loads(state)
+            if data.get("kind") == "round_finished":
+                data["data"]["round_digest"] = "0" * 64
+                update = "UPDATE stored_events SET state = ? WHERE originator_id = ? AND originator_version = ?"
+                conn.execute(update, (json.dumps(data).encode(), uuid, version))
+    with pytest.raises(StreamForged, match="pins another last digest"):
+        app.export_bundle(round_id)
