@@ -119,7 +119,7 @@ def _next_steps(out: Console, path: Path, round_id: str, bundle: Path, keys: Pat
          f"pokdeng replay {q(round_id)} --db {db} --html {page} --key {key}"),
         ("its bundle, checked offline", f"pokdeng verify {q(bundle)} --key {key}"),
         ("a page that checks any bundle file in the browser",
-         f"pokdeng verifier-page {q(path.with_name('verifier.html'))} --key {key}"),
+         f"pokdeng verifier-page {q(path.with_name(f'{path.stem}-verifier.html'))} --key {key}"),
         ("every stream of the store", f"pokdeng verify --all --quiet --db {db}"),
         ("the last rounds of a table", f"pokdeng recall --table demo-classic --limit 3 --db {db}"),
     ]  # fmt: skip
@@ -214,7 +214,7 @@ def _play(ops: PokdengClient, name: str, rng: random.Random) -> tuple[str, int]:
 
 
 def run_demo(rounds: int = 5, db: str | None = None, seed: int = 7, console: Console | None = None) -> int:
-    out = console or Console()
+    out = console or Console(soft_wrap=True)  # (a path or seed is never broken over lines, on a terminal or not)
     rng = random.Random(seed)
     path = demo_db(db).resolve()
     with _server(path) as (target, operator, auditor, ring):
