@@ -30,6 +30,7 @@ from pokdeng_core.errors import DomainError
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
+from pokdeng_service.cli.stores import add_store_commands, partition_file
 from pokdeng_service.cli.wallet import add_wallet_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
@@ -84,8 +85,7 @@ def _open_read_only(args: argparse.Namespace) -> Any:
 
     config = _config(args)
     if config.kind == "sqlite" and config.sqlite_path:
-        first = Path(config.sqlite_path)
-        beside = first.with_name(f"{first.stem}.p{config.partitions}{first.suffix}")
+        beside = partition_file(Path(config.sqlite_path), config.partitions)
         if beside.exists():  # (a partition the command was not told of: it would be left unread)
             print(
                 f"pokdeng: note: {beside} lies beside the store, a partition beyond the {config.partitions} "
@@ -304,90 +304,6 @@ def _recall_models(config: StoreConfig, app: Any, partition: int) -> Any:
     return models
 
 
-def _partition_file(first: Path, partition: int) -> Path:
-    """The file of partition ``k`` beside ``first`` (partition 0's), named as the stores are."""
-    return StoreConfig(kind="sqlite", sqlite_path=str(first), partitions=partition + 1).sqlite_file(partition)
-
-
-def cmd_backup(args: argparse.Namespace) -> int:
-    from pokdeng_service.store import backup, readonly
-
-    config = _config(args)
-    out = Path(args.output)
-    if config.kind == "postgres":  # one dump per database (a partition map may name several: OUT, OUT.p<k>, ...)
-        stores = enumerate(config.postgres_stores())
-        dumps = [(out if i == 0 else _partition_file(out, k), env, schemas) for i, (k, env, schemas) in stores]
-        existing = [str(target) for target, _env, _schemas in dumps if target.exists()]
-        if existing:
-            print(f"pokdeng: {', '.join(existing)} exists: name a new file", file=sys.stderr)
-            return EXIT_USAGE
-        for target, env, schemas in dumps:
-            backup.backup_postgres(env, target, schemas)
-            size = target.stat().st_size
-            print(f"backed up {readonly.postgres_place(env)} to {target} ({size} bytes, pg_dump custom format)")
-    else:
-        targets = [_partition_file(out, k) for k in range(config.partitions)]
-        existing = [str(target) for target in targets if target.exists()]
-        if existing:
-            print(f"pokdeng: {', '.join(existing)} exists: name a new file", file=sys.stderr)
-            return EXIT_USAGE
-        for k, target in enumerate(targets):
-            source = config.sqlite_file(k)
-            events = backup.backup_sqlite(source, target)
-            print(f"backed up {source} to {target} ({events} events, {target.stat().st_size} bytes)")
-    print("the vault key is not in the backup: keep a copy of it apart (docs/operations.md)")
-    return EXIT_OK
-
-
-def cmd_restore(args: argparse.Namespace) -> int:
-    from pokdeng_service.store import backup, readonly
-
-    config = _config(args)
-    source = Path(args.backup)
-    if config.kind == "postgres":  # the dumps of `pokdeng backup`: one per database of the partition map
-        for i, (k, env, _schemas) in enumerate(config.postgres_stores()):
-            dump = source if i == 0 else _partition_file(source, k)
-            backup.restore_postgres(dump, env)
-            print(f"restored {dump} into {readonly.postgres_place(env)}")
-        return EXIT_OK
-    targets = [config.sqlite_file(k) for k in range(config.partitions)]
-    existing = [str(target) for target in targets if target.exists()]
-    if existing:
-        print(
-            f"pokdeng: {', '.join(existing)} exists: restore into a new file (move the old one aside first)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
-    for k, target in enumerate(targets):
-        events = backup.restore_sqlite(_partition_file(source, k), target)
-        print(f"restored {_partition_file(source, k)} to {target} ({events} events)")
-    return EXIT_OK
-
-
-def cmd_rebuild_read_models(args: argparse.Namespace) -> int:
-    from pokdeng_service.application import PokdengApp
-    from pokdeng_service.readmodels import ReadModels
-    from pokdeng_service.store.lock import acquire_all, release_all
-
-    config = _config(args)
-    readers = [config.read_only_env(k) for k in range(config.partitions)]  # the store must be there already
-    locks = []
-    if config.kind == "sqlite":  # not while a server runs on the file (its views would be emptied under it)
-        locks = acquire_all((config.sqlite_file(k) for k in range(config.partitions)), "pokdeng rebuild-read-models")
-    try:
-        for k, reader in enumerate(readers):
-            app = PokdengApp(reader, vault=config.audit_vault())  # the events are only read
-            try:
-                with ReadModels(config.env(k)) as models:
-                    replayed = models.rebuild(app)
-            finally:
-                app.close()
-            print(f"rebuilt the read models of partition {k} from {replayed} events")
-    finally:
-        release_all(locks)
-    return EXIT_OK
-
-
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pokdeng", description="Pok Deng round engine and audit service")
     parser.add_argument("--version", action="version", version=f"pokdeng {_version()}", help="print the version")
@@ -461,21 +377,7 @@ def build_parser() -> argparse.ArgumentParser:
     _store_options(recall)
     recall.set_defaults(handler=cmd_recall)
 
-    backup = sub.add_parser(
-        "backup", help="copy the store to a file, safe while a server writes (SQLite backup API, or pg_dump)"
-    )
-    backup.add_argument("output", metavar="OUT", help="the new backup file (partition k of SQLite: OUT's stem.pK)")
-    _store_options(backup)
-    backup.set_defaults(handler=cmd_backup)
-
-    restore = sub.add_parser("restore", help="make a new store from a backup (SQLite file, or pg_restore)")
-    restore.add_argument("backup", metavar="BACKUP", help="a file of `pokdeng backup`")
-    _store_options(restore)
-    restore.set_defaults(handler=cmd_restore)
-
-    rebuild = sub.add_parser("rebuild-read-models", help="empty the read models and project every event again")
-    _store_options(rebuild)
-    rebuild.set_defaults(handler=cmd_rebuild_read_models)
+    add_store_commands(sub, _store_options, _config)
 
     try:
         from pokdeng_service.cli.rtp import add_rtp_commands
