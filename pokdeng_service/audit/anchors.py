@@ -184,7 +184,7 @@ def audit_log(app: LogAudited, keys: PublicKeys | None = None, subject: str = ""
         previous = head.tree_size
     verdict.add("heads", not bad_head, bad_head or f"{len(log.heads)} signed heads, each the root of its leaves")
     if not log.heads:
-        detail = f"{UNANCHORED}: no tree head has been signed (SignTreeHead)"
+        detail = f"{UNANCHORED}: the log holds no signed tree head (none signed yet, or deleted: see the published)"
         if keys:
             verdict.add("signatures", False, detail)
         else:
