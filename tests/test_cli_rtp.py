@@ -74,3 +74,24 @@ def test_runs_standalone() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["rtp"]["exact"] == "152192003/153741315"
+
+
+@pytest.mark.parametrize("command", [["rtp", "classic"], ["simulate", "classic", "--rounds", "200"]])
+def test_a_reader_that_goes_away_ends_it_as_sigpipe(command: list[str]) -> None:
+    """Found from the outside: with its output's reader gone, rich's console exited 1 ("failed"); the CLI's
+    console exits 141, as every other command does (README, exit codes)."""
+    import os
+
+    read, write = os.pipe()
+    os.close(read)  # (the reader is gone before anything is written)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "pokdeng_service.cli", *command],
+            stdout=write,
+            stderr=subprocess.PIPE,
+            timeout=120,
+            check=False,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 141, done.stderr

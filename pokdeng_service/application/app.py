@@ -60,8 +60,9 @@ _WALLET_REQUESTS = frozenset({"Deposited", "Withdrawn"})  # the wallet events th
 def _not_caused_by(record: CommandRecord, events: tuple[RecordedEvent, ...]) -> str | None:
     """What says the events a request's record names were not that request's, or None: each of the range
     (``from`` to ``to``) must be there, and carry the request's id (``command_id``, or the id with the
-    sender's scope: ``pipeline.Attempt.command_id``; a deposit's or withdrawal's ``request_id``), as
-    ``pokdeng verify --all`` checks every record (docs/audit.md, "command records")."""
+    sender's scope: ``pipeline.Attempt.command_id``; a deposit's or withdrawal's ``request_id``). Another
+    caller's event of the same id passes here: ``pokdeng verify --all``, which reads every record in the
+    order it was saved, is what catches a record pointed at one (docs/audit.md, "command records")."""
     result = record.result
     first, last = result["from"], result["to"]
     if [e.position for e in events] != list(range(first, last + 1)):

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -34,6 +33,7 @@ from pokdeng_service.api.auth import TokenEntry, TokenStore, token_digest
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.cli.checkpoints import public_keys
+from pokdeng_service.cli.console import Console
 from pokdeng_service.compose import Deployment
 from pokdeng_service.store.signing import KeyRing
 

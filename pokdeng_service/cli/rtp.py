@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
 from pokdeng_core.gamemath import RtpResult, SimulationResult, exact, simulate
 from pokdeng_core.profiles import PROFILE_NAMES, Profile, ProfileError, get_profile
+from pokdeng_service.cli.console import Console
 
 __all__ = ["add_rtp_commands", "main", "run_rtp", "run_simulate"]
 
