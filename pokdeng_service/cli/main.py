@@ -151,15 +151,16 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
 
+    page = _output(args.html) if args.html else None
     app = _round_app(_open_read_only(args), args.round)
     view = app.get_round(args.round)
     verdict = app.verify_round(args.round)
     print(replay_view.text(view))
     print()
     print(verdict.render())
-    if args.html:
+    if page is not None:
         try:
-            replay_view.write_dispute_page(app, view, verdict, Path(args.html), public_keys(args.key), args.player)
+            replay_view.write_dispute_page(app, view, verdict, page, public_keys(args.key), args.player)
         except ValueError as error:  # a --player the round does not concern
             print(f"pokdeng replay: {error}", file=sys.stderr)
             return EXIT_USAGE
@@ -168,14 +169,26 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _round_app(app: Any, round_id: str) -> Any:
-    """The application of the partition a round lives in (the partition of its table's shard)."""
+    """The application of the partition a round lives in (the partition of its table's shard). A round id is
+    ``TABLE#N``: anything else is a usage error (exit 2), not a round the store lacks."""
+    table, _, number = round_id.rpartition("#")
+    if not table or not number.isdigit() or int(number) < 1:
+        raise ValueError(f"{round_id!r} is not a round id: {ROUND_HELP}")
     return app.app_for(round_id, "round") if hasattr(app, "app_for") else app
+
+
+def _output(name: str) -> Path:
+    """A file to write, in a folder that exists (else a usage error, exit 2, before any work is done)."""
+    path = Path(name)
+    if not path.parent.is_dir():
+        raise ValueError(f"cannot write {name}: no such folder {path.parent}")
+    return path
 
 
 def cmd_verifier_page(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
 
-    replay_view.write_verifier_page(Path(args.output), public_keys(args.key))
+    replay_view.write_verifier_page(_output(args.output), public_keys(args.key))
     print(f"wrote {args.output}: open it in a browser and choose a bundle file to check it there (docs/dispute.md)")
     return EXIT_OK
 
@@ -250,12 +263,13 @@ def _verify_all(app: Any, quiet: bool, passed: int, failed: int) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from pokdeng_service import audit
 
+    target = None if args.output in (None, "-") else _output(args.output)
     app = _round_app(_open_read_only(args), args.round)
     raw = audit.bundle_bytes(app.export_bundle(args.round))
-    if args.output in (None, "-"):
+    if target is None:
         sys.stdout.write(raw.decode())
     else:
-        Path(args.output).write_bytes(raw)
+        target.write_bytes(raw)
         print(f"wrote {args.output} ({len(raw)} bytes)")
     return EXIT_OK
 

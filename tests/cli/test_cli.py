@@ -82,13 +82,23 @@ def test_recall_lists_the_last_rounds_in_play_order(
 
 
 def test_exit_codes(played: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]) -> None:
-    db, _rounds = played
+    db, rounds = played
     assert main(["replay", "no-such#1", "--db", str(db)]) == EXIT_REFUSED
     assert "not found" in capsys.readouterr().err
     assert main(["export", "open#1", "--db", str(db)]) == EXIT_REFUSED  # the seed is still secret
     assert main(["verify", "--db", str(db)]) == EXIT_USAGE
     with pytest.raises(SystemExit):
         main(["no-such-command"])
+    # (found from the outside) an id that is no round's is a usage error that says the form, not "not found";
+    # a file in a folder that does not exist is a usage error before any work, not "store unreachable" (4)
+    for command in (["replay", "km"], ["export", "km#"], ["verify", "km#0"]):
+        assert main([*command, "--db", str(db)]) == EXIT_USAGE, command
+        assert "is not a round id: the round's id, TABLE#N" in capsys.readouterr().err
+    nowhere = str(db.parent / "missing" / "x.html")
+    for command in (["verifier-page", nowhere], ["replay", rounds[0], "--html", nowhere, "--db", str(db)]):
+        assert main(command) == EXIT_USAGE, command
+        assert "no such folder" in capsys.readouterr().err
+    assert main(["export", rounds[0], "-o", nowhere, "--db", str(db)]) == EXIT_USAGE
 
 
 def test_replay_export_and_verify_find_a_round_in_its_partition(
