@@ -281,6 +281,8 @@ def cmd_recall(args: argparse.Namespace) -> int:
     app = _open_read_only(args)
     key = args.table or args.player
     partition = app.partition(key, "table") if args.table else app.partition(key, "wallet")
+    if args.table:  # a table the store lacks is not found (exit 3), not a table without rounds
+        app.apps[partition].get_table(args.table)
     models = _recall_models(config, app.apps[partition], partition)
     try:
         summaries = models.last_rounds(table_id=args.table, player=args.player, limit=args.limit)

@@ -99,6 +99,8 @@ def test_exit_codes(played: tuple[Path, list[str]], capsys: pytest.CaptureFixtur
         assert main(command) == EXIT_USAGE, command
         assert "no such folder" in capsys.readouterr().err
     assert main(["export", rounds[0], "-o", nowhere, "--db", str(db)]) == EXIT_USAGE
+    assert main(["recall", "--table", "no-such", "--db", str(db)]) == EXIT_REFUSED  # (not "0 round(s)", exit 0)
+    assert "not found" in capsys.readouterr().err
 
 
 def test_replay_export_and_verify_find_a_round_in_its_partition(
