@@ -10,7 +10,6 @@ under ``CI=true``, where they fail.
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -24,6 +23,7 @@ from pokdeng_core import events
 from pokdeng_service.store import codec
 
 from . import forgery
+from .cli.pages import worked_round
 from .needs import unavailable
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -61,11 +61,7 @@ def node() -> str:
 
 @pytest.fixture(scope="module")
 def wr() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("worked_round_for_node", ROOT / "docs/examples/worked_round.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return worked_round()
 
 
 def page(node: str, cases: list[tuple[bytes, str]]) -> dict[str, Any]:

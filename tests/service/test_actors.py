@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import importlib.util
 import json
 import random
 from collections.abc import Mapping
@@ -40,12 +39,12 @@ from pokdeng_service.application.commands import (
 from pokdeng_service.application.principal import SYSTEM, TURN_CLOCK, Principal, Role
 from pokdeng_service.store.signing import PublicKeys
 
+from ..cli.pages import worked_round
 from . import play
 from .play import Chooser, Driver
 
 DESK = Principal(Role.OPERATOR, name="desk-7")
 LEGACY = Path(__file__).parent / "legacy"
-ROOT = Path(__file__).resolve().parents[2]
 TEST_KEY = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"  # the worked example's (public)
 
 
@@ -344,10 +343,7 @@ def test_bundles_made_before_the_start_and_deal_named_their_sender_still_verify(
     assert all("by" not in decision for decision in bundle["decisions"])
     verdict = audit.verify_bundle(raw, PublicKeys([bytes.fromhex(TEST_KEY)]))
     assert verdict.ok and not verdict.warnings, verdict.render()
-    spec = importlib.util.spec_from_file_location("worked_round_for_actors", ROOT / "docs/examples/worked_round.py")
-    assert spec is not None and spec.loader is not None
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = worked_round()
     public = bytes.fromhex(TEST_KEY)
     assert script.verify(raw, {script.key_id(public): public}).ok
 
