@@ -42,7 +42,6 @@ from pokdeng_service.store.aggregates import round_uuid
 from pokdeng_service.store.codec import (
     CHAIN_VERSION,
     canonical_json,
-    chain_digest,
     field_names,
     from_data,
     genesis_digest,
@@ -93,22 +92,14 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
 
 
 def _chain_problem(round_id: str, events: Sequence[RecordedEvent]) -> str | None:
-    """What breaks the round's stored events as a chain (positions 1, 2, ... each continuing the digest before
-    it from the round's genesis: docs/audit.md, "Hash chain"), or None. A bundle is never made of one that breaks."""
-    previous = genesis_digest(round_id)
-    for number, event in enumerate(events, start=1):
-        if event.position != number:
-            return f"event {event.position} is where event {number} should be"
-        if number == 1:
-            continue  # (the stream's creation row carries no digest)
-        try:
-            digest = chain_digest(previous, event.kind, event.data, event.position, event.command_id, event.timestamp)
-        except (TypeError, ValueError):
-            digest = ""
-        if digest != event.digest:
-            return f"event {event.position} ({event.kind}) does not continue the hash chain"
-        previous = digest
-    return None
+    """What breaks the round's stored events as a chain (``replay.check_chain``, as ``verify`` checks it), or
+    None: a bundle is never made of events that do not chain."""
+    checked = Verdict(round_id)
+    try:
+        check_chain(checked, round_id, events)
+    except (TypeError, ValueError) as error:  # (a payload that cannot be digested)
+        return f"the stream does not continue the hash chain ({error})"
+    return None if checked.ok else f"the stream does not continue the hash chain ({checked.first_difference})"
 
 
 def _pin_problem(app: AuditedRecord, round_id: str, events: Sequence[RecordedEvent], state: RoundState) -> str | None:
