@@ -67,9 +67,9 @@ def _not_caused_by(record: CommandRecord, events: tuple[RecordedEvent, ...]) -> 
     first, last = result["from"], result["to"]
     if [e.position for e in events] != list(range(first, last + 1)):
         return f"its result names {result['stream']} {result['id']} positions {first} to {last}, which the store lacks"
-    ids = {record.request_id, f"{record.request_id} ({record.scope})"}
     if result["stream"] not in ("round", "table", "wallet"):
         return None  # (the store's log names no request on its events)
+    ids = ag.command_ids(record.request_id, record.scope)
     for event in events:
         if result["stream"] == "wallet":
             made_by = event.data.get("request_id") if event.kind in _WALLET_REQUESTS else record.request_id

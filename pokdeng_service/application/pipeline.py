@@ -109,7 +109,7 @@ class Attempt:
         if chosen is None:
             chosen = self.request_id
             if getattr(stream, "last_command_id", "") == chosen:
-                chosen = f"{chosen} ({self.principal.scope})"
+                chosen = ag.command_ids(chosen, self.principal.scope)[1]
             self.command_ids[stream.id] = chosen
         return chosen
 

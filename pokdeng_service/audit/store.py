@@ -442,7 +442,7 @@ class _StoreAudit(StoreVerdicts):
         # command whose stream's last event before it was another sender's with the same id carries the
         # id with its sender's scope (``pipeline.Attempt.command_id``, docs/events.md ``command_id``).
         scope = fact.data.get("scope")
-        ids = (stream.ident, f"{stream.ident} ({scope})") if isinstance(scope, str) and scope else (stream.ident,)
+        ids = ag.command_ids(stream.ident, scope) if isinstance(scope, str) and scope else (stream.ident,)
         if run is None or run[0] not in ids or run[1] > max(first, 2):
             run = run or ("", 0)
             self.request_problems.append(

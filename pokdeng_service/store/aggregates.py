@@ -58,6 +58,13 @@ def seed_uuid(round_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"seed:{round_id}")
 
 
+def command_ids(request_id: str, scope: str = "") -> tuple[str, str]:
+    """The two ``command_id`` a request's events may carry: its id, or, when the stream's last event was another
+    sender's with that same id, the id followed by its sender's scope in parentheses (``bet-0 (player:mallory)``,
+    docs/events.md; ``pipeline.Attempt.command_id`` chooses, the audits accept either)."""
+    return request_id, f"{request_id} ({scope})"
+
+
 @lru_cache(maxsize=4096)
 def command_uuid(request_id: str, scope: str = "") -> uuid.UUID:
     """The stream of a request's record: request ids are scoped to the caller that sent them
