@@ -29,7 +29,15 @@ from pokdeng_service.application.pipeline import Attempt, Outcome, handler
 from pokdeng_service.store import fastpaths, merkle
 from pokdeng_service.store.aggregates import RoundRecord
 from pokdeng_service.store.facts import RecordedEvent
-from pokdeng_service.store.roundlog import ROUND_LOG_UUID, LogRecord, RoundLog, new_log_id, read_log
+from pokdeng_service.store.roundlog import (
+    ROUND_LOG_UUID,
+    LogRecord,
+    RoundLog,
+    covers,
+    leaf_problem,
+    new_log_id,
+    read_log,
+)
 from pokdeng_service.store.signing import KeyRing, TreeHead
 
 _LOADED = ("log", "")
@@ -90,15 +98,13 @@ def _unsignable(log: RoundLog, stored: LogRecord) -> str | None:
     signed before must be the root of the leaves it covered. A head signed over rows rewritten under the server
     would vouch for them (found from the outside: a rewritten log was signed again)."""
     hashes = stored.hashes
-    for i, leaf in enumerate(stored.leaves):
-        if leaf.logged_index != i or merkle.leaf_hash(leaf.round_id, leaf.digest).hex() != leaf.leaf:
-            return f"leaf {i} is not the hash of its round and digest in its place"
+    problem = next(filter(None, (leaf_problem(i, leaf) for i, leaf in enumerate(stored.leaves))), None)
+    if problem is not None:
+        return problem
     if len(hashes) != log.size or merkle.root(hashes) != log.root:
         return f"its {len(hashes)} stored leaves are not the {log.size} this server appended"
-    if stored.heads:
-        _position, head = stored.heads[-1]
-        if head.tree_size > len(hashes) or merkle.root(hashes[: head.tree_size]).hex() != head.root_hash:
-            return f"its last signed head (size {head.tree_size}) is not the root of the leaves it covered"
+    if stored.heads and not covers(stored.heads[-1][1], hashes):
+        return f"its last signed head (size {stored.heads[-1][1].tree_size}) is not the root of the leaves it covered"
     return None
 
 

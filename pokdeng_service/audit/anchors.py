@@ -28,7 +28,7 @@ from pokdeng_service.store import merkle
 from pokdeng_service.store.aggregates import round_uuid
 from pokdeng_service.store.facts import RecordedEvent
 from pokdeng_service.store.fastpaths import facts_of_rows
-from pokdeng_service.store.roundlog import read_log
+from pokdeng_service.store.roundlog import covers, leaf_problem, read_log
 from pokdeng_service.store.signing import PublicKeys, SigningError, TreeHead
 
 UNANCHORED = "unanchored"
@@ -152,12 +152,9 @@ def audit_log(app: LogAudited, keys: PublicKeys | None = None, subject: str = ""
     bad_leaf = bad_round = ""
     for i, leaf in enumerate(log.leaves):
         if not bad_leaf:
-            if leaf.logged_index != i:
-                bad_leaf = f"leaf {i} says it is leaf {leaf.logged_index}"
-            elif leaf.round_id in seen:
-                bad_leaf = f"leaf {i}: round {leaf.round_id} is in the log twice"
-            elif merkle.leaf_hash(leaf.round_id, leaf.digest).hex() != leaf.leaf:
-                bad_leaf = f"leaf {i} (round {leaf.round_id}) is not the hash of its round id and digest"
+            bad_leaf = leaf_problem(i, leaf) or (
+                f"leaf {i}: round {leaf.round_id} is in the log twice" if leaf.round_id in seen else ""
+            )
         seen.add(leaf.round_id)
         if not bad_round:
             stored = _last_digest(app, leaf.round_id)
@@ -177,7 +174,7 @@ def audit_log(app: LogAudited, keys: PublicKeys | None = None, subject: str = ""
             bad_head = f"the head at position {position} covers {head.tree_size} leaves; the log has {len(hashes)}"
         elif head.tree_size < previous:
             bad_head = f"the head at position {position} is smaller ({head.tree_size}) than the one before"
-        elif merkle.root(hashes[: head.tree_size]).hex() != head.root_hash:
+        elif not covers(head, hashes):
             bad_head = f"the head at position {position} (size {head.tree_size}) is not the root of the log's leaves"
         if bad_head:
             break

@@ -130,6 +130,21 @@ class LogRecord(NamedTuple):
         return [_hash(leaf.leaf) for leaf in self.leaves]
 
 
+def leaf_problem(index: int, leaf: Leaf) -> str | None:
+    """What is wrong with the log's leaf ``index`` as stored, or None: it says it is that leaf, and its hash is
+    the leaf hash of its round id and digest (the log's audit and ``SignTreeHead`` both check each leaf so)."""
+    if leaf.logged_index != index:
+        return f"leaf {index} says it is leaf {leaf.logged_index}"
+    if merkle.leaf_hash(leaf.round_id, leaf.digest).hex() != leaf.leaf:
+        return f"leaf {index} (round {leaf.round_id}) is not the hash of its round id and digest"
+    return None
+
+
+def covers(head: TreeHead, hashes: list[bytes]) -> bool:
+    """Whether a signed head's root is the root of the first ``tree_size`` of the log's leaf hashes."""
+    return head.tree_size <= len(hashes) and merkle.root(hashes[: head.tree_size]).hex() == head.root_hash
+
+
 def _hash(text: str) -> bytes:
     try:
         raw = bytes.fromhex(text)
