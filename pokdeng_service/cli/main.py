@@ -30,11 +30,11 @@ from pokdeng_core.errors import DomainError
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
+from pokdeng_service.cli.console import EXIT_SIGPIPE
 from pokdeng_service.cli.stores import add_store_commands, partition_file
 from pokdeng_service.cli.wallet import add_wallet_commands
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
-EXIT_SIGPIPE = 141  # as a shell reports a command stopped by SIGPIPE (128 + 13)
 ROUND_HELP = "the round's id, TABLE#N: the table's id, '#' and the round's number (quote it in a shell: 'demo#1')"
 
 
