@@ -19,7 +19,11 @@ same server for one second (the transport's unary ceiling on this machine), and,
 server has stopped, the very transactions the server committed in the window (as many events
 in each, read from its log) are appended raw, one after the other, with a minimal aggregate to
 a fresh store of the same kind on the same disk (``bench.harness.baseline``): the store's own
-round rate. The ratio of the two round rates is printed (target: at least 50% at 8 clients).
+round rate. The ratio of the two round rates is printed (target: at least 50% at 8 clients), and
+where the server's CPU went a round at a time (read from ``/proc``): the bare transport of its calls
+(the server's CPU per health check, times the calls), the raw appends' own CPU, and the rest, the
+service's own work, against the CPU a round may take on one core for the ratio to reach 50% (the
+server's Python threads share one interpreter lock).
 
 ``--short`` (what CI runs, through tests/reliability/test_load_short.py): 1.5 seconds, 1 and 8
 clients, no baseline.
@@ -48,7 +52,7 @@ if str(ROOT) not in sys.path:
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
-from bench.harness.baseline import LogReader, raw_env, replay, transactions  # noqa: E402
+from bench.harness.baseline import LogReader, raw_env, replay_timed, transactions  # noqa: E402
 from bench.harness.client import HarnessClient, Stats  # noqa: E402
 from bench.harness.driver import TableDriver, make_tables, play_for  # noqa: E402
 from bench.harness.server import ServerProcess, Store, postgres_databases, servers  # noqa: E402
@@ -87,6 +91,9 @@ class LoadResult:
     notes: list[str] = field(default_factory=list)
     raw_seconds: float | None = None  # the window's transactions appended raw, one after the other
     transactions: int = 0  # command transactions committed in the window
+    server_cpu: float | None = None  # CPU seconds the server process used in the window (/proc)
+    bare_call_cpu: float | None = None  # the server's CPU seconds per health check (the baseline's calls)
+    raw_cpu: float | None = None  # CPU seconds of the raw replay (its wall time less the disk's)
 
     @property
     def raw_rounds_per_s(self) -> float | None:
@@ -96,6 +103,27 @@ class LoadResult:
     def raw_ratio(self) -> float | None:
         """rounds/s over the raw-append round rate (the same work): the raw replay's time over the window's."""
         return self.raw_seconds / self.seconds if self.raw_seconds and self.seconds else None
+
+    def budget(self) -> str | None:
+        """Where the server's CPU went, a round at a time: the calls' bare transport (as many health checks),
+        the raw appends' own CPU, and the rest, the service's own work; against what the 50% target allows
+        (the server's threads share one interpreter lock: a busy server runs about one core of Python)."""
+        if not (self.server_cpu and self.rounds and self.bare_call_cpu is not None and self.raw_cpu is not None):
+            return None
+        if self.raw_rounds_per_s is None:
+            return None
+        per_round = self.server_cpu / self.rounds * 1000
+        calls = self.calls / self.rounds
+        transport = calls * self.bare_call_cpu * 1000
+        raw = self.raw_cpu / self.rounds * 1000
+        allowed = 1000 / (RAW_TARGET * self.raw_rounds_per_s)
+        return (
+            f"server CPU {self.server_cpu / self.seconds:.2f} cores, {per_round:.2f} ms a round "
+            f"({calls:.1f} calls, {per_round / calls * 1000:.0f} us a call): bare transport {transport:.2f} ms "
+            f"({self.bare_call_cpu * 1e6:.0f} us a health check), raw appends' CPU {raw:.2f} ms, own work "
+            f"{per_round - transport - raw:.2f} ms; {RAW_TARGET:.0%} of the raw rate allows {allowed:.2f} ms a "
+            f"round of one core"
+        )
 
     @property
     def rounds_per_s(self) -> float:
@@ -123,11 +151,14 @@ class LoadResult:
             "transactions": self.transactions,
             "raw_rounds_per_s": None if self.raw_rounds_per_s is None else round(self.raw_rounds_per_s, 1),
             "raw_ratio": None if self.raw_ratio is None else round(self.raw_ratio, 3),
+            "server_cpu_seconds": self.server_cpu,
+            "bare_call_cpu_seconds": self.bare_call_cpu,
+            "raw_cpu_seconds": self.raw_cpu,
         }
 
 
-def _health_baseline(target: str, clients: int, seconds: float = 1.0) -> float:
-    """Health checks per second from ``clients`` threads (a channel each) against the same server."""
+def _health_baseline(target: str, clients: int, seconds: float = 1.0) -> tuple[int, float]:
+    """Health checks made by ``clients`` threads (a channel each) against the same server, and the seconds."""
     counts = [0] * clients
     stop_at = time.monotonic() + seconds
 
@@ -145,7 +176,7 @@ def _health_baseline(target: str, clients: int, seconds: float = 1.0) -> float:
         thread.start()
     for thread in threads:
         thread.join(timeout=seconds + 30)
-    return sum(counts) / (time.monotonic() - started)
+    return sum(counts), time.monotonic() - started
 
 
 def run_load(
@@ -178,7 +209,9 @@ def run_load(
                 driver.setup()
                 driver.stats.clear()  # the set-up is not measured
             first = reader.position() if reader is not None else 0
+            cpu_before = server.cpu_seconds()
             elapsed, stuck = play_for(drivers, seconds)
+            cpu_after = server.cpu_seconds()
             stats = Stats()
             for driver in drivers:
                 stats.merge(driver.stats)
@@ -188,14 +221,23 @@ def run_load(
             rounds = sum(len(d.closed) for d in drivers)
             if reader is not None:
                 sizes = transactions(reader, first, reader.position())
-            ceiling = _health_baseline(server.target, clients) if baseline else None
+            ceiling = bare_cpu = None
+            if baseline:
+                health_before = server.cpu_seconds()
+                checks, took = _health_baseline(server.target, clients)
+                health_after = server.cpu_seconds()
+                ceiling = checks / took
+                if health_before is not None and health_after is not None and checks:
+                    bare_cpu = (health_after - health_before) / checks
         finally:
             for driver in drivers:
                 driver.client.close()
             if reader is not None:
                 reader.close()
         notes.extend(server.log_errors())
-    raw_seconds = replay(raw_env(raw_store), sizes) if raw_store is not None and sizes else None  # server stopped
+    raw_seconds = raw_cpu = None
+    if raw_store is not None and sizes:  # (the server has stopped)
+        raw_seconds, raw_cpu = replay_timed(raw_env(raw_store), sizes)
     errors = {f"{rpc} {code}": n for (rpc, code), n in sorted(stats.errors.items())}
     return LoadResult(
         store.kind,
@@ -209,6 +251,9 @@ def run_load(
         notes,
         raw_seconds,
         len(sizes),
+        None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
+        bare_cpu,
+        raw_cpu,
     )
 
 
@@ -312,6 +357,9 @@ def main(argv: list[str] | None = None) -> int:
                         f"{result.calls_per_s:7.0f} calls/s, {result.error_total} errors{raw}",
                         flush=True,
                     )
+                    budget = result.budget()
+                    if budget is not None:
+                        print(f"{'':13}{budget}", flush=True)
                 if args.repeat > 1:
                     line = f"{kind:8} {n:3} clients, median of {args.repeat}: {statistics.median(rates):7.1f} rounds/s"
                     if ratios:

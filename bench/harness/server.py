@@ -130,6 +130,17 @@ class ServerProcess:
     def running(self) -> bool:
         return self.proc is not None and self.proc.poll() is None
 
+    def cpu_seconds(self) -> float | None:
+        """The CPU time (user and system) the server process has used so far: from ``/proc`` (Linux); None
+        elsewhere or when it is not running. Its projector is another process and is not counted."""
+        if not self.running or self.proc is None:
+            return None
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # (utime, stime: fields 14, 15)
+
     def command(self) -> list[str]:
         return [
             sys.executable,

@@ -52,7 +52,7 @@ class _Waiter:
         self.result: Sequence[int] | None = None
         self.error: BaseException | None = None
         self.lead = False  # this command writes the next group
-        self.woken = threading.Event()
+        self.woken: threading.Event | None = None  # (only a command that waits for a leader needs one)
 
 
 class GroupCommit:
@@ -71,9 +71,12 @@ class GroupCommit:
         with self._lock:
             self._queue.append(waiter)
             lead = not self._writing
-            self._writing = True
+            if lead:
+                self._writing = True
+            else:
+                woken = waiter.woken = threading.Event()
         if not lead:
-            waiter.woken.wait()
+            woken.wait()
             lead = waiter.lead
         if lead:
             self._lead()
@@ -95,8 +98,9 @@ class GroupCommit:
                 else:
                     following.lead = True
             for waiter in group:
-                waiter.woken.set()
-            if following is not None:
+                if waiter.woken is not None:
+                    waiter.woken.set()
+            if following is not None and following.woken is not None:
                 following.woken.set()
 
     def _write(self, group: list[_Waiter]) -> None:
