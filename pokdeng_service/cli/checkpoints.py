@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.cli.console import output_file
 from pokdeng_service.store.readonly import sqlite_uri
 from pokdeng_service.store.signing import KeyRing, PublicKeys, TreeHead
 
@@ -52,8 +53,20 @@ def _write(text: str, output: str | None) -> None:
     if output in (None, "-"):
         print(text, end="")
     else:
-        Path(output).write_text(text, encoding="utf-8")
+        output_file(output).write_text(text, encoding="utf-8")
         print(f"wrote {output}")
+
+
+def _output_checked(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
+    """``handler`` with its ``--output`` checked first (``output_file``): no head is signed whose file
+    cannot be written."""
+
+    def run(args: argparse.Namespace) -> int:
+        if getattr(args, "output", None) not in (None, "-"):
+            output_file(args.output)
+        return handler(args)
+
+    return run
 
 
 def _json(value: Any) -> str:
@@ -200,7 +213,7 @@ def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
             parser.add_argument("--shard", default="", help="the store: its ids' shard (default: ids without one)")
         parser.add_argument("-o", "--output", help="file (default: standard output)")
         store_options(parser)
-        parser.set_defaults(handler=handler)
+        parser.set_defaults(handler=_output_checked(handler))
         return parser
 
     sign = store_command("sign", "sign a tree head over the log now (operator)", cmd_sign)

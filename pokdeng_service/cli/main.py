@@ -30,7 +30,7 @@ from pokdeng_core.errors import DomainError
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
-from pokdeng_service.cli.console import EXIT_SIGPIPE
+from pokdeng_service.cli.console import EXIT_SIGPIPE, output_file
 from pokdeng_service.cli.stores import add_store_commands, partition_file
 from pokdeng_service.cli.wallet import add_wallet_commands
 
@@ -151,7 +151,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 def cmd_replay(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
 
-    page = _output(args.html) if args.html else None
+    page = output_file(args.html) if args.html else None
     app = _round_app(_open_read_only(args), args.round)
     view = app.get_round(args.round)
     verdict = app.verify_round(args.round)
@@ -177,18 +177,10 @@ def _round_app(app: Any, round_id: str) -> Any:
     return app.app_for(round_id, "round") if hasattr(app, "app_for") else app
 
 
-def _output(name: str) -> Path:
-    """A file to write, in a folder that exists (else a usage error, exit 2, before any work is done)."""
-    path = Path(name)
-    if not path.parent.is_dir():
-        raise ValueError(f"cannot write {name}: no such folder {path.parent}")
-    return path
-
-
 def cmd_verifier_page(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
 
-    replay_view.write_verifier_page(_output(args.output), public_keys(args.key))
+    replay_view.write_verifier_page(output_file(args.output), public_keys(args.key))
     print(f"wrote {args.output}: open it in a browser and choose a bundle file to check it there (docs/dispute.md)")
     return EXIT_OK
 
@@ -263,7 +255,7 @@ def _verify_all(app: Any, quiet: bool, passed: int, failed: int) -> int:
 def cmd_export(args: argparse.Namespace) -> int:
     from pokdeng_service import audit
 
-    target = None if args.output in (None, "-") else _output(args.output)
+    target = None if args.output in (None, "-") else output_file(args.output)
     app = _round_app(_open_read_only(args), args.round)
     raw = audit.bundle_bytes(app.export_bundle(args.round))
     if target is None:

@@ -74,6 +74,15 @@ def test_an_anchored_bundle_verifies_offline_with_key(tmp_path: Path, capsys: py
     assert "BAD  anchor: unanchored" in capsys.readouterr().out
 
     assert main(["checkpoints", "sign", *store, "-o", str(tmp_path / "head1.json")]) == EXIT_OK
+    # (found from the outside) an output in a folder that does not exist is bad usage before any work: no head
+    # is signed whose file could not be written, and no key file's public keys are lost on the way
+    capsys.readouterr()
+    nowhere = str(tmp_path / "missing" / "out.json")
+    for command in (["checkpoints", "sign"], ["checkpoints", "show"], ["checkpoints", "prove", "1"], ["keys", "show"]):
+        assert main([*command, *store, "-o", nowhere]) == EXIT_USAGE, command
+        assert "no such folder" in capsys.readouterr().err
+    assert main(["checkpoints", "show", *store]) == EXIT_OK
+    assert json.loads(capsys.readouterr().out) == json.loads((tmp_path / "head1.json").read_text())  # none signed
     # (found from the outside: a mistyped --db made a new store, and `audit -o` printed instead of writing)
     typo = tmp_path / "typo.sqlite"
     assert main(["checkpoints", "sign", "--db", str(typo)]) == EXIT_UNAVAILABLE
