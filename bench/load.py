@@ -52,7 +52,7 @@ if str(ROOT) not in sys.path:
 import grpc  # noqa: E402
 from grpc_health.v1 import health_pb2, health_pb2_grpc  # noqa: E402
 
-from bench.harness.baseline import LogReader, raw_env, replay_timed, transactions  # noqa: E402
+from bench.harness.baseline import LogReader, raw_env, replay, transactions  # noqa: E402
 from bench.harness.client import HarnessClient, Stats  # noqa: E402
 from bench.harness.driver import TableDriver, make_tables, play_for  # noqa: E402
 from bench.harness.server import ServerProcess, Store, postgres_databases, servers  # noqa: E402
@@ -108,15 +108,14 @@ class LoadResult:
         """Where the server's CPU went, a round at a time: the calls' bare transport (as many health checks),
         the raw appends' own CPU, and the rest, the service's own work; against what the 50% target allows
         (the server's threads share one interpreter lock: a busy server runs about one core of Python)."""
-        if not (self.server_cpu and self.rounds and self.bare_call_cpu is not None and self.raw_cpu is not None):
-            return None
-        if self.raw_rounds_per_s is None:
+        raw_rate = self.raw_rounds_per_s
+        if not (self.server_cpu and self.rounds and raw_rate) or self.bare_call_cpu is None or self.raw_cpu is None:
             return None
         per_round = self.server_cpu / self.rounds * 1000
         calls = self.calls / self.rounds
         transport = calls * self.bare_call_cpu * 1000
         raw = self.raw_cpu / self.rounds * 1000
-        allowed = 1000 / (RAW_TARGET * self.raw_rounds_per_s)
+        allowed = 1000 / (RAW_TARGET * raw_rate)
         return (
             f"server CPU {self.server_cpu / self.seconds:.2f} cores, {per_round:.2f} ms a round "
             f"({calls:.1f} calls, {per_round / calls * 1000:.0f} us a call): bare transport {transport:.2f} ms "
@@ -237,7 +236,7 @@ def run_load(
         notes.extend(server.log_errors())
     raw_seconds = raw_cpu = None
     if raw_store is not None and sizes:  # (the server has stopped)
-        raw_seconds, raw_cpu = replay_timed(raw_env(raw_store), sizes)
+        raw_seconds, raw_cpu = replay(raw_env(raw_store), sizes)
     errors = {f"{rpc} {code}": n for (rpc, code), n in sorted(stats.errors.items())}
     return LoadResult(
         store.kind,

@@ -6,8 +6,9 @@ only (``StoreConfig.read_only_env``: the server may be running); ``transactions(
 upto)`` gives the number of events of each transaction in the log positions (after, upto];
 ``replay(store, sizes)`` appends the same numbers of events, one ``save`` a transaction, with a
 minimal ``Aggregate`` (a new one every ``per_aggregate`` transactions, as a round's commands are),
-to a fresh store of the same kind, and says how long it took. The same transactions per second
-on the same kind of store and disk are the store's own ceiling: a round costs at least that.
+to a fresh store of the same kind, and says how long it took and how much of that was CPU. The
+same transactions per second on the same kind of store and disk are the store's own ceiling: a
+round costs at least that.
 """
 
 from __future__ import annotations
@@ -80,14 +81,10 @@ def transactions(reader: LogReader, after: int, upto: int) -> list[int]:
     return sizes
 
 
-def replay(env: dict[str, str], sizes: Sequence[int], per_aggregate: int = 10) -> float:
+def replay(env: dict[str, str], sizes: Sequence[int], per_aggregate: int = 10) -> tuple[float, float]:
     """Seconds to append ``sizes`` (events per transaction, one ``save`` each) to the store ``env``
-    selects, with a fresh ``Mini`` every ``per_aggregate`` transactions."""
-    return replay_timed(env, sizes, per_aggregate)[0]
-
-
-def replay_timed(env: dict[str, str], sizes: Sequence[int], per_aggregate: int = 10) -> tuple[float, float]:
-    """``replay``'s seconds, and the CPU seconds this thread spent in them (the rest is the disk's)."""
+    selects, with a fresh ``Mini`` every ``per_aggregate`` transactions, and the CPU seconds this thread
+    spent in them (the rest is the disk's)."""
     app = RawApp(env)
     try:
         warm = Mini()  # the store's first write (tables, connections) is not timed
