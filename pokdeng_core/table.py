@@ -439,6 +439,9 @@ def _start_round(run: _Run, cmd: StartRound) -> None:
                 run.emit(PlayerLeft(seat, player, "insufficient_funds"))
     if profile.fixed_positions is None and not run.state.seats:
         raise DomainError("no player is seated: nobody to deal to")
+    if state.banker is not None and cmd.banker_funds is not None and cmd.banker_funds < run.state.banker_minimum:
+        run.emit(BankerRoleEnded(state.banker, "insufficient_funds"))  # no round opens: the room needs a bid
+        return
     if BankerKind.HOUSE not in profile.banker and run.state.round_banker is None:
         raise WrongPhase(f"{profile.name} needs a player banker")
     run.emit(RoundStarted(cmd.round_id, no, no))

@@ -51,10 +51,12 @@ class CloseBankerBid:
 
 @dataclass(frozen=True, slots=True)
 class StartRound:
-    """Begin the next round. ``funds`` gives each seated player's (and the banker's) available funds."""
+    """Begin the next round. ``funds`` gives each seated player's available funds, ``banker_funds`` the room
+    banker's (None: not known, not checked)."""
 
     round_id: str
     funds: tuple[tuple[str, int], ...] = ()
+    banker_funds: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

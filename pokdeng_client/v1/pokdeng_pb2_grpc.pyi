@@ -370,7 +370,10 @@ class RoundServiceStub:
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> RoundServiceAsyncStub: ...
     StartRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.StartRoundResponse]
-    """Start the table's next round: the shuffle is committed before any card."""
+    """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
+    do not cover the round loses its role instead (recorded) and the call is refused with
+    FAILED_PRECONDITION, reason BANKER_CANNOT_COVER, as is every retry of it; hold the banker bid next.
+    """
     PlaceBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.PlaceBetResponse]
     """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
     ContributeSeed: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.ContributeSeedRequest, _pokdeng_pb2.ContributeSeedResponse]
@@ -423,7 +426,10 @@ class RoundServiceAsyncStub(RoundServiceStub):
 
     def __init__(self, channel: _aio.Channel) -> None: ...
     StartRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.StartRoundResponse]  # type: ignore[assignment]
-    """Start the table's next round: the shuffle is committed before any card."""
+    """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
+    do not cover the round loses its role instead (recorded) and the call is refused with
+    FAILED_PRECONDITION, reason BANKER_CANNOT_COVER, as is every retry of it; hold the banker bid next.
+    """
     PlaceBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.PlaceBetResponse]  # type: ignore[assignment]
     """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
     ContributeSeed: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.ContributeSeedRequest, _pokdeng_pb2.ContributeSeedResponse]  # type: ignore[assignment]
@@ -479,7 +485,10 @@ class RoundServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _pokdeng_pb2.StartRoundRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_pokdeng_pb2.StartRoundResponse, _abc.Awaitable[_pokdeng_pb2.StartRoundResponse]]:
-        """Start the table's next round: the shuffle is committed before any card."""
+        """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
+        do not cover the round loses its role instead (recorded) and the call is refused with
+        FAILED_PRECONDITION, reason BANKER_CANNOT_COVER, as is every retry of it; hold the banker bid next.
+        """
 
     @_abc_1.abstractmethod
     def PlaceBet(

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from uuid import UUID
 
-from pokdeng_core.errors import DomainError, InvalidCommand
+from pokdeng_core.errors import DomainError, InvalidCommand, WrongPhase
 
 integrity_log = logging.getLogger("pokdeng.integrity")
 
@@ -31,6 +31,14 @@ class TooManySeatings(DomainError):
     (``limits.MAX_SEATINGS``): the service's bound on a table's stream, not a rule of the game."""
 
     code = "too_many_seatings"
+
+
+class BankerCannotCover(WrongPhase):
+    """A room's StartRound found that its banker cannot cover another round: the role ended (recorded on the
+    table as ``banker_role_ended``, reason ``insufficient_funds``) and no round opened; the room holds a banker
+    bid next. Every retry of the request gets this answer again."""
+
+    code = "banker_cannot_cover"
 
 
 class Conflict(DomainError):

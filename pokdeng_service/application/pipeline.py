@@ -17,6 +17,11 @@ transaction is written). Only when the work or the save fails is the record look
 and a repeated request returns its first result (``replayed=True``); one with the same id
 and another fingerprint is a ``DuplicateRequest``. A version conflict with another writer
 evicts the cached aggregates and tries again, at most ``MAX_ATTEMPTS`` times.
+
+A command refuses with nothing written, with one exception: a handler registered with a ``refusal``
+may record events that refuse the command (a room's StartRound whose banker cannot cover the round
+records the end of its role and opens no round); the error is raised after the save, and again on
+every retry of the request, from what it recorded.
 """
 
 from __future__ import annotations
@@ -190,19 +195,36 @@ class Outcome:
 
 
 Handler = Callable[[Attempt, Any], Outcome]
+Refusal = Callable[[CommandResult], Exception | None]
 HANDLERS: dict[type[Command], Handler] = {}
+REFUSALS: dict[type[Command], Refusal] = {}
 
 
-def handler(command_type: type[C]) -> Callable[[Callable[[Attempt, C], Outcome]], Callable[[Attempt, C], Outcome]]:
-    """Register the handler of ``command_type`` (one per type)."""
+def handler(
+    command_type: type[C], refusal: Refusal | None = None
+) -> Callable[[Callable[[Attempt, C], Outcome]], Callable[[Attempt, C], Outcome]]:
+    """Register the handler of ``command_type`` (one per type). ``refusal``: for a command that may record
+    events and still be refused (a room's StartRound that ends a banker's role), the error its recorded
+    result answers, or None; it is raised on the first answer and on every retry of the request alike."""
 
     def register(function: Callable[[Attempt, C], Outcome]) -> Callable[[Attempt, C], Outcome]:
         if command_type in HANDLERS:
             raise TypeError(f"{command_type.__name__} has a handler already")
         HANDLERS[command_type] = function
+        if refusal is not None:
+            REFUSALS[command_type] = refusal
         return function
 
     return register
+
+
+def _answered(command: Command, result: CommandResult) -> CommandResult:
+    """``result``, unless what the command recorded refuses it (``handler``'s ``refusal``)."""
+    refusal = REFUSALS.get(type(command))
+    error = refusal(result) if refusal is not None else None
+    if error is not None:
+        raise error
+    return result
 
 
 def check(request_id: object, command: Command) -> None:
@@ -254,7 +276,7 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
                         raise disclosed from None
                     raise
             if done is not None:  # (outside the except clause: a DuplicateRequest has no context)
-                return _replayed(app, done, fingerprint)
+                return _answered(command, _replayed(app, done, fingerprint))
             target = outcome.target
             pending = list(target.pending_events)
             before = target.version - len(pending)
@@ -266,14 +288,14 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
             except IntegrityError:
                 done = app.command_record(record_id)
                 if done is not None:
-                    return _replayed(app, done, fingerprint)
+                    return _answered(command, _replayed(app, done, fingerprint))
                 app.evict(outcome.saved)
                 telemetry.retried(command.name)
                 continue
             events = tuple(app.to_recorded(item) for item in pending)
             app.after_save(outcome.saved, outcome.stream, events)
             telemetry.saved(target, events, time.perf_counter() - started)
-            return built(  # (each value of its field's type: tests/service/test_views_built.py)
+            answer = built(  # (each value of its field's type: tests/service/test_views_built.py)
                 CommandResult,
                 request_id=request_id,
                 stream=outcome.stream,
@@ -282,6 +304,7 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
                 replayed=False,
                 view=app.view_of(target),
             )
+            return _answered(command, answer)
         finally:
             attempt.release()
     raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")

@@ -36,8 +36,9 @@ from pokdeng_service.application.commands import (
     TimeOutTurn,
     VoidRound,
 )
-from pokdeng_service.application.errors import PermissionDenied, TooManyContributions
+from pokdeng_service.application.errors import BankerCannotCover, PermissionDenied, TooManyContributions
 from pokdeng_service.application.pipeline import Attempt, Outcome, handler
+from pokdeng_service.application.views import CommandResult
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed
 from pokdeng_service.store.vault import SEAL_AAD_VERSION, VaultError, fresh_seed
 from pokdeng_service.wallet.port import port_of
@@ -45,7 +46,21 @@ from pokdeng_service.wallet.port import port_of
 log = logging.getLogger("pokdeng.rounds")
 
 
-@handler(StartRound)
+def _banker_not_covered(result: CommandResult) -> BankerCannotCover | None:
+    """A StartRound that recorded no round, only the end of the room banker's role: its refusal."""
+    if result.stream != "table":
+        return None
+    ended = next(e for e in result.events if e.kind == "banker_role_ended")
+    banker = ended.data["player"]
+    return BankerCannotCover(
+        f"the room's banker {banker!r} cannot cover another round: its role ended (banker_role_ended, "
+        f"insufficient_funds) and no round opened; hold the banker bid, then start the round",
+        table_id=result.id,
+        banker=banker,
+    )
+
+
+@handler(StartRound, refusal=_banker_not_covered)
 def start_round(attempt: Attempt, command: StartRound) -> Outcome:
     """The table's next round: a fresh server seed is sealed and its commitment recorded; the client seed
     is contributed during betting and fixed at the deal (``client_seed``, if any, is the platform's)."""
@@ -53,10 +68,16 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
     state = table.state
     round_id = f"{command.table_id}#{state.round_no + 1}"
     funds: list[tuple[str, int]] = []
+    banker_funds = None
     if state.rules.banker_bid is not None:
         port = port_of(attempt)  # (the store's wallets, or the platform's: docs/wallet.md)
         funds = [(player, port.funds(attempt, player, state.currency, missing_ok=True)) for player in state.players]
-    table.record(tc.decide_and_fold_table(state, tc.StartRound(round_id, tuple(funds))), attempt.command_id(table))
+        if state.banker is not None:
+            banker_funds = port.funds(attempt, state.banker, state.currency, missing_ok=True)
+    opened = tc.StartRound(round_id, tuple(funds), banker_funds)
+    table.record(tc.decide_and_fold_table(state, opened), attempt.command_id(table))
+    if table.state.round_no == state.round_no:  # the room's banker could not cover another round: no round opens
+        return Outcome((table,), table, "table", command.table_id)
     state = table.state
     seed = fresh_seed()
     opening = rc.OpenRound(

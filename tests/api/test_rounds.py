@@ -15,6 +15,7 @@ import grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service import audit
+from pokdeng_service.api.errors import details_of
 from pokdeng_service.store import merkle
 
 from .client import (
@@ -152,6 +153,38 @@ def test_room_round_with_a_banker_bid(served: Served) -> None:
         assert closed.commission == player_commission + settled["banker_commission"]  # 3% of winners and banker
         _audited(auditor, closed.round_id)
     assert ops.get("TableService", "GetTable", pb.GetTableRequest(table_id="room-1")).table.banker_rounds_left == 7
+
+
+def test_a_room_banker_short_of_another_round_when_it_opens_loses_the_role(served: Served) -> None:
+    """The banker's funds are checked when a round opens too: its role ends (recorded) and no round opens."""
+    ops, players = served.api("operator"), served.players()
+    open_wallets(ops, {"alice": 100_000, "bob": 100_000, "dave": 3_000})
+    open_table(ops, "room-2", pb.PROFILE_ROOM, min_stake=100, max_stake=1000, seats=5)
+    for number, who in enumerate(["alice", "bob", "dave"], start=1):
+        seat(players[who], "room-2", who, number)
+    bid = pb.BidForBankerRequest(table_id="room-2", player="dave", rounds=5)  # 3000 covers the three seated
+    players["dave"].cmd("TableService", "BidForBanker", bid)
+    ops.cmd("TableService", "CloseBankerBid", pb.CloseBankerBidRequest(table_id="room-2"))
+    withdraw = pb.WithdrawRequest(wallet_id="dave", amount=1_001)  # 1999 left: the two seated need 2000
+    ops.cmd("WalletService", "Withdraw", withdraw)
+    request = pb.StartRoundRequest(request_id="open-1", table_id="room-2")
+    before = ops.get("TableService", "GetTable", pb.GetTableRequest(table_id="room-2")).table
+    answers = []
+    for _ in range(2):  # the first answer, and a retry of the same request: the same refusal, nothing more written
+        details = details_of(error_of(lambda: ops.get("RoundService", "StartRound", request)))
+        assert details.code == grpc.StatusCode.FAILED_PRECONDITION and details.reason == "BANKER_CANNOT_COVER"
+        assert details.metadata == {"banker": "dave", "table_id": "room-2"}
+        answers.append(details.message)
+        table = ops.get("TableService", "GetTable", pb.GetTableRequest(table_id="room-2")).table
+        assert table.banker == "" and table.banker_rounds_left == 0 and table.version == before.version + 1
+    assert answers[0] == answers[1] and "dave" in answers[0]
+    opened = error_of(lambda: ops.get("RoundService", "GetRound", pb.GetRoundRequest(round_id="room-2#1")))
+    assert opened.code() == grpc.StatusCode.NOT_FOUND
+    players["alice"].cmd(
+        "TableService", "BidForBanker", pb.BidForBankerRequest(table_id="room-2", player="alice", rounds=5)
+    )
+    ops.cmd("TableService", "CloseBankerBid", pb.CloseBankerBidRequest(table_id="room-2"))
+    assert start_round(ops, "room-2").round_id == "room-2#1" and ops.wallet("dave").available == 1_999
 
 
 def test_kingmaker_round_with_a_side_bet(served: Served) -> None:

@@ -684,7 +684,37 @@ def test_room_players_short_of_funds_are_unseated_before_the_round() -> None:
         RoundStarted("t1#1", 1, 1),
     )
     assert state.seats == ((3, "b"), (5, "d"))
-    assert state.banker == "bank"  # the banker's coverage is judged at round end
+    assert state.banker == "bank"  # ("bank" in ``funds`` is no seat's: the banker's own are ``banker_funds``)
+
+
+def test_a_room_banker_that_cannot_cover_another_round_when_it_opens_loses_the_role() -> None:
+    state = with_banker(["bank", "a", "b", "c"], banker="bank", rounds=10)  # three seated: 300 needed
+    state, events = run(state, StartRound(next_id(state), (("a", 10**6),), banker_funds=299))
+    assert events == (BankerRoleEnded("bank", "insufficient_funds"),)  # and no round opens
+    assert state.banker is None and state.tenure_left == 0 and state.needs_bid
+    assert state.round_no == 0 and state.round_id is None
+    refused(state, StartRound(next_id(state)), WrongPhase)  # the room holds the bid next
+
+
+def test_the_room_banker_is_checked_with_the_players_seated_when_the_round_opens() -> None:
+    state = with_banker(["bank", "a", "b"], banker="bank", rounds=10)
+    state, events = play(state, banker_funds=200)  # two seated: 200 covers another round
+    assert state.banker == "bank" and len(events) == 1
+    state, _ = run(state, TakeSeat("c", 4))  # a third player sits down: 300 now
+    state, events = run(state, StartRound(next_id(state), banker_funds=200))
+    assert events == (BankerRoleEnded("bank", "insufficient_funds"),)
+    assert state.banker is None and state.round_no == 1 and state.seats == ((2, "a"), (3, "b"), (4, "c"))
+
+
+def test_unseated_players_do_not_count_towards_the_banker_at_round_open() -> None:
+    state = with_banker(["bank", "a", "b", "c"], banker="bank", rounds=10)
+    state, events = run(state, StartRound(next_id(state), (("c", 0),), banker_funds=200))
+    assert events == (PlayerLeft(4, "c", "insufficient_funds"), RoundStarted("t1#1", 1, 1))
+    assert state.banker == "bank"  # two left seated: 200 covers them
+    state, _ = finish(state, banker_funds=10**6)
+    state, events = run(state, StartRound(next_id(state), (("b", 0),), banker_funds=99))
+    assert events == (PlayerLeft(3, "b", "insufficient_funds"), BankerRoleEnded("bank", "insufficient_funds"))
+    assert state.banker is None and state.seats == ((2, "a"),)
 
 
 def test_a_room_start_with_nobody_left_to_deal_to_is_refused() -> None:

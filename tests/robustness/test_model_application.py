@@ -50,7 +50,7 @@ from hypothesis.stateful import (
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import BANKER, Phase, RoundState
 from pokdeng_service.application import MAX_AMOUNT, PokdengApp
-from pokdeng_service.application.errors import DuplicateRequest
+from pokdeng_service.application.errors import BankerCannotCover, DuplicateRequest
 from pokdeng_service.application.views import CommandResult
 from pokdeng_service.store.vault import SeedVault
 
@@ -126,6 +126,17 @@ class ApplicationModel(ModelBase):
         before = self.world()
         try:
             result = getattr(self.app, name)(rid, *args, **kwargs)
+        except BankerCannotCover as error:  # the one refusal that records: the room banker's role ended
+            self.changed()
+            after = self.world()
+            table, earlier = dict(after.tables)[args[0]], dict(before.tables)[args[0]]
+            assert table is not None and earlier is not None and after.position > before.position
+            assert table.banker is None and table.round_no == earlier.round_no  # no round opened
+            with pytest.raises(BankerCannotCover):  # its retry: the same refusal, nothing more written
+                getattr(self.app, name)(rid, *args, **kwargs)
+            assert self.read_world() == after, f"a retried {name} changed something"
+            STATS[f"refused-recorded:{name}"] += 1
+            return error
         except DomainError as error:
             after = self.read_world()
             assert after.position == before.position, f"refused {name} wrote events: {error!r}"
