@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from google.rpc import error_details_pb2  # type: ignore[import-untyped]
+from grpc_status import rpc_status
 
 from pokdeng_client import PokdengClient
 from pokdeng_client.v1 import pokdeng_pb2 as pb
@@ -167,3 +169,15 @@ def code_of(error: BaseException) -> str:
     if isinstance(error, grpc.Call):
         return str(error.code().name)
     return type(error).__name__
+
+
+def reason_of(error: grpc.RpcError) -> str:
+    """The ``google.rpc.ErrorInfo`` reason of a refused call ("" when it carries none)."""
+    status = rpc_status.from_call(error) if isinstance(error, grpc.Call) else None
+    packed: Any
+    for packed in status.details if status is not None else ():
+        if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            info = error_details_pb2.ErrorInfo()
+            packed.Unpack(info)
+            return str(info.reason)
+    return ""

@@ -2,7 +2,8 @@
 
 A ``TableDriver`` owns (or, in shared mode, shares) one table. Between rounds it reads the table
 (``GetTable``): a current round is resumed; a room without a banker holds a banker bid; now and
-then it deposits to or withdraws from one of its wallets; then it starts the next round. In a
+then it deposits to or withdraws from one of its wallets; then it starts the next round (a room
+start refused ``BANKER_CANNOT_COVER`` ended the banker's role instead: a bid, then the same start). In a
 round it reads the round (``GetRound``, then the state each command's answer carries) and issues
 the next command, asking ``GetLegalCommands`` whose turn it is to choose.
 
@@ -32,7 +33,7 @@ import grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .client import GaveUp, HarnessClient, code_of, command_names
+from .client import GaveUp, HarnessClient, code_of, command_names, reason_of
 from .tokens import Tokens
 
 PROFILES = {
@@ -106,7 +107,12 @@ def make_tables(prefix: str, count: int, players_per_table: int = 3, backer: boo
 
 
 class Refused(Exception):
-    """The server refused a command because the state had moved on (another client, the turn clock)."""
+    """The server refused a command because the state had moved on (another client, the turn clock);
+    ``reason``: the refusal's ErrorInfo reason (``WRONG_PHASE``, ``BANKER_CANNOT_COVER`` ...)."""
+
+    def __init__(self, message: str, reason: str = "") -> None:
+        super().__init__(message)
+        self.reason = reason
 
 
 @dataclass
@@ -147,7 +153,7 @@ class TableDriver:
         except grpc.RpcError as error:
             if isinstance(error, grpc.Call) and error.code() == grpc.StatusCode.FAILED_PRECONDITION:
                 self.refused[method] += 1
-                raise Refused(f"{method} {request_id}: {error.details()}") from None
+                raise Refused(f"{method} {request_id}: {error.details()}", reason_of(error)) from None
             raise
         self.acked.add(request_id)
         return response
@@ -225,14 +231,19 @@ class TableDriver:
             if not table.banker:
                 return None
         round_id = f"{self.spec.table_id}#{table.round_no + 1}"
-        answer = self.command(
-            self.ops,
-            "RoundService",
-            "StartRound",
-            f"{round_id}:start",
-            table_id=self.spec.table_id,
-            client_seed=f"harness {round_id}",
-        )
+        try:
+            answer = self.command(
+                self.ops,
+                "RoundService",
+                "StartRound",
+                f"{round_id}:start",
+                table_id=self.spec.table_id,
+                client_seed=f"harness {round_id}",
+            )
+        except Refused as refusal:
+            if refusal.reason != "BANKER_CANNOT_COVER":
+                raise
+            return None  # the room's banker lost its role instead: the next turn holds the bid, then this start
         return str(answer.round.round_id)
 
     def wallet_op(self) -> None:

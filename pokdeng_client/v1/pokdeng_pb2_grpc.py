@@ -976,8 +976,9 @@ class RoundServiceServicer:
 
     def StartRound(self, request, context):
         """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
-        do not cover the round loses its role instead (recorded) and the call is refused with
-        FAILED_PRECONDITION, reason BANKER_CANNOT_COVER, as is every retry of it; hold the banker bid next.
+        do not cover the round loses its role instead (recorded by the service, not under the request id)
+        and the call is refused with FAILED_PRECONDITION, reason BANKER_CANNOT_COVER; hold the banker bid,
+        then send the same request again.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

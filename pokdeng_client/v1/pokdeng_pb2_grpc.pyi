@@ -371,8 +371,9 @@ class RoundServiceStub:
     def __new__(cls, channel: _aio.Channel) -> RoundServiceAsyncStub: ...
     StartRound: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.StartRoundResponse]
     """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
-    do not cover the round loses its role instead (recorded) and the call is refused with
-    FAILED_PRECONDITION, reason BANKER_CANNOT_COVER, as is every retry of it; hold the banker bid next.
+    do not cover the round loses its role instead (recorded by the service, not under the request id)
+    and the call is refused with FAILED_PRECONDITION, reason BANKER_CANNOT_COVER; hold the banker bid,
+    then send the same request again.
     """
     PlaceBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.PlaceBetResponse]
     """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
@@ -427,8 +428,9 @@ class RoundServiceAsyncStub(RoundServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     StartRound: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.StartRoundRequest, _pokdeng_pb2.StartRoundResponse]  # type: ignore[assignment]
     """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
-    do not cover the round loses its role instead (recorded) and the call is refused with
-    FAILED_PRECONDITION, reason BANKER_CANNOT_COVER, as is every retry of it; hold the banker bid next.
+    do not cover the round loses its role instead (recorded by the service, not under the request id)
+    and the call is refused with FAILED_PRECONDITION, reason BANKER_CANNOT_COVER; hold the banker bid,
+    then send the same request again.
     """
     PlaceBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.PlaceBetResponse]  # type: ignore[assignment]
     """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
@@ -486,8 +488,9 @@ class RoundServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_pokdeng_pb2.StartRoundResponse, _abc.Awaitable[_pokdeng_pb2.StartRoundResponse]]:
         """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
-        do not cover the round loses its role instead (recorded) and the call is refused with
-        FAILED_PRECONDITION, reason BANKER_CANNOT_COVER, as is every retry of it; hold the banker bid next.
+        do not cover the round loses its role instead (recorded by the service, not under the request id)
+        and the call is refused with FAILED_PRECONDITION, reason BANKER_CANNOT_COVER; hold the banker bid,
+        then send the same request again.
         """
 
     @_abc_1.abstractmethod

@@ -34,9 +34,9 @@ class TooManySeatings(DomainError):
 
 
 class BankerCannotCover(WrongPhase):
-    """A room's StartRound found that its banker cannot cover another round: the role ended (recorded on the
-    table as ``banker_role_ended``, reason ``insufficient_funds``) and no round opened; the room holds a banker
-    bid next. Every retry of the request gets this answer again."""
+    """A room's StartRound found that its banker cannot cover the round: the role ended (recorded on the table as
+    ``banker_role_ended``, reason ``insufficient_funds``, by the service's own request: ``pipeline.Refused``) and
+    no round opened; the room holds a banker bid next, and the caller's request id is still unused."""
 
     code = "banker_cannot_cover"
 

@@ -18,10 +18,10 @@ and a repeated request returns its first result (``replayed=True``); one with th
 and another fingerprint is a ``DuplicateRequest``. A version conflict with another writer
 evicts the cached aggregates and tries again, at most ``MAX_ATTEMPTS`` times.
 
-A command refuses with nothing written, with one exception: a handler registered with a ``refusal``
-may record events that refuse the command (a room's StartRound whose banker cannot cover the round
-records the end of its role and opens no round); the error is raised after the save, and again on
-every retry of the request, from what it recorded.
+A refused command writes nothing, with one exception: an ``Outcome`` that is ``Refused`` (a room's
+StartRound whose banker cannot cover the round ends the banker's role and opens no round). Its events
+are saved as a request of the service's own, and the error is raised after the save; the client's
+request id is not used, so its retry decides afresh.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ from pokdeng_service.application.errors import (
     RequestInvalid,
     stream_forged,
 )
-from pokdeng_service.application.principal import Principal
+from pokdeng_service.application.principal import SYSTEM, Principal
 from pokdeng_service.application.views import CommandResult, RecordedEvent, RoundView, TableView, WalletView, built
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import integrity
@@ -185,46 +185,43 @@ class Attempt:
 
 
 @dataclass(frozen=True)
+class Refused:
+    """A refusal that records what it found (a room's StartRound whose banker cannot cover the round ends the
+    banker's role): the events are saved as the service's own request ``request_id`` (scope ``internal``, out of
+    every client's reach: the client's request id stays unused, and its retry is a new decision), then ``error``
+    is raised. ``request_id`` is a function of the stream's state, so replicas that find the same thing at once
+    record it once (the others conflict, retry and decide again)."""
+
+    error: Exception
+    request_id: str
+
+
+@dataclass(frozen=True)
 class Outcome:
-    """What a handler did: the aggregates to save (in order) and the one whose stream answers the command."""
+    """What a handler did: the aggregates to save (in order) and the one whose stream answers the command;
+    ``refused``: saved, and still refused."""
 
     saved: tuple[Aggregate, ...]
     target: Aggregate
     stream: str
     stream_id: str
+    refused: Refused | None = None
 
 
 Handler = Callable[[Attempt, Any], Outcome]
-Refusal = Callable[[CommandResult], Exception | None]
 HANDLERS: dict[type[Command], Handler] = {}
-REFUSALS: dict[type[Command], Refusal] = {}
 
 
-def handler(
-    command_type: type[C], refusal: Refusal | None = None
-) -> Callable[[Callable[[Attempt, C], Outcome]], Callable[[Attempt, C], Outcome]]:
-    """Register the handler of ``command_type`` (one per type). ``refusal``: for a command that may record
-    events and still be refused (a room's StartRound that ends a banker's role), the error its recorded
-    result answers, or None; it is raised on the first answer and on every retry of the request alike."""
+def handler(command_type: type[C]) -> Callable[[Callable[[Attempt, C], Outcome]], Callable[[Attempt, C], Outcome]]:
+    """Register the handler of ``command_type`` (one per type)."""
 
     def register(function: Callable[[Attempt, C], Outcome]) -> Callable[[Attempt, C], Outcome]:
         if command_type in HANDLERS:
             raise TypeError(f"{command_type.__name__} has a handler already")
         HANDLERS[command_type] = function
-        if refusal is not None:
-            REFUSALS[command_type] = refusal
         return function
 
     return register
-
-
-def _answered(command: Command, result: CommandResult) -> CommandResult:
-    """``result``, unless what the command recorded refuses it (``handler``'s ``refusal``)."""
-    refusal = REFUSALS.get(type(command))
-    error = refusal(result) if refusal is not None else None
-    if error is not None:
-        raise error
-    return result
 
 
 def check(request_id: object, command: Command) -> None:
@@ -276,26 +273,32 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
                         raise disclosed from None
                     raise
             if done is not None:  # (outside the except clause: a DuplicateRequest has no context)
-                return _answered(command, _replayed(app, done, fingerprint))
+                return _replayed(app, done, fingerprint)
             target = outcome.target
             pending = list(target.pending_events)
             before = target.version - len(pending)
             result = {"stream": outcome.stream, "id": outcome.stream_id, "from": before + 1, "to": target.version}
-            record = CommandRecord(request_id, fingerprint, result, principal.scope)
+            refused = outcome.refused
+            if refused is None:
+                record = CommandRecord(request_id, fingerprint, result, principal.scope)
+            else:  # (the service's own request: the client's request id stays unused, for its retry)
+                record = CommandRecord(refused.request_id, fingerprint, result, SYSTEM.scope)
             started = time.perf_counter()
             try:
                 app.save(*outcome.saved, record)
             except IntegrityError:
                 done = app.command_record(record_id)
                 if done is not None:
-                    return _answered(command, _replayed(app, done, fingerprint))
+                    return _replayed(app, done, fingerprint)
                 app.evict(outcome.saved)
                 telemetry.retried(command.name)
                 continue
             events = tuple(app.to_recorded(item) for item in pending)
             app.after_save(outcome.saved, outcome.stream, events)
             telemetry.saved(target, events, time.perf_counter() - started)
-            answer = built(  # (each value of its field's type: tests/service/test_views_built.py)
+            if refused is not None:
+                raise refused.error
+            return built(  # (each value of its field's type: tests/service/test_views_built.py)
                 CommandResult,
                 request_id=request_id,
                 stream=outcome.stream,
@@ -304,7 +307,6 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
                 replayed=False,
                 view=app.view_of(target),
             )
-            return _answered(command, answer)
         finally:
             attempt.release()
     raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")

@@ -37,30 +37,15 @@ from pokdeng_service.application.commands import (
     VoidRound,
 )
 from pokdeng_service.application.errors import BankerCannotCover, PermissionDenied, TooManyContributions
-from pokdeng_service.application.pipeline import Attempt, Outcome, handler
-from pokdeng_service.application.views import CommandResult
-from pokdeng_service.store.aggregates import RoundRecord, SealedSeed
+from pokdeng_service.application.pipeline import Attempt, Outcome, Refused, handler
+from pokdeng_service.store.aggregates import RoundRecord, SealedSeed, TableRecord
 from pokdeng_service.store.vault import SEAL_AAD_VERSION, VaultError, fresh_seed
 from pokdeng_service.wallet.port import port_of
 
 log = logging.getLogger("pokdeng.rounds")
 
 
-def _banker_not_covered(result: CommandResult) -> BankerCannotCover | None:
-    """A StartRound that recorded no round, only the end of the room banker's role: its refusal."""
-    if result.stream != "table":
-        return None
-    ended = next(e for e in result.events if e.kind == "banker_role_ended")
-    banker = ended.data["player"]
-    return BankerCannotCover(
-        f"the room's banker {banker!r} cannot cover another round: its role ended (banker_role_ended, "
-        f"insufficient_funds) and no round opened; hold the banker bid, then start the round",
-        table_id=result.id,
-        banker=banker,
-    )
-
-
-@handler(StartRound, refusal=_banker_not_covered)
+@handler(StartRound)
 def start_round(attempt: Attempt, command: StartRound) -> Outcome:
     """The table's next round: a fresh server seed is sealed and its commitment recorded; the client seed
     is contributed during betting and fixed at the deal (``client_seed``, if any, is the platform's)."""
@@ -74,10 +59,10 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
         funds = [(player, port.funds(attempt, player, state.currency, missing_ok=True)) for player in state.players]
         if state.banker is not None:
             banker_funds = port.funds(attempt, state.banker, state.currency, missing_ok=True)
-    opened = tc.StartRound(round_id, tuple(funds), banker_funds)
-    table.record(tc.decide_and_fold_table(state, opened), attempt.command_id(table))
-    if table.state.round_no == state.round_no:  # the room's banker could not cover another round: no round opens
-        return Outcome((table,), table, "table", command.table_id)
+    decision = tc.decide_and_fold_table(state, tc.StartRound(round_id, tuple(funds), banker_funds))
+    if decision.state.round_no == state.round_no:  # the room's banker cannot cover the round: its role ends instead
+        return _banker_cannot_cover(table, decision, round_id)
+    table.record(decision, attempt.command_id(table))
     state = table.state
     seed = fresh_seed()
     opening = rc.OpenRound(
@@ -103,6 +88,22 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
     nonce, sealed = vault.seal(seed, round_id, record.id)  # bound to this round's stream
     sealed_seed = SealedSeed(round_id, nonce, sealed, vault.key_id, SEAL_AAD_VERSION)
     return Outcome((table, record, sealed_seed), record, "round", round_id)
+
+
+def _banker_cannot_cover(table: TableRecord, decision: tc.TableDecision, round_id: str) -> Outcome:
+    """A StartRound refused because the room's banker cannot cover the round: what it found (the banker's role
+    ended, players short of funds unseated) is recorded as the service's own request, named after the table's
+    state, and no round opens (docs/rules.md, rule 11)."""
+    request_id = f"banker-cannot-cover:{table.table_id}@{table.version}"
+    table.record(decision, request_id)
+    banker = next(e.player for e in decision.events if isinstance(e, tc.BankerRoleEnded))
+    error = BankerCannotCover(
+        f"the room's banker {banker!r} cannot cover round {round_id}: its role ended (banker_role_ended, "
+        f"insufficient_funds) and no round started; hold the banker bid, then start the round",
+        table_id=table.table_id,
+        banker=banker,
+    )
+    return Outcome((table,), table, "table", table.table_id, Refused(error, request_id))
 
 
 CoreCommand = Callable[[Attempt, RoundState], rc.RoundCommand]

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -91,6 +92,7 @@ from pokdeng_service.readmodels.sqlite import SQLiteReadModelRecorder
 from pokdeng_service.store.aggregates import wallet_uuid
 
 PAGE_SIZE = 1000
+PUSHED_PAGE_GAP = 0.05  # seconds: a store that pushes (PostgreSQL, POPO) is caught up at most this often
 
 
 # --- eventsourcing's projection interface ------------------------------------------------------
@@ -234,8 +236,9 @@ class ReadModels:
     def run_in_background(self, app: Application[Any], interval: float = 0.1) -> None:
         """Keep the views up to date in a thread until :meth:`stop`.
 
-        With a store that pushes (PostgreSQL LISTEN/NOTIFY, POPO) the thread wakes on each new
-        notification through ``app.recorder.subscribe``; with SQLite it polls every ``interval`` s.
+        With a store that pushes (PostgreSQL LISTEN/NOTIFY, POPO) the thread wakes on a new notification
+        through ``app.recorder.subscribe``, and catches up at once after a quiet spell but at most once each
+        ``PUSHED_PAGE_GAP`` s under load; with SQLite it polls every ``interval`` s.
         Either way the work is :meth:`catch_up`, so batches and exactly-once are the same.
         """
         if self._thread is not None:
@@ -267,13 +270,18 @@ class ReadModels:
                     # an event recorded in between would wake nobody. Catching up once more, now
                     # that it listens, takes in whatever was recorded before that.
                     self.catch_up(app)
-                    seen = self.position(app.name)
+                    seen, last = self.position(app.name), time.monotonic()
                     for notification in subscription:
                         if self._stopping.is_set():
                             return
                         if notification.id > seen:  # else already in the views (a page ran past it)
+                            # at most one catch-up each PUSHED_PAGE_GAP s: under load a page takes in
+                            # many commands' events, instead of a transaction of its own for each
+                            pause = last + min(interval, PUSHED_PAGE_GAP) - time.monotonic()
+                            if pause > 0 and self._stopping.wait(pause):
+                                return
                             self.catch_up(app)
-                            seen = self.position(app.name)
+                            seen, last = self.position(app.name), time.monotonic()
                 return
             except Exception as error:  # keep going after a passing fault (the position is safe)
                 self.error = error

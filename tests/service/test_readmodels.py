@@ -7,6 +7,7 @@ round in progress is open until it closes; ``last_rounds`` keeps play order and 
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import threading
@@ -277,6 +278,38 @@ def test_in_memory_background_thread_wakes_on_new_events(memory_app: PokdengApp)
         assert_views_match(memory_app, rm, rounds)
         rm.stop()
         assert rm.error is None
+
+
+def test_a_pushing_store_is_caught_up_a_page_at_a_time_not_a_command_at_a_time(memory_app: PokdengApp) -> None:
+    """Every command wakes the thread of a store that pushes; under load it catches up at most once each
+    ``PUSHED_PAGE_GAP`` s, so that a page (one transaction) takes in many commands' events."""
+    d = Driver(memory_app, chooser=Chooser(random.Random(4)))
+    with ReadModels({"PERSISTENCE_MODULE": "eventsourcing.popo"}) as rm:
+        set_up(d)
+        started: list[float] = []
+        catch_up = rm.catch_up
+
+        def counted(app: PokdengApp) -> int:
+            started.append(time.monotonic())
+            return catch_up(app)
+
+        rm.catch_up = counted  # type: ignore[method-assign]
+        rm.run_in_background(memory_app, interval=60)
+        before = len(d.log)
+        d.after_call = lambda _call: time.sleep(0.005)  # commands a few ms apart, as under load: each one wakes it
+        began = time.monotonic()
+        rounds = play_rounds(d, 10)
+        elapsed = time.monotonic() - began
+        rm.wait(memory_app.max_position, timeout=20)
+        assert_views_match(memory_app, rm, rounds)
+        rm.stop()
+        assert rm.error is None
+    woken = started[2:]  # (the first two: before and just after subscribing)
+    assert woken, "no command woke the thread"
+    gaps = [later - earlier for earlier, later in itertools.pairwise(woken)]
+    assert all(gap >= readmodels.PUSHED_PAGE_GAP for gap in gaps), gaps
+    assert len(woken) <= elapsed / readmodels.PUSHED_PAGE_GAP + 2
+    assert len(woken) < (len(d.log) - before) / 3, (len(woken), len(d.log) - before)  # pages of many commands
 
 
 def test_read_models_find_the_application_store_as_it_does(tmp_path: Any) -> None:

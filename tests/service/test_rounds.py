@@ -18,6 +18,7 @@ from pokdeng_core.machine import BANKER, Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.errors import BankerCannotCover
+from pokdeng_service.store.aggregates import table_uuid
 
 from . import play
 from .play import Chooser, Driver, Ledger, events_of, kinds
@@ -354,8 +355,8 @@ def test_room_banker_role_ends_when_its_wallet_cannot_cover_another_round(driver
 
 def test_room_banker_role_ends_when_a_round_opens_that_its_wallet_cannot_cover(driver: Driver, app: PokdengApp) -> None:
     """Players who sat down since the last round end raise the banker's minimum: when the next round opens the
-    banker's funds are checked against it, the role ends (recorded) and no round opens; the retry of that
-    request is refused the same way, and the store still verifies."""
+    banker's funds are checked against it, the role ends (recorded as the service's own request) and no round
+    opens; the store still verifies, and the client's request id stays unused for its retry."""
     play.open_wallets(driver, ["bk"], 3_000)  # three seated at the bid: 3000 may bid
     play.open_wallets(driver, ["x", "y", "z"], 100_000)
     play.open_table(driver, "ro", "room", [(1, "bk"), (2, "x"), (3, "y")], max_stake=1000)
@@ -366,24 +367,24 @@ def test_room_banker_role_ends_when_a_round_opens_that_its_wallet_cannot_cover(d
     driver.call("withdraw", "bk", app.get_wallet("bk").available - 2_500)  # 2500 covers two, not three
     assert app.get_table("ro").banker == "bk"
     driver.call("take_seat", "ro", "z", 4)  # three seated now: 3000
-    with pytest.raises(BankerCannotCover, match="'bk' cannot cover another round") as first:
+    version = app.get_table("ro").version
+    with pytest.raises(BankerCannotCover, match="'bk' cannot cover round ro#2") as first:
         app.start_round("open-2", "ro", "")
     assert first.value.details == {"table_id": "ro", "banker": "bk"}
     table = app.get_table("ro")
     assert table.banker is None and table.banker_rounds_left == 0 and table.round_no == 1
     position = app.max_position
-    with pytest.raises(BankerCannotCover):  # the same request again: its first answer, nothing more written
+    with pytest.raises(WrongPhase, match="no banker"):  # the request id is still unused: it decides afresh
         app.start_round("open-2", "ro", "")
     assert app.max_position == position
-    table_events = [n for n in app.read_notifications(0, 10_000) if n.stream == "table" and n.stream_id == "ro"]
-    assert [n.data for n in table_events if n.kind == "banker_role_ended"] == [
-        {"player": "bk", "reason": "insufficient_funds"}
-    ]
+    ended = [e for e in app.stream_events(table_uuid("ro")) if e.kind == "banker_role_ended"]
+    assert [e.data for e in ended] == [{"player": "bk", "reason": "insufficient_funds"}]
+    assert ended[0].command_id == f"banker-cannot-cover:ro@{version}"  # the service's own request
     assert app.get_wallet("bk").available == 2_500 and app.get_wallet("bk").reserved == 0
     failed = [v.render() for v in audit.verify_store(app) if not v.ok]
     assert not failed, failed
     play.hold_banker_bid(driver, "ro", [("x", 5)])
-    assert play.start_round(driver, "ro") == "ro#2"
+    assert app.start_round("open-2", "ro", "").id == "ro#2"  # the same request, now that the room has a banker
 
 
 def test_room_banker_disconnecting_mid_round_keeps_the_round_and_ends_the_role(driver: Driver, app: PokdengApp) -> None:
