@@ -438,6 +438,8 @@ def _start_round(run: _Run, cmd: StartRound) -> None:
             if player in funds and funds[player] < minimum:
                 run.emit(PlayerLeft(seat, player, "insufficient_funds"))
     if profile.fixed_positions is None and not run.state.seats:
+        if run.events:  # every seated player was short of funds: unseated, and no round starts
+            return
         raise DomainError("no player is seated: nobody to deal to")
     if state.banker is not None and cmd.banker_funds is not None and cmd.banker_funds < run.state.banker_minimum:
         run.emit(BankerRoleEnded(state.banker, "insufficient_funds"))  # no round opens: the room needs a bid

@@ -978,7 +978,8 @@ class RoundServiceServicer:
         """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
         do not cover the round loses its role instead (recorded by the service, not under the request id)
         and the call is refused with FAILED_PRECONDITION, reason BANKER_CANNOT_COVER; hold the banker bid,
-        then send the same request again.
+        then send the same request again. A start that unseats every player (each short of funds) records
+        that the same way and is refused with FAILED_PRECONDITION, reason RULE_VIOLATION.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -373,7 +373,8 @@ class RoundServiceStub:
     """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
     do not cover the round loses its role instead (recorded by the service, not under the request id)
     and the call is refused with FAILED_PRECONDITION, reason BANKER_CANNOT_COVER; hold the banker bid,
-    then send the same request again.
+    then send the same request again. A start that unseats every player (each short of funds) records
+    that the same way and is refused with FAILED_PRECONDITION, reason RULE_VIOLATION.
     """
     PlaceBet: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.PlaceBetResponse]
     """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
@@ -430,7 +431,8 @@ class RoundServiceAsyncStub(RoundServiceStub):
     """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
     do not cover the round loses its role instead (recorded by the service, not under the request id)
     and the call is refused with FAILED_PRECONDITION, reason BANKER_CANNOT_COVER; hold the banker bid,
-    then send the same request again.
+    then send the same request again. A start that unseats every player (each short of funds) records
+    that the same way and is refused with FAILED_PRECONDITION, reason RULE_VIOLATION.
     """
     PlaceBet: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.PlaceBetRequest, _pokdeng_pb2.PlaceBetResponse]  # type: ignore[assignment]
     """Place a stake on a seat (ante: a betting position), optionally with a client seed contribution."""
@@ -490,7 +492,8 @@ class RoundServiceServicer(metaclass=_abc_1.ABCMeta):
         """Start the table's next round: the shuffle is committed before any card. Room: a banker whose funds
         do not cover the round loses its role instead (recorded by the service, not under the request id)
         and the call is refused with FAILED_PRECONDITION, reason BANKER_CANNOT_COVER; hold the banker bid,
-        then send the same request again.
+        then send the same request again. A start that unseats every player (each short of funds) records
+        that the same way and is refused with FAILED_PRECONDITION, reason RULE_VIOLATION.
         """
 
     @_abc_1.abstractmethod

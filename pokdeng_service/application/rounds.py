@@ -15,7 +15,7 @@ from eventsourcing.domain import Aggregate
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core import table as tc
-from pokdeng_core.errors import CurrencyMismatch, WrongPhase
+from pokdeng_core.errors import CurrencyMismatch, DomainError, WrongPhase
 from pokdeng_core.limits import MAX_CONTRIBUTIONS
 from pokdeng_core.machine import Phase, RoundState, decide_and_fold
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, SHUFFLE_ALGORITHM, commitment
@@ -60,8 +60,8 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
         if state.banker is not None:
             banker_funds = port.funds(attempt, state.banker, state.currency, missing_ok=True)
     decision = tc.decide_and_fold_table(state, tc.StartRound(round_id, tuple(funds), banker_funds))
-    if decision.state.round_no == state.round_no:  # the room's banker cannot cover the round: its role ends instead
-        return _banker_cannot_cover(table, decision, round_id)
+    if decision.state.round_no == state.round_no:  # room: the banker, or every player, could not cover the round
+        return _start_refused(table, decision, round_id)
     table.record(decision, attempt.command_id(table))
     state = table.state
     seed = fresh_seed()
@@ -90,19 +90,28 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
     return Outcome((table, record, sealed_seed), record, "round", round_id)
 
 
-def _banker_cannot_cover(table: TableRecord, decision: tc.TableDecision, round_id: str) -> Outcome:
-    """A StartRound refused because the room's banker cannot cover the round: what it found (the banker's role
-    ended, players short of funds unseated) is recorded as the service's own request, named after the table's
-    state, and no round opens (docs/rules.md, rule 11)."""
-    request_id = f"banker-cannot-cover:{table.table_id}@{table.version}"
+def _start_refused(table: TableRecord, decision: tc.TableDecision, round_id: str) -> Outcome:
+    """A room's StartRound that opens no round, and still records what it found (docs/rules.md, rule 11): the
+    banker cannot cover the round (its role ended), or every seated player was short of funds (all unseated).
+    The facts are the service's own request, named after the table's state; the start is refused."""
+    request_id = f"start-refused:{table.table_id}@{table.version}"
     table.record(decision, request_id)
-    banker = next(e.player for e in decision.events if isinstance(e, tc.BankerRoleEnded))
-    error = BankerCannotCover(
-        f"the room's banker {banker!r} cannot cover round {round_id}: its role ended (banker_role_ended, "
-        f"insufficient_funds) and no round started; hold the banker bid, then start the round",
-        table_id=table.table_id,
-        banker=banker,
-    )
+    ended = [e.player for e in decision.events if isinstance(e, tc.BankerRoleEnded)]
+    error: Exception
+    if ended:
+        error = BankerCannotCover(
+            f"the room's banker {ended[0]!r} cannot cover round {round_id}: its role ended (banker_role_ended, "
+            f"insufficient_funds) and no round started; hold the banker bid, then start the round",
+            table_id=table.table_id,
+            banker=ended[0],
+        )
+    else:
+        left = ", ".join(repr(e.player) for e in decision.events if isinstance(e, tc.PlayerLeft))
+        error = DomainError(
+            f"no player is seated: {left} could not cover {table.state.max_stake * table.state.rules.reserve_multiple} "
+            f"and left the table (player_left, insufficient_funds); nobody to deal to",
+            table_id=table.table_id,
+        )
     return Outcome((table,), table, "table", table.table_id, Refused(error, request_id))
 
 

@@ -717,10 +717,13 @@ def test_unseated_players_do_not_count_towards_the_banker_at_round_open() -> Non
     assert state.banker is None and state.seats == ((2, "a"),)
 
 
-def test_a_room_start_with_nobody_left_to_deal_to_is_refused() -> None:
-    state = with_banker(["bank", "a"], banker="bank")
-    refused(state, StartRound(next_id(state), (("a", 1),)))
-    assert state.seats == ((2, "a"),)  # refused: nothing recorded, the player is still seated
+def test_a_room_start_that_unseats_every_player_starts_no_round() -> None:
+    state = with_banker(["bank", "a", "b"], banker="bank")
+    state, events = run(state, StartRound(next_id(state), (("a", 1), ("b", 0)), banker_funds=0))
+    assert events == (PlayerLeft(2, "a", "insufficient_funds"), PlayerLeft(3, "b", "insufficient_funds"))
+    assert state.seats == () and state.round_no == 0 and state.round_id is None
+    assert state.banker == "bank"  # nobody to deal to: the banker's funds are not judged for no round
+    refused(state, StartRound(next_id(state)))  # and now an empty room: nothing to record, refused
 
 
 def test_a_room_banker_waits_for_players() -> None:

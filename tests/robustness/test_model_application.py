@@ -47,7 +47,7 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from pokdeng_core.errors import DomainError, WrongPhase
+from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import BANKER, Phase, RoundState
 from pokdeng_service.application import MAX_AMOUNT, PokdengApp
 from pokdeng_service.application.errors import BankerCannotCover, DuplicateRequest
@@ -117,6 +117,23 @@ class ApplicationModel(ModelBase):
 
     # -- the command pipeline ---------------------------------------------------------------
 
+    def _start_refused(self, error: DomainError, before: Any, rid: str, args: tuple[Any, ...]) -> DomainError:
+        """The refusals that record (a room's start: its banker cannot cover the round, or every player was
+        short of funds): no round opened, and the retry of the request decides afresh, writing nothing."""
+        self.changed()
+        after = self.world()
+        table, earlier = dict(after.tables)[args[0]], dict(before.tables)[args[0]]
+        assert table is not None and earlier is not None and table.round_no == earlier.round_no
+        if isinstance(error, BankerCannotCover):
+            assert table.banker is None and len(table.seats) <= len(earlier.seats)
+        else:
+            assert table.seats == () and table.banker == earlier.banker, error
+        with pytest.raises(DomainError):  # no banker now, or nobody seated
+            self.app.start_round(rid, *args)
+        assert self.read_world() == after, "a retried start_round changed something"
+        STATS["refused-recorded:start_round"] += 1
+        return error
+
     def _rid(self) -> str:
         return f"q{next(self.ids)}"
 
@@ -126,18 +143,9 @@ class ApplicationModel(ModelBase):
         before = self.world()
         try:
             result = getattr(self.app, name)(rid, *args, **kwargs)
-        except BankerCannotCover as error:  # the one refusal that records: the room banker's role ended
-            self.changed()
-            after = self.world()
-            table, earlier = dict(after.tables)[args[0]], dict(before.tables)[args[0]]
-            assert table is not None and earlier is not None and after.position > before.position
-            assert table.banker is None and table.round_no == earlier.round_no  # no round opened
-            with pytest.raises(WrongPhase):  # its retry decides afresh: no banker now, and nothing written
-                getattr(self.app, name)(rid, *args, **kwargs)
-            assert self.read_world() == after, f"a retried {name} changed something"
-            STATS[f"refused-recorded:{name}"] += 1
-            return error
         except DomainError as error:
+            if name == "start_round" and self.app.max_position > before.position:
+                return self._start_refused(error, before, rid, args)
             after = self.read_world()
             assert after.position == before.position, f"refused {name} wrote events: {error!r}"
             assert after == before, f"refused {name} changed a view: {error!r}"

@@ -379,12 +379,35 @@ def test_room_banker_role_ends_when_a_round_opens_that_its_wallet_cannot_cover(d
     assert app.max_position == position
     ended = [e for e in app.stream_events(table_uuid("ro")) if e.kind == "banker_role_ended"]
     assert [e.data for e in ended] == [{"player": "bk", "reason": "insufficient_funds"}]
-    assert ended[0].command_id == f"banker-cannot-cover:ro@{version}"  # the service's own request
+    assert ended[0].command_id == f"start-refused:ro@{version}"  # the service's own request
     assert app.get_wallet("bk").available == 2_500 and app.get_wallet("bk").reserved == 0
     failed = [v.render() for v in audit.verify_store(app) if not v.ok]
     assert not failed, failed
     play.hold_banker_bid(driver, "ro", [("x", 5)])
     assert app.start_round("open-2", "ro", "").id == "ro#2"  # the same request, now that the room has a banker
+
+
+def test_a_room_start_that_unseats_every_player_records_it_and_starts_nothing(driver: Driver, app: PokdengApp) -> None:
+    play.open_wallets(driver, ["bk"], 100_000)
+    play.open_wallets(driver, ["x", "y"], 10_000)
+    play.open_table(driver, "ru", "room", [(1, "bk"), (2, "x"), (3, "y")], max_stake=1000)
+    play.hold_banker_bid(driver, "ru", [("bk", 10)])
+    for player in ("x", "y"):
+        driver.call("withdraw", player, 5_001)  # 4999 left: a room seat needs 1000 x 5
+    with pytest.raises(DomainError, match="'x', 'y' could not cover 5000") as first:
+        app.start_round("open-u", "ru", "")
+    assert type(first.value) is DomainError and first.value.code == "rule_violation"
+    table = app.get_table("ru")
+    assert table.seats == () and table.banker == "bk" and table.round_no == 0
+    left = [e for e in app.stream_events(table_uuid("ru")) if e.kind == "player_left"][-2:]
+    assert [e.data["reason"] for e in left] == ["insufficient_funds"] * 2
+    assert {e.command_id for e in left} == {f"start-refused:ru@{table.version - 2}"}
+    position = app.max_position
+    with pytest.raises(DomainError, match="nobody to deal to"):  # an empty room now: nothing more to record
+        app.start_round("open-u", "ru", "")
+    assert app.max_position == position
+    failed = [v.render() for v in audit.verify_store(app) if not v.ok]
+    assert not failed, failed
 
 
 def test_room_banker_disconnecting_mid_round_keeps_the_round_and_ends_the_role(driver: Driver, app: PokdengApp) -> None:
