@@ -167,6 +167,8 @@ class GrpcModel(ModelBase):
         except grpc.RpcError as error:
             code = error.code()
             assert code in REFUSALS, f"{method} by {who}: {code} {details_of(error).message} ({request})"
+            if method == "StartRound" and self.app.max_position > before.position:
+                return self._start_refused(api, error, before, request)
             after = self.read_world()
             assert after.position == before.position, f"refused {method} by {who} wrote events ({code})"
             assert after == before, f"refused {method} by {who} changed a view ({code})"
@@ -196,6 +198,27 @@ class GrpcModel(ModelBase):
         self._record(method, request, response)
         self.changed()  # (the world's rounds follow the model's record, just updated)
         return response
+
+    def _start_refused(self, api: Api, error: grpc.RpcError, before: Any, request: Any) -> Any:
+        """The refusals that record (a room's start: its banker cannot cover the round, or every player was
+        short of funds): no round opened, and the same request sent again is refused and writes nothing."""
+        code, reason = error.code(), details_of(error).reason  # type: ignore[attr-defined]
+        assert code == Code.FAILED_PRECONDITION and reason in ("BANKER_CANNOT_COVER", "RULE_VIOLATION"), (code, reason)
+        self.changed()
+        after = self.world()
+        table, earlier = after.table(request.table_id), before.table(request.table_id)
+        assert table is not None and earlier is not None and table.round_no == earlier.round_no
+        assert table.current_round is None
+        if reason == "BANKER_CANNOT_COVER":
+            assert table.banker is None and len(table.seats) <= len(earlier.seats)
+        else:
+            assert table.seats == () and table.banker == earlier.banker
+        with pytest.raises(grpc.RpcError) as again:  # no banker now, or nobody seated
+            api.method("RoundService", "StartRound").with_call(request, metadata=api.metadata, timeout=30)
+        assert again.value.code() == Code.FAILED_PRECONDITION  # type: ignore[attr-defined]
+        assert self.read_world() == after, "a retried StartRound changed something"
+        STATS[f"refused-recorded:StartRound:{reason}"] += 1
+        return code
 
     def _check_player_call(self, who: str, method: str, request: Any, before: Any, after: Any) -> None:
         """What a player token got accepted is its own business."""
@@ -665,5 +688,23 @@ def test_grpc_model_plays_every_profile(profile: str) -> None:
         assert model.app.round_state(round_id).is_closed
         model.closed_rounds_verify()
         assert STATS["ok by player"] > 0
+    finally:
+        model.teardown()
+
+
+def test_grpc_model_checks_a_room_start_that_unseats_every_player() -> None:
+    """A refusal that records (found by this model in CI): the room's banker covers the round, every seated
+    player is short of room stake x 5; the model checks what the refused StartRound recorded and its retry."""
+    STATS.clear()
+    model = GrpcModel()
+    try:
+        model.setup((200_000, 0, 0, 0))
+        model.call("alice", "BidForBanker", pb.BidForBankerRequest(table_id="r1", player="alice", rounds=10))
+        model.call("operator", "CloseBankerBid", pb.CloseBankerBidRequest(table_id="r1"), "ok")
+        code = model.call("operator", "StartRound", pb.StartRoundRequest(table_id="r1"))
+        assert code == Code.FAILED_PRECONDITION
+        assert STATS["refused-recorded:StartRound:RULE_VIOLATION"] == 1, sorted(STATS.items())
+        model.money_balances()
+        model.no_reservation_leaks()
     finally:
         model.teardown()
