@@ -145,6 +145,11 @@ class TableState:
         return self.rules.banker_bid is not None and self.banker is None
 
     @property
+    def player_minimum(self) -> int:
+        """Room: the available funds a seated player needs when a round starts: room stake x reserve multiple."""
+        return self.max_stake * self.rules.reserve_multiple
+
+    @property
     def banker_minimum(self) -> int:
         """The room's banker capital: room stake x number of seated players."""
         return self.max_stake * max(1, len(self.players))
@@ -433,9 +438,8 @@ def _start_round(run: _Run, cmd: StartRound) -> None:
     if profile.banker_bid is not None:
         if state.banker is None:
             raise WrongPhase("the room has no banker: hold the banker bid first")
-        minimum = state.max_stake * profile.reserve_multiple
         for seat, player in state.seats:
-            if player in funds and funds[player] < minimum:
+            if player in funds and funds[player] < state.player_minimum:
                 run.emit(PlayerLeft(seat, player, "insufficient_funds"))
     if profile.fixed_positions is None and not run.state.seats:
         if run.events:  # every seated player was short of funds: unseated, and no round starts

@@ -19,9 +19,11 @@ and another fingerprint is a ``DuplicateRequest``. A version conflict with anoth
 evicts the cached aggregates and tries again, at most ``MAX_ATTEMPTS`` times.
 
 A refused command writes nothing, with one exception: an ``Outcome`` that is ``Refused`` (a room's
-StartRound whose banker cannot cover the round ends the banker's role and opens no round). Its events
-are saved as a request of the service's own, and the error is raised after the save; the client's
-request id is not used, so its retry decides afresh.
+StartRound that opens no round because its banker cannot cover it, the role ended, or because every
+seated player was short of funds and unseated). Its events are saved as a request of the service's
+own, and the error is raised after the save; the client's request id is not used, so its retry
+decides afresh. Like any refusal, it first looks the client's request id up: one already used
+answers with its first result (or ``DuplicateRequest``), and nothing is written.
 """
 
 from __future__ import annotations
@@ -186,11 +188,11 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Refused:
-    """A refusal that records what it found (a room's StartRound whose banker cannot cover the round ends the
-    banker's role): the events are saved as the service's own request ``request_id`` (scope ``internal``, out of
-    every client's reach: the client's request id stays unused, and its retry is a new decision), then ``error``
-    is raised. ``request_id`` is a function of the stream's state, so replicas that find the same thing at once
-    record it once (the others conflict, retry and decide again)."""
+    """A refusal that records what it found (a room's StartRound that opens no round: the banker's role ended,
+    or every seated player was unseated): the events are saved as the service's own request ``request_id``
+    (scope ``internal``, out of every client's reach: the client's request id stays unused, and its retry is a
+    new decision), then ``error`` is raised. ``request_id`` is a function of the stream's state, so replicas
+    that find the same thing at once record it once (the others conflict, retry and decide again)."""
 
     error: Exception
     request_id: str
@@ -272,6 +274,9 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
                     if disclosed is not error:
                         raise disclosed from None
                     raise
+            else:
+                if outcome.refused is not None:  # a refusal all the same: a used request id answers first
+                    done = app.command_record(record_id)
             if done is not None:  # (outside the except clause: a DuplicateRequest has no context)
                 return _replayed(app, done, fingerprint)
             target = outcome.target

@@ -108,7 +108,7 @@ def _start_refused(table: TableRecord, decision: tc.TableDecision, round_id: str
     else:
         left = ", ".join(repr(e.player) for e in decision.events if isinstance(e, tc.PlayerLeft))
         error = DomainError(
-            f"no player is seated: {left} could not cover {table.state.max_stake * table.state.rules.reserve_multiple} "
+            f"no player is seated: {left} could not cover {table.state.player_minimum} "
             f"and left the table (player_left, insufficient_funds); nobody to deal to",
             table_id=table.table_id,
         )

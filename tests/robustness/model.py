@@ -148,6 +148,22 @@ class ModelBase(RuleBasedStateMachine):
         """A command was accepted: read the world again next time."""
         self._world = None
 
+    def check_start_refused(self, before: World, table_id: str, banker_ended: bool, retry: Callable[[], None]) -> None:
+        """The refusals that record (a room's start: its banker cannot cover the round, or every player was
+        short of funds): no round opened, the role ended or nobody is seated, and ``retry`` (the same request
+        again, which must be refused) writes nothing."""
+        self.changed()
+        after = self.world()
+        table, earlier = after.table(table_id), before.table(table_id)
+        assert table is not None and earlier is not None and table.round_no == earlier.round_no
+        assert table.current_round is None
+        if banker_ended:
+            assert table.banker is None and len(table.seats) <= len(earlier.seats)
+        else:
+            assert table.seats == () and table.banker == earlier.banker, table
+        retry()
+        assert self.read_world() == after, "a retried start changed something"
+
     def open_rounds(self, *phases: Phase) -> list[tuple[str, RoundState]]:
         out = []
         for round_id, view in self.world().rounds:

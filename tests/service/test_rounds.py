@@ -17,7 +17,7 @@ from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand, 
 from pokdeng_core.machine import BANKER, Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.errors import BankerCannotCover
+from pokdeng_service.application.errors import BankerCannotCover, DuplicateRequest
 from pokdeng_service.store.aggregates import table_uuid
 
 from . import play
@@ -408,6 +408,31 @@ def test_a_room_start_that_unseats_every_player_records_it_and_starts_nothing(dr
     assert app.max_position == position
     failed = [v.render() for v in audit.verify_store(app) if not v.ok]
     assert not failed, failed
+
+
+def test_a_used_request_id_answers_before_a_room_start_records_a_refusal(driver: Driver, app: PokdengApp) -> None:
+    """A start that would unseat everyone is a refusal: a request id already used answers first (its first
+    result, or DuplicateRequest for another command), and nothing is recorded."""
+    play.open_wallets(driver, ["bk"], 100_000)
+    play.open_wallets(driver, ["x", "y"], 10_000)
+    play.open_table(driver, "rv", "room", [(1, "bk"), (2, "x"), (3, "y")], max_stake=1000)
+    play.hold_banker_bid(driver, "rv", [("bk", 10)])
+    first = app.start_round("open-v", "rv", "seed")
+    round_id = first.id
+    play.seat_bets(driver, round_id, 200)
+    play.drive_round(driver, round_id)
+    for player in ("x", "y"):
+        driver.call("withdraw", player, app.get_wallet(player).available - 4_999)  # short of 1000 x 5
+    position = app.max_position
+    again = app.start_round("open-v", "rv", "seed")
+    assert again.replayed and again.id == round_id and app.max_position == position
+    with pytest.raises(DuplicateRequest):
+        app.start_round("open-v", "rv", "another seed")
+    assert app.max_position == position
+    assert {s.player for s in app.get_table("rv").seats} == {"x", "y"}
+    with pytest.raises(DomainError, match="'x', 'y' could not cover 5000"):  # a new request id: the refusal
+        app.start_round("open-w", "rv", "seed")
+    assert app.max_position > position and app.get_table("rv").seats == ()
 
 
 def test_room_banker_disconnecting_mid_round_keeps_the_round_and_ends_the_role(driver: Driver, app: PokdengApp) -> None:
