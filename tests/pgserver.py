@@ -163,12 +163,20 @@ def find_pg_bin_dir() -> Path | None:
 # --------------------------------------------------------------------------- #
 
 
+_GIVEN_PORTS: set[int] = set()  # the ports this process was handed so far
+
+
 def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A TCP port on 127.0.0.1 that was free a moment ago, and not one this process was handed before: the
+    operating system may give the same free port to two binds in a row (it once gave a test's metrics port
+    to its server's gRPC port as well, and the server could not listen)."""
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if port not in _GIVEN_PORTS:
+            _GIVEN_PORTS.add(port)
+            return port
 
 
 def _traversable_by_others(path: Path) -> bool:

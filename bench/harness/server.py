@@ -83,12 +83,10 @@ class Store:
 
 
 def free_port() -> int:
-    import socket
+    """A loopback port free now (``tests.pgserver.free_port``: never one this process was handed before)."""
+    from tests.pgserver import free_port as pick
 
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
+    return pick()
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:

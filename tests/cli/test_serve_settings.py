@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,8 @@ from pokdeng_service.application.config import ConfigError
 from pokdeng_service.auth import token_digest
 from pokdeng_service.cli.main import build_parser
 from pokdeng_service.cli.settings import FLAGS, ServeSettings
+
+from ..pgserver import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "settings-operator-token-0123456789"
@@ -60,13 +61,6 @@ def test_every_flag_has_its_setting() -> None:
     assert "access_log" in ServeSettings.model_fields and "db" in ServeSettings.model_fields
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _ready(process: subprocess.Popen[str], health: health_pb2_grpc.HealthStub) -> Any:
     """The server's first health answer; a server that exited instead fails with what it said."""
     deadline = time.monotonic() + 60  # (a loaded machine starts a Python server slowly)
@@ -85,7 +79,7 @@ def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
     held open is cut off after it, not after the default 10 s)."""
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"tokens": [{"token_sha256": token_digest(TOKEN), "role": "operator"}]}))
-    port, metrics = _free_port(), _free_port()
+    port, metrics = free_port(), free_port()  # (two ports, never the same one)
     env = {k: v for k, v in os.environ.items() if not k.startswith("POKDENG_")}
     env.update(
         PYTHONPATH=str(ROOT),
