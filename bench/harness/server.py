@@ -28,6 +28,8 @@ from urllib.parse import urlsplit, urlunsplit
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+from tests.pgserver import free_port as free_port  # (re-exported: the one port picker, never the same port twice)
+
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
 VAULT_KEY = "c7a5" * 16  # every server of a run (and the checks) opens the same sealed seeds
@@ -80,13 +82,6 @@ class Store:
             return f"SQLite {self.path}"
         parts = urlsplit(self.url)
         return f"PostgreSQL {parts.hostname}:{parts.port}{parts.path}{'?' + parts.query if parts.query else ''}"
-
-
-def free_port() -> int:
-    """A loopback port free now (``tests.pgserver.free_port``: never one this process was handed before)."""
-    from tests.pgserver import free_port as pick
-
-    return pick()
 
 
 def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
