@@ -211,7 +211,7 @@ def main() -> int:
 
     threading.Thread(target=wait_for_the_end, name="pokdeng-projector-input", daemon=True).start()
     order = json.loads(line)
-    from pokdeng_service.cli.settings import configure_logging
+    from pokdeng_service.logs import configure_logging
 
     handler = configure_logging(order.get("log_format", "text"), order.get("log_level", "INFO"))
     code = run(order, stopping)

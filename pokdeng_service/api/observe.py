@@ -7,8 +7,7 @@ request id, the round, table or wallet the request names, and the peer. Never a 
 built from named fields only, never from the metadata), never a request's payload beyond those ids
 (so never a seed), never an error's message.
 
-``JsonFormatter`` writes any record as one JSON object (``pokdeng serve --log-format json``, the
-default); the fields of a call line are top-level keys. ``MetricsEndpoint`` serves the process's
+The log's formatters and its writer live in ``pokdeng_service.logs``. ``MetricsEndpoint`` serves the process's
 registry (the RPC metrics here, the application's in ``application.telemetry``, the server's gauges
 and the library's process collector) over HTTP on 127.0.0.1 unless told otherwise.
 """
@@ -16,11 +15,9 @@ and the library's process collector) over HTTP on 127.0.0.1 unless told otherwis
 from __future__ import annotations
 
 import logging
-import time
 from typing import Any
 
 import grpc
-import orjson
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
 
 from pokdeng_service.api.rpcs import Rpc, Runtime
@@ -132,46 +129,6 @@ def verification_failed(check: str) -> None:
     VERIFICATION_FAILURES.labels(check).inc()
 
 
-class JsonFormatter(logging.Formatter):
-    """One JSON object per record: time, level, logger, message, and a call line's fields at the top level."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._second = -1
-        self._stamp = ""
-
-    def _time(self, created: float) -> str:
-        second = int(created)
-        if second != self._second:  # (one strftime a second)
-            self._second, self._stamp = second, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second))
-        return f"{self._stamp}.{int((created - second) * 1000):03d}Z"
-
-    def format(self, record: logging.LogRecord) -> str:
-        data: dict[str, Any] = {"ts": self._time(record.created), "level": record.levelname, "logger": record.name}
-        call = getattr(record, "call", None)
-        if isinstance(call, dict):
-            data.update(call)
-        else:
-            data["msg"] = record.getMessage()
-        if record.exc_info:
-            data["exc"] = self.formatException(record.exc_info)
-        return orjson.dumps(data, default=str).decode()
-
-
-class TextFormatter(logging.Formatter):
-    """``asctime level logger: message``, and a call line's fields as ``key=value``."""
-
-    def __init__(self) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
-
-    def format(self, record: logging.LogRecord) -> str:
-        text = super().format(record)
-        call = getattr(record, "call", None)
-        if isinstance(call, dict):
-            text += " " + " ".join(f"{key}={value}" for key, value in call.items())
-        return text
-
-
 class MetricsEndpoint:
     """The Prometheus endpoint (``/metrics``) on its own thread; ``port`` 0 picks a free one."""
 
@@ -197,8 +154,6 @@ class MetricsEndpoint:
 __all__ = [
     "CALLS",
     "CallObserver",
-    "JsonFormatter",
     "MetricsEndpoint",
-    "TextFormatter",
     "verification_failed",
 ]

@@ -98,8 +98,9 @@ def _open_read_only(args: argparse.Namespace) -> Any:
 def cmd_serve(args: argparse.Namespace) -> int:
     """Every flag also from the environment (``cli.settings.ServeSettings``, docs/operations.md)."""
     from pokdeng_service.api.server import serve
-    from pokdeng_service.cli.settings import ServeSettings, configure_logging
+    from pokdeng_service.cli.settings import ServeSettings
     from pokdeng_service.compose import Deployment
+    from pokdeng_service.logs import configure_logging
     from pokdeng_service.wallet.switch import check_switch
 
     settings = ServeSettings.from_args(args)

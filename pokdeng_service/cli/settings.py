@@ -9,11 +9,6 @@ every setting is in docs/operations.md. Secrets are not settings: the vault key 
 from __future__ import annotations
 
 import argparse
-import atexit
-import collections
-import logging
-import sys
-import threading
 from pathlib import Path
 from typing import Any, Literal
 
@@ -186,79 +181,4 @@ def add_serve_flags(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(partitions=None)  # the store options' default comes from the settings
 
 
-class BatchingHandler(logging.Handler):
-    """Writes the records from a thread of its own, every ``interval`` seconds in one write: a call never
-    waits for standard error, nor wakes a thread for each line. At most ``capacity`` records wait; past
-    that (standard error cannot keep up, say under a flood of refused calls) they are dropped and counted."""
-
-    def __init__(self, stream: Any, formatter: logging.Formatter, interval: float = 0.05, capacity: int = 10_000):
-        super().__init__()
-        self.stream = stream
-        self.setFormatter(formatter)
-        self.interval = interval
-        self.capacity = capacity
-        self.dropped = 0
-        self._records: collections.deque[logging.LogRecord] = collections.deque()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="pokdeng-log", daemon=True)
-        self._thread.start()
-
-    def handle(self, record: logging.LogRecord) -> bool:  # (no lock: appending to a deque is atomic)
-        if not self.filter(record):
-            return False
-        self.emit(record)
-        return True
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if len(self._records) >= self.capacity:
-            self.dropped += 1
-            return
-        self._records.append(record)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.flush()
-
-    def flush(self) -> None:
-        lines = []
-        while self._records:
-            record = self._records.popleft()
-            try:
-                lines.append(self.format(record))
-            except Exception:
-                self.handleError(record)
-        if lines:
-            try:
-                self.stream.write("\n".join(lines) + "\n")
-                self.stream.flush()
-            except (OSError, ValueError):  # standard error closed: nothing to tell
-                pass
-
-    def close(self) -> None:
-        self._stop.set()
-        if self._thread.is_alive() and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2)
-        self.flush()
-        super().close()
-
-
-def configure_logging(log_format: str = "json", level: str = "INFO") -> logging.Handler:
-    """The root logger to standard error, written in batches from a thread of its own (``BatchingHandler``)."""
-    from pokdeng_service.api.observe import JsonFormatter, TextFormatter
-
-    formatter = JsonFormatter() if log_format == "json" else TextFormatter()
-    handler = BatchingHandler(sys.stderr, formatter)
-    # no line shows them: spare every record the look-ups (a record is made for every call)
-    logging.logThreads = False
-    logging.logProcesses = False
-    logging.logMultiprocessing = False
-    root = logging.getLogger()
-    for old in list(root.handlers):
-        root.removeHandler(old)
-    root.addHandler(handler)
-    root.setLevel(level)
-    atexit.register(handler.close)
-    return handler
-
-
-__all__ = ["FLAGS", "BatchingHandler", "ServeSettings", "add_serve_flags", "configure_logging"]
+__all__ = ["FLAGS", "ServeSettings", "add_serve_flags"]

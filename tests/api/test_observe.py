@@ -17,9 +17,9 @@ from eventsourcing.persistence import IntegrityError
 from prometheus_client.parser import text_string_to_metric_families
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.observe import JsonFormatter
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.compose import Deployment
+from pokdeng_service.logs import JsonFormatter
 
 from .client import TOKENS, Api, Choices, bet, error_of, open_table, open_wallets, play_round, seat, start_round
 from .conftest import VAULT_KEY, Served, token_store
