@@ -77,9 +77,9 @@ from pokdeng_service.application.errors import (
     PermissionDenied,
     RequestInvalid,
     StreamForged,
+    WalletUnavailable,
 )
 from pokdeng_service.store.vault import VaultError
-from pokdeng_service.wallet.errors import WalletUnavailable
 
 DOMAIN = "pokdeng"
 log = logging.getLogger("pokdeng.api")

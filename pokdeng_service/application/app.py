@@ -36,6 +36,7 @@ from pokdeng_service.application.pipeline import execute
 from pokdeng_service.application.principal import SYSTEM, Principal
 from pokdeng_service.application.queries import Queries, round_view, table_view, wallet_view
 from pokdeng_service.application.views import CommandResult, RecordedEvent, RoundView, TableView, WalletView
+from pokdeng_service.application.wallet_port import INTERNAL, WalletPort
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import commits, fastmapper, fastpaths, integrity
 from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
@@ -43,7 +44,6 @@ from pokdeng_service.store.roundlog import RoundLog, round_log_uuid
 from pokdeng_service.store.signing import KeyRing
 from pokdeng_service.store.snapshots import CheckedSnapshots
 from pokdeng_service.store.vault import SeedVault
-from pokdeng_service.wallet.port import INTERNAL, WalletPort
 
 __all__ = ["MAX_AMOUNT", "PokdengApp"]
 
@@ -60,7 +60,7 @@ _WALLET_REQUESTS = frozenset({"Deposited", "Withdrawn"})  # the wallet events th
 def _not_caused_by(record: CommandRecord, events: tuple[RecordedEvent, ...]) -> str | None:
     """What says the events a request's record names were not that request's, or None: each of the range
     (``from`` to ``to``) must be there, and carry the request's id (``command_id``, or the id with the
-    sender's scope: ``pipeline.Attempt.command_id``; a deposit's or withdrawal's ``request_id``). Another
+    sender's scope: ``attempt.Attempt.command_id``; a deposit's or withdrawal's ``request_id``). Another
     caller's event of the same id passes here: ``pokdeng verify --all``, which reads every record in the
     order it was saved, is what catches a record pointed at one (docs/audit.md, "command records")."""
     result = record.result
@@ -116,7 +116,7 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
         self.audit_hints: dict[str, int] = {}
         # Where the rounds' money is booked: the store's wallets, or the platform's (``wallet.remote.attach``).
         self.wallet_port: WalletPort = INTERNAL
-        # Rounds found to hold no platform transactions (``wallet.port.platform_holds``). Kept only with one
+        # Rounds found to hold no platform transactions (``application.wallet_port.platform_holds``). Kept only with one
         # writer, this server, booking the store's wallets: then no one can give such a round an outbox later.
         self.store_wallet_rounds: OrderedDict[str, None] = OrderedDict()
 
@@ -133,8 +133,6 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
 
     def handle(self, principal: Principal, request_id: str, command: Command) -> CommandResult:
         """Run ``command`` for ``principal`` once per ``request_id`` (a retry answers the first result)."""
-        if self.wallet_port.remote:  # the platform's wallets: a stake is debited before it is placed (docs/wallet.md)
-            return self.wallet_port.handle(self, principal, request_id, command)
         return execute(self, principal, request_id, command)
 
     if TYPE_CHECKING:  # each command's method is installed below, from the command types

@@ -23,9 +23,10 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 
 from pokdeng_core.errors import DomainError, InvalidCommand
+from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.commands import SignTreeHead
 from pokdeng_service.application.errors import NotFound
-from pokdeng_service.application.pipeline import Attempt, Outcome, handler
+from pokdeng_service.application.pipeline import Outcome, handler
 from pokdeng_service.store import fastpaths, merkle
 from pokdeng_service.store.aggregates import RoundRecord
 from pokdeng_service.store.facts import RecordedEvent

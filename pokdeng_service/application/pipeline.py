@@ -18,6 +18,12 @@ and a repeated request returns its first result (``replayed=True``); one with th
 and another fingerprint is a ``DuplicateRequest``. A version conflict with another writer
 evicts the cached aggregates and tries again, at most ``MAX_ATTEMPTS`` times.
 
+The wallet port takes part at two points (``wallet_port.WalletPort``): ``before`` a command, a step of
+its own that must take the command's money first (on the platform's wallets, a stake's debits: requested
+and saved, sent, and only then the command recorded, or the debits given back: ``_money_first``); and
+``after`` it (the platform's credits and rollbacks of a round that closed, sent at once). The internal
+wallets have neither: their money moves in the command's own transaction.
+
 A refused command writes nothing, with one exception: an ``Outcome`` that is ``Refused`` (a room's
 StartRound that opens no round because its banker cannot cover it, the role ended, or because every
 seated player was short of funds and unseated). Its events are saved as a request of the service's
@@ -28,12 +34,10 @@ answers with its first result (or ``DuplicateRequest``), and nothing is written.
 
 from __future__ import annotations
 
-import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
-from uuid import UUID
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
@@ -41,149 +45,24 @@ from eventsourcing.persistence import IntegrityError
 from pokdeng_core import limits
 from pokdeng_core.errors import InsufficientFunds
 from pokdeng_service.application import telemetry
+from pokdeng_service.application.attempt import Attempt, Record
 from pokdeng_service.application.commands import BankerCommand, Command
 from pokdeng_service.application.errors import (
     Conflict,
     DuplicateRequest,
     FieldViolation,
     FundsWithheld,
-    NotFound,
     PermissionDenied,
     RequestInvalid,
-    stream_forged,
 )
 from pokdeng_service.application.principal import SYSTEM, Principal
-from pokdeng_service.application.views import CommandResult, RecordedEvent, RoundView, TableView, WalletView, built
+from pokdeng_service.application.views import CommandResult, built
+from pokdeng_service.application.wallet_port import Prepared, Step, port_of
 from pokdeng_service.store import aggregates as ag
-from pokdeng_service.store import integrity
-from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, TableRecord, Wallet
-from pokdeng_service.store.roundlog import RoundLog
-from pokdeng_service.store.signing import KeyRing
-from pokdeng_service.store.vault import SeedVault
-
-
-class Record(Protocol):
-    """What the pipeline and the handlers need of the application (``Record``)."""
-
-    vault: SeedVault
-    signing_keys: KeyRing  # the signed tree heads' keys (application/checkpoints.py)
-
-    def load_wallet(self, wallet_id: str) -> Wallet: ...
-    def load_table(self, table_id: str) -> TableRecord: ...
-    def load_round(self, round_id: str, with_shoe: bool = True) -> RoundRecord: ...
-    def with_round_shoe(self, record: RoundRecord) -> RoundRecord: ...
-    def finished_rounds(
-        self, table_id: str, after_round_no: int = 0, upto: int | None = None
-    ) -> list[tuple[int, str, str]]: ...
-    def command_record(self, record_id: UUID) -> CommandRecord | None: ...
-    def recorded_result(self, record: CommandRecord) -> CommandResult: ...
-    def save(self, *objs: Any, **kwargs: Any) -> Any: ...
-    def evict(self, aggregates: Iterable[Aggregate]) -> None: ...
-    def after_save(self, aggregates: Iterable[Aggregate], stream: str, events: tuple[RecordedEvent, ...]) -> None: ...
-    def view_of(self, aggregate: Aggregate) -> WalletView | TableView | RoundView | None: ...
-    def to_recorded(self, item: Any) -> RecordedEvent: ...
-    def holds_shoe(self, round_id: str) -> bool: ...
-    def returned_in_time(self, table: TableRecord) -> bool: ...
-    def load_round_log(self) -> RoundLog | None: ...
-    def log_events(self) -> list[RecordedEvent]: ...
-
-    log_lock: threading.Lock
-
+from pokdeng_service.store.aggregates import CommandRecord
 
 MAX_ATTEMPTS = 8
 C = TypeVar("C", bound=Command)
-
-
-@dataclass
-class Attempt:
-    """One try at a command: who sends it, and the aggregates loaded so far (each once)."""
-
-    app: Record
-    principal: Principal
-    request_id: str
-    loaded: dict[Any, Aggregate] = field(default_factory=dict)
-    held: list[threading.Lock] = field(default_factory=list)
-    command_ids: dict[UUID, str] = field(default_factory=dict)  # per stream: the id its events get
-
-    def command_id(self, stream: Aggregate) -> str:
-        """The ``command_id`` this command's events get on a round's or table's ``stream``: the request id,
-        unless the stream's last event is another command's with that same id, which another sender may
-        have used (request ids are each sender's own: ``Principal.scope``); then the request id and this
-        sender's scope, ``"<request id> (<scope>)"``. So consecutive commands on a stream never share a
-        command id, and a round's events still group by command (docs/audit.md) whatever ids its senders
-        chose. Kept for the attempt: every event this command records on the stream gets the same one."""
-        chosen = self.command_ids.get(stream.id)
-        if chosen is None:
-            chosen = self.request_id
-            if getattr(stream, "last_command_id", "") == chosen:
-                chosen = ag.command_ids(chosen, self.principal.scope)[1]
-            self.command_ids[stream.id] = chosen
-        return chosen
-
-    def hold(self, lock: threading.Lock) -> None:
-        """Hold ``lock`` until this attempt's save is done (a stream that every command of a kind writes,
-        such as the store's log of closed rounds: this process's commands take turns instead of
-        conflicting and retrying)."""
-        lock.acquire()
-        self.held.append(lock)
-
-    def release(self) -> None:
-        while self.held:
-            self.held.pop().release()
-
-    def wallet(self, wallet_id: str) -> Wallet:
-        found = self.loaded.get(("wallet", wallet_id))
-        if found is None:
-            found = self.loaded[("wallet", wallet_id)] = self.app.load_wallet(wallet_id)
-        assert isinstance(found, Wallet)
-        return found
-
-    def table(self, table_id: str) -> TableRecord:
-        found = self.loaded.get(("table", table_id))
-        if found is None:
-            found = self.loaded[("table", table_id)] = self.app.load_table(table_id)
-        assert isinstance(found, TableRecord)
-        return found
-
-    def round(self, round_id: str, *, sealed: bool = False) -> RoundRecord:
-        """The round with its shoe, if its table opened it (``integrity.opening_problem``, checked
-        before its seed is unsealed; a round whose shoe this process holds, because it started the
-        round or checked it before, needs no second look at its table); else ``StreamForged``.
-        ``sealed``: the round without its shoe (a void whose seed cannot be unsealed)."""
-        found = self.loaded.get(("round", round_id))
-        if found is None and self.app.holds_shoe(round_id):
-            found = self.loaded[("round", round_id)] = self.app.load_round(round_id)
-        if found is None:
-            record = self.app.load_round(round_id, with_shoe=False)
-            try:
-                table: TableRecord | None = self.table(record.table_id)
-            except NotFound:
-                table = None
-            problem = integrity.opening_problem(record, table)
-            if problem is not None:
-                raise stream_forged("round", round_id, record.id, problem)
-            found = self.loaded[("round", round_id)] = record if sealed else self.app.with_round_shoe(record)
-        assert isinstance(found, RoundRecord)
-        return found
-
-    def available(self, wallet_id: str) -> int:
-        """A wallet's available funds, 0 for a wallet that does not exist."""
-        try:
-            return self.wallet(wallet_id).available
-        except NotFound:
-            return 0
-
-    def wallets(self) -> list[Wallet]:
-        return [a for a in self.loaded.values() if isinstance(a, Wallet)]
-
-    def tables(self) -> list[TableRecord]:
-        return [a for a in self.loaded.values() if isinstance(a, TableRecord)]
-
-    def require_self(self, player: str | None, what: str) -> None:
-        """A player token may only act for its own player."""
-        if not self.principal.may_act_for(player):
-            target = f" for {player!r}" if player else ""
-            raise PermissionDenied(f"{self.principal.describe()} may not {what}{target}", player=player or "")
 
 
 @dataclass(frozen=True)
@@ -259,6 +138,70 @@ def execute(app: Record, principal: Principal, request_id: str, command: Command
     run = HANDLERS.get(type(command))
     if run is None:
         raise TypeError(f"no handler for {type(command).__name__}")
+    port = port_of(app)
+    step = port.before(command)
+    if step is None:
+        result = _record(app, principal, request_id, command, run)
+    else:
+        result = _money_first(app, principal, request_id, command, run, step)
+    port.after(app, result)
+    return result
+
+
+def _money_first(
+    app: Record, principal: Principal, request_id: str, command: Command, run: Handler, step: Step
+) -> CommandResult:
+    """A command whose money the wallet port must take first (a stake on the platform's wallets: its debits):
+    a used request id answers at once and calls nobody; else the port's step requests the money on what it
+    loads (saved before any call), sends it, and only then is the command recorded (``_record``). The step
+    ends in every case: what was taken for a command that was not recorded is given back (docs/wallet.md)."""
+    done = app.command_record(ag.command_uuid(request_id, principal.scope))
+    if done is not None:
+        return _replayed(app, done, command.fingerprint())
+    prepared = _requested(app, principal, request_id, command, step)
+    if prepared is None:  # nothing to take first (a round the store's wallets hold)
+        return _record(app, principal, request_id, command, run)
+    recorded = False
+    try:
+        try:
+            prepared.send()
+        except Exception as error:
+            raise _disclosed(principal, error) from None
+        result = _record(app, principal, request_id, command, run)
+        recorded = not result.replayed  # (another writer answered this request id: the money placed nothing)
+        return result
+    finally:
+        prepared.close(recorded)
+
+
+def _requested(app: Record, principal: Principal, request_id: str, command: Command, step: Step) -> Prepared | None:
+    """The step's request, saved (tried again on a conflict with another writer, like any command)."""
+    for _attempt in range(MAX_ATTEMPTS):
+        attempt = Attempt(app, principal, request_id)
+        try:
+            prepared = step(attempt, command)
+        except Exception as error:
+            disclosed = _disclosed(principal, error)
+            if disclosed is not error:
+                raise disclosed from None
+            raise
+        if prepared is None:
+            return None
+        try:
+            app.save(*prepared.saved)
+        except IntegrityError:
+            prepared.abandon()
+            continue
+        except BaseException:
+            prepared.abandon()
+            raise
+        return prepared
+    raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
+
+
+def _record(app: Record, principal: Principal, request_id: str, command: Command, run: Handler) -> CommandResult:
+    """The handler's decision recorded with the request's record, in one transaction (tried again on a
+    conflict); a used request id answers with its first result."""
     fingerprint = command.fingerprint()
     record_id = ag.command_uuid(request_id, principal.scope)
     for _attempt in range(MAX_ATTEMPTS):

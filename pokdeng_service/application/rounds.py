@@ -19,6 +19,7 @@ from pokdeng_core.errors import CurrencyMismatch, DomainError, WrongPhase
 from pokdeng_core.limits import MAX_CONTRIBUTIONS
 from pokdeng_core.machine import Phase, RoundState, decide_and_fold
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, SHUFFLE_ALGORITHM, commitment
+from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.checkpoints import log_closed_round
 from pokdeng_service.application.commands import (
     BankerDraw,
@@ -37,10 +38,10 @@ from pokdeng_service.application.commands import (
     VoidRound,
 )
 from pokdeng_service.application.errors import BankerCannotCover, PermissionDenied, TooManyContributions
-from pokdeng_service.application.pipeline import Attempt, Outcome, Refused, handler
+from pokdeng_service.application.pipeline import Outcome, Refused, handler
+from pokdeng_service.application.wallet_port import port_of
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed, TableRecord
 from pokdeng_service.store.vault import SEAL_AAD_VERSION, VaultError, fresh_seed
-from pokdeng_service.wallet.port import port_of
 
 log = logging.getLogger("pokdeng.rounds")
 
@@ -144,7 +145,7 @@ def _play(attempt: Attempt, command: RoundCommand, make: CoreCommand, expected_v
 
 
 def _book_money(attempt: Attempt, record: RoundRecord, events: Iterable[re.RoundEvent]) -> list[Aggregate]:
-    """Book the round's money events through the wallet port (``wallet.port``: the store's wallets, or the
+    """Book the round's money events through the wallet port (``application.wallet_port``: the store's wallets, or the
     platform's) and, at the close, on the table's ledger."""
     round_id = record.round_id
     port = port_of(attempt)

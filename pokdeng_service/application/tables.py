@@ -6,6 +6,7 @@ from pokdeng_core import limits
 from pokdeng_core import table as tc
 from pokdeng_core.errors import DomainError, InvalidCommand
 from pokdeng_core.profiles import ProfileError, get_profile
+from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.commands import (
     BidForBanker,
     CheckpointTable,
@@ -17,10 +18,10 @@ from pokdeng_service.application.commands import (
     TakeSeat,
 )
 from pokdeng_service.application.errors import AlreadyExists, NotFound, TooManySeatings
-from pokdeng_service.application.pipeline import Attempt, Outcome, handler
+from pokdeng_service.application.pipeline import Outcome, handler
+from pokdeng_service.application.wallet_port import port_of
 from pokdeng_service.store import merkle
 from pokdeng_service.store.aggregates import TableRecord
-from pokdeng_service.wallet.port import port_of
 
 
 def _outcome(table: TableRecord) -> Outcome:

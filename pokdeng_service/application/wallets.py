@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pokdeng_core import limits
 from pokdeng_core.errors import InsufficientFunds, InvalidCommand
+from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.commands import Deposit, OpenWallet, Withdraw
 from pokdeng_service.application.errors import AlreadyExists, NotFound
-from pokdeng_service.application.pipeline import Attempt, Outcome, handler
+from pokdeng_service.application.pipeline import Outcome, handler
 from pokdeng_service.store.aggregates import Wallet
 
 

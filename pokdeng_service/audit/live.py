@@ -21,13 +21,13 @@ from pokdeng_core.limits import check_id, id_problem
 from pokdeng_core.machine import RoundState
 from pokdeng_service.application.errors import NotFound, StreamForged, stream_forged
 from pokdeng_service.application.views import RecordedEvent
+from pokdeng_service.audit.outbox import verify_platform_round
 from pokdeng_service.audit.replay import _facts, check_chain, check_money, check_replay
 from pokdeng_service.audit.table_pins import TablePins, table_finish
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.aggregates import RoundRecord, Wallet, round_uuid, wallet_uuid
 from pokdeng_service.store.facts import Fact, fact_of
 from pokdeng_service.store.fastpaths import stream_facts
-from pokdeng_service.wallet.verify import verify_platform_round
 
 WALLET_ROUND_SETTLED = Wallet.RoundSettled.__name__
 """The class name of a wallet's record of a round's settlement."""

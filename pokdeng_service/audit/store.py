@@ -47,6 +47,8 @@ from eventsourcing.persistence import Mapper
 
 from pokdeng_core import events as re
 from pokdeng_core import table as tc
+from pokdeng_service.audit.outbox import STREAM as PLATFORM_STREAM
+from pokdeng_service.audit.outbox import PlatformAudit
 from pokdeng_service.audit.replay import check_money, check_replay
 from pokdeng_service.audit.store_streams import (
     _IDENTITY,
@@ -64,8 +66,6 @@ from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import fastpaths
 from pokdeng_service.store.codec import chain_digest, from_data, genesis_digest, wallet_digest
 from pokdeng_service.store.facts import RecordedEvent
-from pokdeng_service.wallet.verify import STREAM as PLATFORM_STREAM
-from pokdeng_service.wallet.verify import PlatformAudit
 
 PAGE = 1000
 """Rows of the notification log read at a time."""
@@ -165,7 +165,7 @@ class _StoreAudit(StoreVerdicts):
         if stream_kind != stream.kind:
             stream.fail("stream", position, f"a {stream_kind} row in a {stream.kind} stream", fact.kind)
             return
-        if stream.kind == PLATFORM_STREAM:  # a round's transactions with the platform's wallet (wallet.verify)
+        if stream.kind == PLATFORM_STREAM:  # a round's transactions with the platform's wallet (audit.outbox)
             self.platform.row(self, stream, fact)
             return
         if stream.kind not in _IDENTITY:  # another aggregate's stream: counted only
@@ -440,7 +440,7 @@ class _StoreAudit(StoreVerdicts):
         # The facts up to ``last`` carry the request's id since ``max(first, 2)`` at the latest (one
         # request id of two callers, scoped apart, may run on in one stream: hence not "exactly"). A
         # command whose stream's last event before it was another sender's with the same id carries the
-        # id with its sender's scope (``pipeline.Attempt.command_id``, docs/events.md ``command_id``).
+        # id with its sender's scope (``attempt.Attempt.command_id``, docs/events.md ``command_id``).
         scope = fact.data.get("scope")
         ids = ag.command_ids(stream.ident, scope) if isinstance(scope, str) and scope else (stream.ident,)
         if run is None or run[0] not in ids or run[1] > max(first, 2):

@@ -38,7 +38,7 @@ class StoreVerdicts:
     topics: dict[str, tuple[str, bool] | None]
     rows: int
     runs: dict[UUID, tuple[str, int]]
-    platform: Any  # ``wallet.verify.PlatformAudit``: the rounds whose money a platform's wallet holds
+    platform: Any  # ``audit.outbox.PlatformAudit``: the rounds whose money a platform's wallet holds
 
     def _round_verdict(self, record: _Round) -> Verdict:
         """The round's verdict once its stream is read: rows, chain, replay and money, completeness."""

@@ -53,6 +53,11 @@ def wallet_uuid(wallet_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"wallet:{wallet_id}")
 
 
+def transactions_uuid(round_id: str) -> uuid.UUID:
+    """The stream of a round's transactions with the platform's wallet (``wallet.outbox.WalletTransactions``)."""
+    return uuid.uuid5(NAMESPACE, f"wallet-tx:{round_id}")
+
+
 @lru_cache(maxsize=4096)
 def seed_uuid(round_id: str) -> uuid.UUID:
     return uuid.uuid5(NAMESPACE, f"seed:{round_id}")
@@ -61,7 +66,7 @@ def seed_uuid(round_id: str) -> uuid.UUID:
 def command_ids(request_id: str, scope: str = "") -> tuple[str, str]:
     """The two ``command_id`` a request's events may carry: its id, or, when the stream's last event was another
     sender's with that same id, the id followed by its sender's scope in parentheses (``bet-0 (player:mallory)``,
-    docs/events.md; ``pipeline.Attempt.command_id`` chooses, the audits accept either)."""
+    docs/events.md; ``attempt.Attempt.command_id`` chooses, the audits accept either)."""
     return request_id, f"{request_id} ({scope})"
 
 
@@ -86,7 +91,7 @@ with_shoe = fastpaths.with_shoe
 _copy_aggregate = fastpaths.copy_aggregate
 
 
-class _ChainedStream(Aggregate):
+class ChainedStream(Aggregate):
     """An aggregate whose facts carry a hash chain over the stream."""
 
     last_digest: str
@@ -105,17 +110,17 @@ class _ChainedStream(Aggregate):
         digest: str
 
         def apply(self, aggregate: Aggregate) -> None:
-            cast(_ChainedStream, aggregate).apply_fact(self)
+            cast(ChainedStream, aggregate).apply_fact(self)
 
-    def apply_fact(self, fact: _ChainedStream.Fact) -> None:
+    def apply_fact(self, fact: ChainedStream.Fact) -> None:
         self.last_digest = fact.digest
-        self.last_command_id = fact.command_id  # (``pipeline.Attempt.command_id``: consecutive commands differ)
+        self.last_command_id = fact.command_id  # (``attempt.Attempt.command_id``: consecutive commands differ)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Any:
         return _copy_aggregate(self, memo)
 
     def record_fact(
-        self, fact_class: type[_ChainedStream.Fact], kind: str, data: dict[str, Any], command_id: str
+        self, fact_class: type[ChainedStream.Fact], kind: str, data: dict[str, Any], command_id: str
     ) -> None:
         timestamp = _now()
         position = self.version + 1
@@ -132,18 +137,18 @@ class _ChainedStream(Aggregate):
         )
 
 
-def _fact_classes(owner: type[_ChainedStream], kinds: tuple[type[Any], ...]) -> dict[str, type[_ChainedStream.Fact]]:
+def _fact_classes(owner: type[ChainedStream], kinds: tuple[type[Any], ...]) -> dict[str, type[ChainedStream.Fact]]:
     """One stored event class per core event, named after it (``RoundRecord.BetPlaced``), so topics read well."""
-    out: dict[str, type[_ChainedStream.Fact]] = {}
+    out: dict[str, type[ChainedStream.Fact]] = {}
     for core_class in kinds:
         name = core_class.__name__
         sub = type(name, (owner.Fact,), {"__qualname__": f"{owner.__qualname__}.{name}", "__module__": __name__})
         setattr(owner, name, sub)
-        out[core_class.kind] = cast(type[_ChainedStream.Fact], sub)
+        out[core_class.kind] = cast(type[ChainedStream.Fact], sub)
     return out
 
 
-class RoundRecord(_ChainedStream):
+class RoundRecord(ChainedStream):
     round_id: str
     table_id: str
     state: RoundState
@@ -164,7 +169,7 @@ class RoundRecord(_ChainedStream):
         self.state = RoundState()
         self.last_digest = genesis_digest(round_id)
 
-    def apply_fact(self, fact: _ChainedStream.Fact) -> None:
+    def apply_fact(self, fact: ChainedStream.Fact) -> None:
         super().apply_fact(fact)
         if "_recording" in self.__dict__:
             return  # ``record`` sets the state its decision folded, once every fact is on the chain
@@ -196,7 +201,7 @@ class RoundRecord(_ChainedStream):
 ROUND_FACTS = _fact_classes(RoundRecord, round_events.EVENT_TYPES)
 
 
-class TableRecord(_ChainedStream):
+class TableRecord(ChainedStream):
     table_id: str
     state: TableState
 
@@ -214,7 +219,7 @@ class TableRecord(_ChainedStream):
         self.state = TableState()
         self.last_digest = genesis_digest(f"table:{table_id}")
 
-    def apply_fact(self, fact: _ChainedStream.Fact) -> None:
+    def apply_fact(self, fact: ChainedStream.Fact) -> None:
         super().apply_fact(fact)
         if "_recording" in self.__dict__:
             return  # ``record`` sets the state its decision folded, once every fact is on the chain

@@ -34,7 +34,7 @@ from typing import Any, cast
 
 from eventsourcing.domain import Aggregate, event
 
-from pokdeng_service.store.aggregates import NAMESPACE, _ChainedStream
+from pokdeng_service.store.aggregates import ChainedStream, transactions_uuid
 from pokdeng_service.store.codec import genesis_digest
 from pokdeng_service.store.integrity import StreamIntegrityError, fact_problem
 
@@ -45,10 +45,6 @@ PURPOSES = ("bet", "cover", "side")
 DEBIT_OPEN = "requested"  # sent (or about to be), no definite answer recorded
 ACCEPTED, REFUSED, ROLLING_BACK, ROLLED_BACK = "accepted", "refused", "rollback_requested", "rolled_back"
 APPLIED = "applied"  # a credit's success
-
-
-def transactions_uuid(round_id: str) -> uuid.UUID:
-    return uuid.uuid5(NAMESPACE, f"wallet-tx:{round_id}")
 
 
 def debit_tx_id(round_id: str, purpose: str, seat: int, bettor: str, attempt: int) -> str:
@@ -158,7 +154,7 @@ KINDS = (
 )
 
 
-class WalletTransactions(_ChainedStream):
+class WalletTransactions(ChainedStream):
     """The outbox of one round: every transaction with the platform's wallet, requested and done."""
 
     round_id: str
@@ -184,7 +180,7 @@ class WalletTransactions(_ChainedStream):
         self.last_digest = genesis_digest(f"wallet-tx:{round_id}")
         self.txs = {}
 
-    def apply_fact(self, fact: _ChainedStream.Fact) -> None:
+    def apply_fact(self, fact: ChainedStream.Fact) -> None:
         super().apply_fact(fact)
         self.txs = step(self.txs, fact.kind, fact.data, fact.timestamp.isoformat())
 
@@ -236,14 +232,14 @@ class WalletTransactions(_ChainedStream):
         self._fact("credit_refused", {"tx_id": tx_id, "status": status, "reason": reason}, command_id)
 
 
-def _fact_class(name: str) -> type[_ChainedStream.Fact]:
+def _fact_class(name: str) -> type[ChainedStream.Fact]:
     attrs = {"__qualname__": f"WalletTransactions.{name}", "__module__": __name__}
     sub = type(name, (WalletTransactions.Fact,), attrs)
     setattr(WalletTransactions, name, sub)
-    return cast(type[_ChainedStream.Fact], sub)
+    return cast(type[ChainedStream.Fact], sub)
 
 
-FACTS: dict[str, type[_ChainedStream.Fact]] = {
+FACTS: dict[str, type[ChainedStream.Fact]] = {
     kind: _fact_class("".join(part.title() for part in kind.split("_"))) for kind in KINDS
 }
 """The stored class of each fact kind (``WalletTransactions.DebitRequested``, ...): their topics read well."""
@@ -257,8 +253,8 @@ def load_transactions(app: Any, round_id: str) -> WalletTransactions | None:
     aggregate: Any = None
     for domain_event in app.events.get(stream_uuid):
         if aggregate is not None:
-            problem = fact_problem(aggregate, domain_event) if isinstance(domain_event, _ChainedStream.Fact) else None
-            if problem is not None or not isinstance(domain_event, _ChainedStream.Fact):
+            problem = fact_problem(aggregate, domain_event) if isinstance(domain_event, ChainedStream.Fact) else None
+            if problem is not None or not isinstance(domain_event, ChainedStream.Fact):
                 problem = problem or f"event {domain_event.originator_version} is not a transaction fact"
                 raise StreamIntegrityError(STREAM, round_id, stream_uuid, problem)
         aggregate = domain_event.mutate(aggregate)

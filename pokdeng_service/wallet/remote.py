@@ -1,9 +1,9 @@
 """``RemotePort``: the platform keeps the balances (the seamless wallet), pokdeng records every transaction.
 
-* A stake (``PlaceBet``, ``PlaceSideBet``) is placed in two steps (``wallet.stakes``): its debits
-  are requested in the round's outbox and saved, then sent; only when the platform has applied
-  every one is the command run through the pipeline, which records ``bet_placed`` and the debits'
-  acceptance in one transaction (``reserve`` finds the confirmed debit of the stake).
+* A stake (``PlaceBet``, ``PlaceSideBet``) is placed in two steps (``wallet.stakes``, the step the one
+  pipeline runs ``before`` it): its debits are requested in the round's outbox and saved, then sent;
+  only when the platform has applied every one does the pipeline record the command: ``bet_placed`` and
+  the debits' acceptance in one transaction (``reserve`` finds the confirmed debit of the stake).
 * The settlement (``settle``) requests one credit per player in the transaction of
   ``round_settled``: what the player's debits took plus its net. A void (``release``) requests the
   rollback of every accepted debit in the transaction of ``round_voided``. Both are sent right after
@@ -32,13 +32,13 @@ from eventsourcing.persistence import IntegrityError
 
 from pokdeng_core import events as re
 from pokdeng_core import limits
-from pokdeng_service.application.commands import PlaceBet, PlaceSideBet
-from pokdeng_service.application.errors import Conflict, NotFound, stream_forged
-from pokdeng_service.application.pipeline import execute
+from pokdeng_service.application.attempt import Attempt
+from pokdeng_service.application.commands import Command, PlaceBet, PlaceSideBet
+from pokdeng_service.application.errors import Conflict, NotFound, WalletUnavailable, stream_forged
+from pokdeng_service.application.views import CommandResult
+from pokdeng_service.application.wallet_port import STORE_WALLETS, Stake, Step
 from pokdeng_service.store.integrity import StreamIntegrityError
 from pokdeng_service.wallet.config import WalletConfig
-from pokdeng_service.wallet.errors import WalletRefused as WalletRefused
-from pokdeng_service.wallet.errors import WalletUnavailable as WalletUnavailable
 from pokdeng_service.wallet.outbox import (
     DEBIT_OPEN,
     ROLLING_BACK,
@@ -48,13 +48,9 @@ from pokdeng_service.wallet.outbox import (
     load_transactions,
 )
 from pokdeng_service.wallet.platform import Answer, PlatformWallet, Unanswered
-from pokdeng_service.wallet.port import STORE_WALLETS, Stake
+from pokdeng_service.wallet.stakes import StakeStep
 
 if TYPE_CHECKING:
-    from pokdeng_service.application.commands import Command
-    from pokdeng_service.application.pipeline import Attempt
-    from pokdeng_service.application.principal import Principal
-    from pokdeng_service.application.views import CommandResult
     from pokdeng_service.store.aggregates import RoundRecord
 
 log = logging.getLogger("pokdeng.wallet")
@@ -78,18 +74,18 @@ class RemotePort:
         self.clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC)
         self._claimed: set[str] = set()
         self._lock = threading.Lock()
+        self._stake = StakeStep(self)
 
     # -- commands ------------------------------------------------------------------------------
 
-    def handle(self, app: Any, principal: Principal, request_id: str, command: Command) -> CommandResult:
-        if isinstance(command, PlaceBet | PlaceSideBet):
-            from pokdeng_service.wallet.stakes import place_stake
+    def before(self, command: Command) -> Step | None:
+        """A stake's debits are taken before it is recorded (``wallet.stakes``)."""
+        return self._stake if isinstance(command, PlaceBet | PlaceSideBet) else None
 
-            return place_stake(self, app, principal, request_id, command)
-        result = execute(app, principal, request_id, command)
+    def after(self, app: Any, result: CommandResult) -> None:
+        """A round that closed has its credits or rollbacks sent at once."""
         if not result.replayed and result.stream == "round" and any(e.kind in MONEY_CLOSES for e in result.events):
             self.finish_soon(app, result.id)
-        return result
 
     def finish_soon(self, app: Any, round_id: str) -> None:
         """Send the round's requested transactions now, from the command's thread (every command finishes
@@ -363,4 +359,4 @@ def close_platform(apps: list[Any]) -> None:
                 port.platform.close()
 
 
-__all__ = ["MONEY_CLOSES", "RemotePort", "WalletRefused", "WalletUnavailable", "attach", "close_platform"]
+__all__ = ["MONEY_CLOSES", "RemotePort", "attach", "close_platform"]

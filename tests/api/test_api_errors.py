@@ -27,8 +27,14 @@ from pokdeng_service.api.errors import (
     Unavailable,
     status_for,
 )
-from pokdeng_service.application.errors import AlreadyExists, Conflict, DuplicateRequest, NotFound
-from pokdeng_service.wallet.errors import WalletRefused, WalletUnavailable
+from pokdeng_service.application.errors import (
+    AlreadyExists,
+    Conflict,
+    DuplicateRequest,
+    NotFound,
+    WalletRefused,
+    WalletUnavailable,
+)
 
 CASES = [
     (

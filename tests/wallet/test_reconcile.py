@@ -21,12 +21,12 @@ import pytest
 
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
+from pokdeng_service.audit.outbox import check_round
 from pokdeng_service.cli.main import main
 from pokdeng_service.wallet.outbox import Tx, credit_tx_id
 from pokdeng_service.wallet.platform import PlatformWallet
 from pokdeng_service.wallet.reconcile import reconcile
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
-from pokdeng_service.wallet.verify import check_round
 
 from ..service import play
 from .conftest import FUNDS, PLAYERS, Platform

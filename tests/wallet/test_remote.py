@@ -17,9 +17,9 @@ from pokdeng_core.errors import InsufficientFunds
 from pokdeng_core.machine import Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.errors import Conflict, NotFound
+from pokdeng_service.application.errors import Conflict, NotFound, WalletUnavailable
 from pokdeng_service.wallet.outbox import load_transactions
-from pokdeng_service.wallet.remote import RemotePort, WalletUnavailable
+from pokdeng_service.wallet.remote import RemotePort
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
 
 from ..service import play
@@ -146,8 +146,9 @@ def test_an_unanswered_debit_is_rolled_back_and_its_late_delivery_moves_nothing(
 
 
 def test_a_debit_left_open_by_a_crash_is_rolled_back_by_the_recovery(platform: Platform, remote_app: App) -> None:
+    from pokdeng_service.application.attempt import Attempt
     from pokdeng_service.wallet.recovery import WalletRecovery
-    from pokdeng_service.wallet.stakes import _request
+    from pokdeng_service.wallet.stakes import StakeStep
 
     platform.fund(*PLAYERS)
     app = remote_app()
@@ -160,9 +161,10 @@ def test_a_debit_left_open_by_a_crash_is_rolled_back_by_the_recovery(platform: P
     from pokdeng_service.application.commands import PlaceBet
     from pokdeng_service.application.principal import SYSTEM
 
-    planned = _request(port, app, SYSTEM, "alice-1", PlaceBet(round_id, 1, "alice", 200))
-    assert planned is not None
-    (tx,) = planned[2]
+    requested = StakeStep(port)(Attempt(app, SYSTEM, "alice-1"), PlaceBet(round_id, 1, "alice", 200))
+    assert requested is not None
+    app.save(*requested.saved)  # (what the pipeline saves before any call)
+    (tx,) = requested.debits
     port.platform.debit(tx.tx_id, "alice", round_id, "t1", tx.amount, "THB", "bet")
     assert platform.ledger.balance_of("alice") == FUNDS - 1000
     later = remote_app()  # the process that starts after the crash

@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 
 from pokdeng_service.application.config import ConfigError, StoreConfig
+from pokdeng_service.application.wallet_port import INTERNAL
 from pokdeng_service.cli.main import build_parser
 from pokdeng_service.cli.settings import ServeSettings
 from pokdeng_service.compose import Deployment
 from pokdeng_service.wallet.config import WalletConfig
 from pokdeng_service.wallet.outbox import load_transactions
-from pokdeng_service.wallet.port import INTERNAL
 from pokdeng_service.wallet.remote import RemotePort
 
 from ..service import play

@@ -24,13 +24,13 @@ from pokdeng_service import audit
 from pokdeng_service.api.errors import reason_of, status_for
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.config import ConfigError, StoreConfig
+from pokdeng_service.application.errors import WalletAdapterMismatch
+from pokdeng_service.application.wallet_port import INTERNAL, InternalPort
 from pokdeng_service.cli.main import main
 from pokdeng_service.compose import Deployment
 from pokdeng_service.wallet.config import WalletConfig
-from pokdeng_service.wallet.errors import WalletAdapterMismatch
 from pokdeng_service.wallet.outbox import load_transactions
 from pokdeng_service.wallet.platform import PlatformWallet, transport_for
-from pokdeng_service.wallet.port import INTERNAL, InternalPort
 from pokdeng_service.wallet.reconcile import reconcile
 from pokdeng_service.wallet.switch import check_switch
 
@@ -135,7 +135,7 @@ def test_the_store_s_wallets_are_never_paid_for_a_round_they_reserved_nothing_fo
     neither settled nor released."""
     remote = remote_app()
     _d, round_id = _open_on_the_platform(platform, remote)
-    monkeypatch.setattr("pokdeng_service.wallet.port.refuse_platform_round", lambda attempt, round_id: None)
+    monkeypatch.setattr("pokdeng_service.application.wallet_port.refuse_platform_round", lambda attempt, round_id: None)
     internal = internal_app()
     d = play.Driver(internal, prefix="internal", chooser=play.Chooser(random.Random(5)))
     with pytest.raises(WalletAdapterMismatch, match="holds 0 reserved"):

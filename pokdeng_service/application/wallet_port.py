@@ -10,8 +10,9 @@ port too. The round's own events are the same whichever adapter books them.
 Two adapters: ``InternalPort`` (here: the event-sourced ``Wallet`` aggregates of the store, the
 behaviour pokdeng always had) and ``wallet.remote.RemotePort`` (the platform's wallet: a bet's
 money is debited before its ``bet_placed`` is recorded, and the booking records the transactions
-in the round's outbox). The port also runs each command (``handle``): the remote one places a
-stake in two steps around the debit (docs/wallet.md).
+in the round's outbox). The one pipeline (``pipeline.execute``) asks the port for a step ``before`` a
+command (the remote one: a stake's debits, taken before the stake is recorded) and tells it ``after`` one
+(the remote one: a closed round's credits and rollbacks sent at once): docs/wallet.md.
 
 A round's money is booked only through the adapter that took its stakes: a round with an outbox is
 the platform's, and ``InternalPort`` refuses to book it (``WalletAdapterMismatch``); a round without
@@ -21,19 +22,19 @@ wallets are never settled or released for a round they hold no reservation of.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eventsourcing.domain import Aggregate
 
 from pokdeng_core import limits
 from pokdeng_core.errors import InvalidCommand
-from pokdeng_service.store.aggregates import Wallet
-from pokdeng_service.wallet.errors import WalletAdapterMismatch
+from pokdeng_service.application.attempt import Attempt, Record
+from pokdeng_service.application.errors import WalletAdapterMismatch
+from pokdeng_service.store.aggregates import Wallet, transactions_uuid
 
 if TYPE_CHECKING:
     from pokdeng_service.application.commands import Command
-    from pokdeng_service.application.pipeline import Attempt
-    from pokdeng_service.application.principal import Principal
     from pokdeng_service.application.views import CommandResult
     from pokdeng_service.store.aggregates import RoundRecord
 
@@ -41,13 +42,36 @@ Stake = tuple[str, int, str]
 """What a reservation is for: (purpose, seat, bettor); purpose bet, cover (a player-banker's) or side."""
 
 
+class Prepared(Protocol):
+    """The money a port's step requested for a command before it is recorded (a stake's debits on the platform's
+    wallet): ``saved`` (what records the request) is saved before any call; ``send`` makes the calls and raises
+    why the command may not be recorded (the platform refused, or did not answer); ``close`` ends the step, the
+    command recorded or not (what was taken for a command not recorded is given back); ``abandon``: the request
+    was never saved (another writer's conflict), so nothing was sent."""
+
+    @property
+    def saved(self) -> tuple[Aggregate, ...]: ...
+
+    def send(self) -> None: ...
+    def close(self, recorded: bool) -> None: ...
+    def abandon(self) -> None: ...
+
+
+Step = Callable[[Attempt, Any], Prepared | None]
+"""A port's step before a command: what it requests, on what the attempt loaded; None: nothing to take first."""
+
+
 class WalletPort(Protocol):
     """Where a round's money is booked (``InternalPort``, ``wallet.remote.RemotePort``)."""
 
     remote: bool  # whether the balances are the platform's (a wallet is then bound to no partition)
 
-    def handle(self, app: Any, principal: Principal, request_id: str, command: Command) -> CommandResult:
-        """Run a command through the pipeline (``application.pipeline.execute``), with the port's money steps."""
+    def before(self, command: Command) -> Step | None:
+        """The port's step that must take ``command``'s money before the command is recorded, or None."""
+        ...
+
+    def after(self, app: Any, result: CommandResult) -> None:
+        """What the port does once a command is answered (the platform's calls a closed round needs)."""
         ...
 
     def stake_funds(self, attempt: Attempt, round_id: str) -> int | None:
@@ -127,10 +151,11 @@ class InternalPort:
 
     remote = False
 
-    def handle(self, app: Any, principal: Principal, request_id: str, command: Command) -> CommandResult:
-        from pokdeng_service.application.pipeline import execute
+    def before(self, command: Command) -> Step | None:
+        return None  # (the money moves in the command's own transaction)
 
-        return execute(app, principal, request_id, command)
+    def after(self, app: Any, result: CommandResult) -> None:
+        return None
 
     def stake_funds(self, attempt: Attempt, round_id: str) -> int | None:
         refuse_platform_round(attempt, round_id)
@@ -171,8 +196,6 @@ def platform_holds(attempt: Attempt, round_id: str) -> bool:
     key = (_CHECKED, round_id)
     found: Any = attempt.loaded.get(key)
     if found is None:
-        from pokdeng_service.wallet.outbox import transactions_uuid
-
         app: Any = attempt.app
         known = app.store_wallet_rounds if getattr(app, "single_writer", False) and not app.wallet_port.remote else None
         if known is not None and round_id in known:
@@ -203,9 +226,11 @@ def refuse_platform_round(attempt: Attempt, round_id: str) -> None:
 INTERNAL = InternalPort()
 
 
-def port_of(attempt: Attempt) -> WalletPort:
-    """The port of the attempt's application (the internal wallets unless the deployment chose the platform's)."""
-    port: WalletPort = getattr(attempt.app, "wallet_port", INTERNAL)
+def port_of(holder: Attempt | Record) -> WalletPort:
+    """The port of an application, or of an attempt's (the internal wallets unless the deployment chose the
+    platform's)."""
+    app = holder.app if isinstance(holder, Attempt) else holder
+    port: WalletPort = getattr(app, "wallet_port", INTERNAL)
     return port
 
 
@@ -213,7 +238,9 @@ __all__ = [
     "INTERNAL",
     "STORE_WALLETS",
     "InternalPort",
+    "Prepared",
     "Stake",
+    "Step",
     "StoreWallets",
     "WalletPort",
     "platform_holds",
