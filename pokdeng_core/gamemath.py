@@ -993,7 +993,7 @@ def round_server_seed(seed: str | int, index: int) -> bytes:
 
 
 @dataclass(frozen=True, slots=True)
-class _Played:
+class Played:
     net: int
     outcome: str
     hand: str
@@ -1004,7 +1004,7 @@ _PLAYER = "player"
 _PLAYER_BANKER = "banker"
 
 
-def _play(profile: Profile, strategy: Strategy, server_seed: bytes, seed: str, nonce: int, stake: int) -> _Played:
+def play_round(profile: Profile, strategy: Strategy, server_seed: bytes, seed: str, nonce: int, stake: int) -> Played:
     """One whole round through the state machine: one stake on seat 1, a side bet whenever offered."""
     banker = None if BankerKind.HOUSE in profile.banker else _PLAYER_BANKER
     if profile.fixed_positions is not None:
@@ -1066,7 +1066,7 @@ def _play(profile: Profile, strategy: Strategy, server_seed: bytes, seed: str, n
     hand = bet.hand
     if profile.comparison is Comparison.ANTE:
         hand = _ante_type(evaluate(profile, state.cards(1)))
-    return _Played(bet.net, bet.outcome, hand, side_net)
+    return Played(bet.net, bet.outcome, hand, side_net)
 
 
 def _taem(cards: Sequence[Card]) -> int:
@@ -1121,7 +1121,7 @@ def simulate(
     step = max(1, rounds // 100)
     seed_text = str(seed)
     for i in range(rounds):
-        played = _play(rules, chosen, round_server_seed(seed_text, i), seed_text, i, stake)
+        played = play_round(rules, chosen, round_server_seed(seed_text, i), seed_text, i, stake)
         total += played.net
         total_sq += played.net * played.net
         outcomes[played.outcome] += 1

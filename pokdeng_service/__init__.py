@@ -1,17 +1,18 @@
 """pokdeng_service: the event-sourced shell around ``pokdeng_core``.
 
-The layers, each a subpackage (its ``__init__`` says what it holds and what it may import):
+The layers, top to bottom (each package's ``__init__`` says what it holds; the one declaration of what may
+import what is pyproject.toml's ``[tool.importlinter]``, checked by tests/test_layers.py with every import
+counted; docs/architecture.md has the table):
 
-* ``store``: the stored model (aggregates, codec, the record type, vault, Merkle tree, library fast paths);
-* ``application``: commands as data, the one pipeline that runs them, queries, views, partitions,
-  settings and the turn clock;
-* ``audit``: verdicts, pure replay, offline bundles, live verification, table pins;
-* ``readmodels``: projections of the event log (models, the pure fold, a backend each, the runner);
-* ``api``: the gRPC server, the one wrapper every call passes through, auth, the error map,
-  request mapping, converters, the services, the client and the generated code;
-* ``cli``: the ``pokdeng`` command.
+* ``cli`` (the ``pokdeng`` command) and ``auth`` (the token tool);
+* ``compose``: the composition root: settings in, applications, clocks, read models and a server out;
+* ``api`` (the gRPC server), ``projector`` (the read models' child process) and ``web`` (the pages);
+* ``audit``: verdicts, pure replay, offline bundles, live and whole-store verification;
+* ``wallet`` (the platform's wallet) and ``readmodels`` (projections of the event log);
+* ``application``: commands as data, the one pipeline that runs them, the wallet port, queries, views,
+  partitions, settings and the turn clock;
+* ``store``: the stored model (aggregates, codec, vault, Merkle tree, signed heads, library fast paths);
+* ``logs`` and ``version``, which import nothing of the service.
 
-``compose`` is the composition root: settings in, applications, clocks, read models and a server out.
-Imports go down this list only (``cli`` and ``compose`` may import everything); ``pokdeng_core``
-never imports this package.
+``pokdeng_core`` (the rules) and ``pokdeng_client`` (what a platform installs) import nothing of this package.
 """

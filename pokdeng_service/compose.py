@@ -30,9 +30,10 @@ from prometheus_client.registry import Collector
 
 from pokdeng_service.api.server import PokdengServer, create_server
 from pokdeng_service.application.config import StoreConfig
-from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels
+from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.application.turn_clock import TurnClock
 from pokdeng_service.projector import ProjectorProcess
+from pokdeng_service.readmodels.partitioned import PartitionedReadModels
 from pokdeng_service.store.bounded import StoreProbe, renew_pool
 from pokdeng_service.store.lock import StoreLock, acquire_all, release_all
 from pokdeng_service.wallet.config import WalletConfig

@@ -450,21 +450,21 @@ def test_bundles_the_service_exports_verify_with_the_script(
         public = SigningKey.from_hex(play.SIGNING_KEY).public
         keys = {wr.key_id(public): public}
         for round_id in [*rounds, *unanchored]:
-            bundle = app.export_bundle(round_id)
+            bundle = audit.export_bundle(app, round_id)
             raw = audit.bundle_bytes(bundle)
             verdict = _verify_both(wr, raw, keys)
             assert not verdict.warnings, verdict.render()
             for entry in bundle["balances"][:1]:  # a player's own bundle: its balances only
                 _verify_both(wr, audit.bundle_bytes(for_player(bundle, entry["wallet"])), keys)
-        late_raw = audit.bundle_bytes(app.export_bundle(late[0]))
+        late_raw = audit.bundle_bytes(audit.export_bundle(app, late[0]))
         assert wr.verify(late_raw, keys).ok is False  # with keys, a bundle no head covers fails its anchor
         assert any("unanchored" in w for w in wr.verify(late_raw).warnings)
-        events = [e for r in rounds for e in app.export_bundle(r)["events"]]
+        events = [e for r in rounds for e in audit.export_bundle(app, r)["events"]]
         kinds = {e["kind"] for e in events} | {"selective" for e in events if e["data"].get("selective")}
         assert {"turn_timed_out", "side_bets_settled", "selective", "card_drawn", "pok_declared"} <= kinds, kinds
         for profile in play.PROFILES:  # the command line too, once per profile
             path = tmp_path / f"{profile}.json"
-            path.write_bytes(audit.bundle_bytes(app.export_bundle(f"{profile}-t#1")))
+            path.write_bytes(audit.bundle_bytes(audit.export_bundle(app, f"{profile}-t#1")))
             result = _run(str(path), "--key", public.hex())
             assert result.returncode == 0 and not _failed(result.stdout), result.stdout
     finally:
@@ -500,7 +500,7 @@ def test_a_round_voided_without_its_seed_verifies_as_withheld(wr: ModuleType, tm
     lost = PokdengApp(env, vault=SeedVault.from_hex("0f" * 32))  # the old key is gone
     try:
         lost.void_round("void-1", dealt, "vault key lost")
-        verdict = wr.verify(audit.bundle_bytes(lost.export_bundle(dealt)))
+        verdict = wr.verify(audit.bundle_bytes(audit.export_bundle(lost, dealt)))
         assert verdict.ok, verdict.render()
         assert any("withheld" in warning for warning in verdict.warnings)
     finally:

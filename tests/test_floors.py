@@ -57,9 +57,9 @@ assert run_demo(rounds=1, db=str(folder / "demo.sqlite"), console=Console(file=o
 assert settle("room", player="9H 9C", banker="2S 3D", stake=1000).player_net == 1940
 service = PartitionedPokdeng.open_read_only(StoreConfig.from_args(db=str(folder / "demo.sqlite")))
 round_id = "demo-kingmaker#1"
-raw = audit.bundle_bytes(service.export_bundle(round_id))
+raw = audit.bundle_bytes(audit.export_bundle(service, round_id))
 assert audit.verify_bundle(raw).ok
-page = web.dispute_page(json.loads(raw)["events"], raw, service.verify_round(round_id))
+page = web.dispute_page(json.loads(raw)["events"], raw, audit.verify_round(service, round_id, check_wallets=True))
 assert "SETTLED" in page or "VOIDED" in page
 service.close()
 ids = fastsettle.hand_ids(np.array([[0, 1], [2, 3]]))

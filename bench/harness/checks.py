@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_service import audit
 
 from .client import HarnessClient, stream_name
 from .tokens import Tokens
@@ -358,7 +359,7 @@ def audit_store(
                 rounds[round_id] = _RoundFacts(view.outcome or "", _nets(view))
         step = max(1, len(closed) // max(1, verify_sample))
         for round_id in closed[::step]:
-            verdict = app.verify_round(round_id)
+            verdict = audit.verify_round(app, round_id, check_wallets=True)
             found.counts["store verified"] += verdict.ok
             found.check(verdict.ok, f"{where}: round {round_id} does not verify: {verdict.render()[:300]}")
         total = 0

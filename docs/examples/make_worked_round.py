@@ -35,6 +35,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from pokdeng_service import audit
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 
@@ -131,7 +133,7 @@ def build() -> dict[str, Any]:
         _play(app, call, second)
         call("checkpoint_table", "demo", "2026-03-14")
         call("sign_tree_head")
-        bundle: dict[str, Any] = app.export_bundle(ROUND_ID)
+        bundle: dict[str, Any] = audit.export_bundle(app, ROUND_ID)
         return bundle
     finally:
         app.close()

@@ -30,13 +30,13 @@ def _auditable(env: Env, call: Call, request: Any) -> str:
 
 def replay_round(env: Env, call: Call, request: pb.ReplayRoundRequest) -> pb.ReplayRoundResponse:
     round_id = _auditable(env, call, request)
-    verdict, replayed = env.service.app_for(round_id, "round").replay_round(round_id)
+    verdict, replayed = audit.replay_round(env.service.app_for(round_id, "round"), round_id)
     return convert.replay(round_id, verdict, replayed)
 
 
 def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.VerifyRoundResponse:
     round_id = _auditable(env, call, request)
-    verdict = env.service.app_for(round_id, "round").verify_round(round_id)
+    verdict = audit.verify_round(env.service.app_for(round_id, "round"), round_id, check_wallets=True)
     if not verdict.ok:
         verification_failed("round")
     return convert.verdict(round_id, verdict)
@@ -44,7 +44,7 @@ def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.Ver
 
 def export_round(env: Env, call: Call, request: pb.ExportRoundRequest) -> pb.ExportRoundResponse:
     round_id = _auditable(env, call, request)
-    bundle = env.service.app_for(round_id, "round").export_bundle(round_id)
+    bundle = audit.export_bundle(env.service.app_for(round_id, "round"), round_id)
     if call.principal.role is Role.PLAYER and call.principal.player:  # its own money only
         bundle = for_player(bundle, call.principal.player)
     return pb.ExportRoundResponse(

@@ -86,7 +86,7 @@ class Service(Protocol):
 
 
 class RecentRounds(Protocol):
-    """The read models the List methods read (``readmodels.ReadModels``, ``PartitionedReadModels``)."""
+    """The read models the List methods read (``readmodels.ReadModels``, ``readmodels.PartitionedReadModels``)."""
 
     def last_rounds(self, table_id: str | None = None, player: str | None = None, limit: int = 10) -> Sequence[Any]:
         """Summaries with a ``round_id``, oldest first."""

@@ -1,12 +1,14 @@
 """The application: commands as data, one pipeline that runs them, queries and views.
 
-Holds the command types (``commands``), the pipeline (``pipeline``), the handlers by command
-group, the queries and views (the notification log's entries: ``notifications``), the partition
-router (``partitions``), the store settings (``config``) and the turn clock (``turn_clock``).
+Holds the command types (``commands``), the pipeline (``pipeline``) and one try at a command
+(``attempt``), the handlers by command group, the wallet port the handlers book money through
+(``wallet_port``: the store's wallets; the platform's adapter is in ``pokdeng_service.wallet``), the
+queries and views (the notification log's entries: ``notifications``), the partition router
+(``partitions``), the store settings (``config``) and the turn clock (``turn_clock``).
 
-May import: ``pokdeng_core``, ``pokdeng_service.store``. Never audit internals, read models,
-the API or the CLI (the audit is reached through ``pokdeng_service.audit``'s public functions,
-which take the application as a reader of its record).
+May import: ``pokdeng_core`` and ``pokdeng_service.store`` (pyproject.toml's ``[tool.importlinter]``,
+tests/test_layers.py). The audit, the read models and the platform's wallet sit above it: they take
+the application as a reader of its record, and their callers (the API, the CLI) call them with it.
 """
 
 from pokdeng_service.application.app import MAX_AMOUNT, PokdengApp

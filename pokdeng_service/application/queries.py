@@ -16,7 +16,6 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 
-from pokdeng_core import events as re
 from pokdeng_core import table as tc
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_core.limits import MAX_STATEMENT_PAGE, check_id
@@ -443,27 +442,3 @@ class Queries(Application[UUID]):
     @property
     def max_position(self) -> int:
         return self.recorder.max_notification_id() or 0
-
-    # -- audits (pokdeng_service.audit) ----------------------------------------------------
-
-    def verify_round(self, round_id: str, check_wallets: bool = True) -> Any:
-        """Chain, replay, money and the wallets' and table's record of one round: an ``audit.Verdict``."""
-        from pokdeng_service import audit
-
-        return audit.verify_round(self, round_id, check_wallets=check_wallets)
-
-    def replay_round(self, round_id: str) -> tuple[Any, list[re.RoundEvent]]:
-        """Replay a round from its seed and recorded decisions: (verdict, replayed core events)."""
-        from pokdeng_service import audit
-
-        events = self.round_events(round_id)
-        verdict = audit.Verdict(f"replay of round {round_id}")
-        audit.check_replay(verdict, events)
-        replayed = audit.replay_events(events)[0] if verdict.ok else []
-        return verdict, replayed
-
-    def export_bundle(self, round_id: str) -> dict[str, Any]:
-        """The round's self-contained bundle (docs/audit.md); ``audit.bundle_bytes`` gives its file form."""
-        from pokdeng_service import audit
-
-        return audit.export_bundle(self, round_id)

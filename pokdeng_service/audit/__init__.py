@@ -5,7 +5,7 @@
   money checks (no store access);
 * ``bundle``: the round bundle's format, ``export_bundle``, ``bundle_bytes`` and the offline
   ``verify_bundle``;
-* ``live``: ``verify_round``, ``verify_rounds`` and ``round_facts``, which read a store, and
+* ``live``: ``verify_round``, ``verify_rounds``, ``replay_round`` and ``round_facts``, which read a store, and
   ``AuditedRecord``, everything they (and ``export_bundle``) read of an application;
 * ``table_pins``: where a verification finds a table's pin of a round's last digest;
 * ``store``: ``verify_store``, every stream of a store read once and checked, alone and against
@@ -15,12 +15,13 @@
 
 May import: ``pokdeng_core``, ``pokdeng_service.store`` and the application's views and errors.
 Live verification reads a store through the application's public reading methods only
-(``AuditedRecord``); the application reaches the audit through this package, lazily.
+(``AuditedRecord``); the application never imports the audit: its callers (the API, the CLI) call the
+audit with the application.
 """
 
 from pokdeng_service.audit.anchors import audit_log, check_anchor, verify_consistency, verify_head
 from pokdeng_service.audit.bundle import BUNDLE_FORMAT, BUNDLE_VERSION, bundle_bytes, export_bundle, verify_bundle
-from pokdeng_service.audit.live import AuditedRecord, round_facts, verify_round, verify_rounds
+from pokdeng_service.audit.live import AuditedRecord, replay_round, round_facts, verify_round, verify_rounds
 from pokdeng_service.audit.replay import (
     check_chain,
     check_money,
@@ -53,6 +54,7 @@ __all__ = [
     "export_bundle",
     "group_by_command",
     "replay_events",
+    "replay_round",
     "revealed_seed",
     "round_facts",
     "table_finish",

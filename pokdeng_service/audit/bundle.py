@@ -25,11 +25,11 @@ from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.audit.anchors import check_anchor
 from pokdeng_service.audit.live import AuditedRecord, wallet_settlement
 from pokdeng_service.audit.replay import (
-    _facts,
-    _json,
+    as_json,
     check_chain,
     check_money,
     check_replay,
+    core_facts,
     decisions,
     recorded_client_seed,
     revealed_seed,
@@ -69,7 +69,7 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
     problem = _chain_problem(round_id, events) or _pin_problem(app, round_id, events, state)
     if problem is not None:  # (read afresh: a running server's cached round may hide an edit of its rows)
         raise stream_forged("round", round_id, round_uuid(round_id), problem)
-    facts = _facts(events)
+    facts = core_facts(events)
     copies = restated(round_id, facts, state)
     balances = []
     if copies["settlement"] is not None:
@@ -207,7 +207,7 @@ def _decision_text(command: rc.RoundCommand) -> dict[str, Any]:
         fields.pop("by")  # (a record made before operator commands named their sender)
     if isinstance(command, rc.OpenRound) and fields.get("currency") == "THB":
         fields.pop("currency")  # the default (and every round opened before currencies)
-    return {"command": command.name, **_json({k: v for k, v in fields.items()})}
+    return {"command": command.name, **as_json({k: v for k, v in fields.items()})}
 
 
 def bundle_bytes(bundle: dict[str, Any]) -> bytes:
@@ -326,7 +326,7 @@ def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
     try:
         events = [RecordedEvent(**e) for e in bundle["events"]]
         shuffle = bundle["shuffle"]
-        withheld = not shuffle["server_seed"] and voided_without_seed(_facts(events))
+        withheld = not shuffle["server_seed"] and voided_without_seed(core_facts(events))
         seed = None if withheld else bytes.fromhex(shuffle["server_seed"])
         if seed is not None:
             verdict.add("commitment", commitment(seed) == shuffle["commitment"], "SHA-256 of the server seed")
@@ -334,7 +334,7 @@ def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
         last = check_chain(verdict, bundle["round_id"], events)
         verdict.add("chain end", last == bundle["chain"]["last"], "the last digest matches the bundle's")
         check_replay(verdict, events, seed)
-        again = restated(bundle["round_id"], _facts(events))
+        again = restated(bundle["round_id"], core_facts(events))
         differ = [k for k, v in again.items() if canonical_json(v) != canonical_json(bundle.get(k))]
         verdict.add(
             "copies",

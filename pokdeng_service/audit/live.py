@@ -22,7 +22,7 @@ from pokdeng_core.machine import RoundState
 from pokdeng_service.application.errors import NotFound, StreamForged, stream_forged
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.audit.outbox import verify_platform_round
-from pokdeng_service.audit.replay import _facts, check_chain, check_money, check_replay
+from pokdeng_service.audit.replay import check_chain, check_money, check_replay, core_facts, replay_events
 from pokdeng_service.audit.table_pins import TablePins, table_finish
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.aggregates import RoundRecord, Wallet, round_uuid, wallet_uuid
@@ -128,6 +128,16 @@ def verify_round(
     return _verdict(app, round_id, check_wallets, pins, None)
 
 
+def replay_round(app: AuditedRecord, round_id: str) -> tuple[Verdict, list[re.RoundEvent]]:
+    """A round replayed from its seed and recorded decisions: (the replay's verdict, the replayed core events;
+    none unless the verdict passes)."""
+    events = app.round_events(round_id)
+    verdict = Verdict(f"replay of round {round_id}")
+    check_replay(verdict, events)
+    replayed = replay_events(events)[0] if verdict.ok else []
+    return verdict, replayed
+
+
 def _verdict(
     app: AuditedRecord, round_id: str, check_wallets: bool, pins: TablePins | None, events: list[Fact] | None
 ) -> Verdict:
@@ -150,7 +160,7 @@ def _verify_round(
 ) -> None:
     events = round_facts(app, round_id, events)
     last = check_chain(verdict, round_id, events)
-    facts = _facts(events)
+    facts = core_facts(events)
     opened = next((e for e in facts if e.kind == re.RoundOpened.kind), None)
     if opened is None:
         verdict.add("record", False, f"the round's stream has no {re.RoundOpened.kind} event")

@@ -134,7 +134,7 @@ def verify_platform_round(app: Any, verdict: Verdict, round_id: str, facts: Sequ
 
 @dataclass(eq=False)
 class _Outbox:
-    stream: Any  # the audit's ``_Stream``
+    stream: Any  # the audit's ``StreamRead``
     txs: dict[str, Tx] = field(default_factory=dict)
 
 

@@ -42,7 +42,7 @@ from pokdeng_service.store.facts import Recorded
 # reading decisions back from the record
 
 
-def _facts(events: Iterable[Recorded]) -> list[Recorded]:
+def core_facts(events: Iterable[Recorded]) -> list[Recorded]:
     """The round's own (core) events among its stored ones."""
     return [e for e in events if e.kind in re.EVENT_BY_KIND]
 
@@ -156,7 +156,7 @@ def decisions(events: Iterable[Recorded]) -> list[rc.RoundCommand]:
     """Every command of a recorded round, in order."""
     out = []
     state = RoundState()
-    for group in group_by_command(_facts(events)):
+    for group in group_by_command(core_facts(events)):
         out.append(decision_of(group, state))
         for event in group:
             state = evolve(state, _core(event))
@@ -225,7 +225,7 @@ def replay_events(
     seed = server_seed if server_seed is not None else revealed_seed(events)
     state = RoundState()
     replayed: list[re.RoundEvent] = []
-    for group in group_by_command(_facts(events)):
+    for group in group_by_command(core_facts(events)):
         command = decision_of(group, state)
         produced, state = decide_and_fold(state, command)
         replayed.extend(produced)
@@ -287,7 +287,7 @@ def record_problem(facts: Sequence[Recorded]) -> str | None:
 
 
 def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: bytes | None = None) -> RoundState:
-    facts = _facts(events)
+    facts = core_facts(events)
     problem = record_problem(facts)
     verdict.add("record", problem is None, problem or "times as stored, senders named, the nonce the round's number")
     seed = server_seed if server_seed is not None else revealed_seed(events)
@@ -321,7 +321,7 @@ def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: byte
                 "replay",
                 False,
                 f"event {stored.position}: stored {stored.kind} {canonical_json(stored.data)}, "
-                f"replayed {again.kind} {canonical_json(_json(to_data(again)))}",
+                f"replayed {again.kind} {canonical_json(as_json(to_data(again)))}",
             )
             return state
     if len(facts) != len(replayed):
@@ -346,7 +346,7 @@ def check_client_seed(verdict: Verdict, events: Sequence[Recorded]) -> None:
     later contribution; it lists each contributor's last contribution before it, sorted, and its
     client seed is their derivation under its rule (docs/shuffle.md section 13). A round without
     (engines before 1.1.0) took its client seed with the commitment, before any card."""
-    facts = _facts(events)
+    facts = core_facts(events)
     kinds = [e.kind for e in facts]
     committed = kinds.index(re.ShuffleCommitted.kind) if re.ShuffleCommitted.kind in kinds else None
     first_card = next((i for i, k in enumerate(kinds) if k in (re.CardsDealt.kind, re.CardDrawn.kind)), len(kinds))
@@ -446,7 +446,7 @@ def _same_round(facts: Sequence[Recorded], replayed: Sequence[re.RoundEvent]) ->
 
 
 def _same_data(stored: dict[str, Any], event: re.RoundEvent) -> bool:
-    """``stored == _json(to_data(event))``: the stored payload equals the event's as JSON gives it back.
+    """``stored == as_json(to_data(event))``: the stored payload equals the event's as JSON gives it back.
 
     Their JSON forms are compared first: orjson writes a core event's dataclass fields in
     their order, as ``to_data`` holds them, and a stored payload keeps the order it was
@@ -458,7 +458,7 @@ def _same_data(stored: dict[str, Any], event: re.RoundEvent) -> bool:
     except TypeError:
         pass
     data = to_data(event)
-    if stored == data or stored == _json(data):
+    if stored == data or stored == as_json(data):
         return True
     # a field added with a default (``events.ADDED_FIELDS``) that a record made before it lacks
     added = re.ADDED_FIELDS.get(event.kind, {})
@@ -466,10 +466,10 @@ def _same_data(stored: dict[str, Any], event: re.RoundEvent) -> bool:
     if not absent:
         return False
     trimmed = {k: v for k, v in data.items() if k not in absent}
-    return stored == trimmed or stored == _json(trimmed)
+    return stored == trimmed or stored == as_json(trimmed)
 
 
-def _json(value: Any) -> Any:
+def as_json(value: Any) -> Any:
     """``value`` as JSON gives it back (tuples become lists, say)."""
     result: Any = json.loads(json.dumps(value))
     return result

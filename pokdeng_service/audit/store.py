@@ -51,14 +51,14 @@ from pokdeng_service.audit.outbox import STREAM as PLATFORM_STREAM
 from pokdeng_service.audit.outbox import PlatformAudit
 from pokdeng_service.audit.replay import check_money, check_replay
 from pokdeng_service.audit.store_streams import (
-    _IDENTITY,
-    _TARGETS,
-    _classify,
-    _Round,
-    _Snapshots,
-    _Stream,
-    _Table,
-    _Wallet,
+    IDENTITY,
+    TARGETS,
+    RoundRead,
+    SnapshotPages,
+    StreamRead,
+    TableRead,
+    WalletRead,
+    classify,
 )
 from pokdeng_service.audit.store_verdicts import StoreVerdicts
 from pokdeng_service.audit.verdicts import Verdict
@@ -100,11 +100,11 @@ class _StoreAudit(StoreVerdicts):
         self.app = app
         self.vault = getattr(app, "vault", None)
         self.snapshot_store = getattr(app, "snapshots", None)
-        self.streams: dict[UUID, _Stream] = {}
-        self.rounds: dict[str, _Round] = {}
-        self.tables: dict[str, _Table] = {}
-        self.wallets: dict[str, _Wallet] = {}
-        self.seeds: dict[str, tuple[_Stream, RecordedEvent]] = {}
+        self.streams: dict[UUID, StreamRead] = {}
+        self.rounds: dict[str, RoundRead] = {}
+        self.tables: dict[str, TableRead] = {}
+        self.wallets: dict[str, WalletRead] = {}
+        self.seeds: dict[str, tuple[StreamRead, RecordedEvent]] = {}
         self.request_problems: list[str] = []
         self.requests = 0
         self.others: dict[str, int] = {}
@@ -145,7 +145,7 @@ class _StoreAudit(StoreVerdicts):
 
     def _row(self, note: Any, fact: RecordedEvent | Exception) -> None:
         uuid, position = note.originator_id, note.originator_version
-        kind = _classify(note.topic, self.topics)
+        kind = classify(note.topic, self.topics)
         if kind is None:
             self.unknown.append(f"log position {note.id}: stream {uuid} position {position} has topic {note.topic!r}")
             return
@@ -168,7 +168,7 @@ class _StoreAudit(StoreVerdicts):
         if stream.kind == PLATFORM_STREAM:  # a round's transactions with the platform's wallet (audit.outbox)
             self.platform.row(self, stream, fact)
             return
-        if stream.kind not in _IDENTITY:  # another aggregate's stream: counted only
+        if stream.kind not in IDENTITY:  # another aggregate's stream: counted only
             self.others[stream.kind] = self.others.get(stream.kind, 0) + 1
             return
         if creation:
@@ -184,45 +184,45 @@ class _StoreAudit(StoreVerdicts):
             return
         if position == 1:
             stream.fail("stream", 1, "where the stream's creation row belongs", fact.kind)
-        if isinstance(stream, _Round):
+        if isinstance(stream, RoundRead):
             self._round_fact(stream, fact)
-        elif isinstance(stream, _Table):
+        elif isinstance(stream, TableRead):
             self._table_fact(stream, fact)
-        elif isinstance(stream, _Wallet):
+        elif isinstance(stream, WalletRead):
             self._wallet_fact(stream, fact)
 
-    def _open(self, uuid: UUID, kind: str) -> _Stream:
-        stream: _Stream
+    def _open(self, uuid: UUID, kind: str) -> StreamRead:
+        stream: StreamRead
         if kind == "round":
-            stream = _Round(uuid, kind)
+            stream = RoundRead(uuid, kind)
         elif kind == "table":
-            stream = _Table(uuid, kind)
+            stream = TableRead(uuid, kind)
         elif kind == "wallet":
-            stream = _Wallet(uuid, kind)
+            stream = WalletRead(uuid, kind)
         else:
-            stream = _Stream(uuid, kind)
+            stream = StreamRead(uuid, kind)
         self.streams[uuid] = stream
         return stream
 
-    def _created(self, stream: _Stream, fact: RecordedEvent) -> None:
-        key, uuid_of = _IDENTITY[stream.kind]
+    def _created(self, stream: StreamRead, fact: RecordedEvent) -> None:
+        key, uuid_of = IDENTITY[stream.kind]
         ident = fact.data.get(key)
         if type(ident) is not str or uuid_of(ident, fact.data) != stream.uuid:
             # not the stream of the id it names: verified on its own, as "<kind> stream <uuid>"
             stream.fail("stream", 1, f"its creation names {stream.kind} {ident!r}, whose stream is not {stream.uuid}")
             return
         stream.ident = ident
-        if isinstance(stream, _Round):
+        if isinstance(stream, RoundRead):
             stream.previous = genesis_digest(ident)
             stream.table_id = str(fact.data.get("table_id", ""))
             stream.facts.append(fact)
             self.rounds.setdefault(ident, stream)
-        elif isinstance(stream, _Table):
+        elif isinstance(stream, TableRead):
             stream.previous = genesis_digest(f"table:{ident}")
             stream.snapshots = self._snapshots(stream.uuid)
             self.tables.setdefault(ident, stream)
             self._table_snapshots(stream, 1)
-        elif isinstance(stream, _Wallet):
+        elif isinstance(stream, WalletRead):
             stream.previous = ag.wallet_genesis(ident)
             stream.snapshots = self._snapshots(stream.uuid)
             self.wallets.setdefault(ident, stream)
@@ -233,15 +233,15 @@ class _StoreAudit(StoreVerdicts):
             self.requests += 1
             self._request(stream, fact)
 
-    def _snapshots(self, uuid: UUID) -> _Snapshots | None:
+    def _snapshots(self, uuid: UUID) -> SnapshotPages | None:
         store = self.snapshot_store
         if store is None or getattr(store, "recorder", None) is None:
             return None
-        return _Snapshots(uuid, store)
+        return SnapshotPages(uuid, store)
 
     # -- chained streams -----------------------------------------------------------------
 
-    def _chain(self, stream: _Stream, fact: RecordedEvent) -> None:
+    def _chain(self, stream: StreamRead, fact: RecordedEvent) -> None:
         """A round's or table's fact continues its chain (``codec.chain_digest``)."""
         if stream.chain_broken:
             return
@@ -263,7 +263,7 @@ class _StoreAudit(StoreVerdicts):
         if run is None or run[0] != fact.command_id:
             self.runs[stream.uuid] = (fact.command_id, fact.position)
 
-    def _round_fact(self, record: _Round, fact: RecordedEvent) -> None:
+    def _round_fact(self, record: RoundRead, fact: RecordedEvent) -> None:
         if fact.kind not in re.EVENT_BY_KIND:
             record.fail("stream", fact.position, "is not a round event", fact.kind)
         self._chain(record, fact)
@@ -275,7 +275,7 @@ class _StoreAudit(StoreVerdicts):
             record.closed = fact
             self._close_round(record)
 
-    def _table_fact(self, table: _Table, fact: RecordedEvent) -> None:
+    def _table_fact(self, table: TableRead, fact: RecordedEvent) -> None:
         self._chain(table, fact)
         cls = tc.TABLE_EVENT_BY_KIND.get(fact.kind)
         if cls is None:
@@ -292,7 +292,7 @@ class _StoreAudit(StoreVerdicts):
             table.finished.append((str(fact.data.get("round_id")), fact.position, fact.data))
         self._table_snapshots(table, fact.position)
 
-    def _wallet_fact(self, wallet: _Wallet, fact: RecordedEvent) -> None:
+    def _wallet_fact(self, wallet: WalletRead, fact: RecordedEvent) -> None:
         kind, data, position = fact.kind, fact.data, fact.position
         if kind not in ag.WALLET_KINDS:
             wallet.fail("stream", position, "is not a wallet event", fact.kind)
@@ -350,7 +350,7 @@ class _StoreAudit(StoreVerdicts):
 
     # -- snapshots -----------------------------------------------------------------------
 
-    def _wallet_snapshots(self, wallet: _Wallet, position: int) -> None:
+    def _wallet_snapshots(self, wallet: WalletRead, position: int) -> None:
         if wallet.snapshots is None:
             return
         for snapshot in wallet.snapshots.due(position):
@@ -371,7 +371,7 @@ class _StoreAudit(StoreVerdicts):
             elif "last_digest" in state and state["last_digest"] != wallet.previous and not wallet.chain_broken:
                 wallet.fail("snapshots", version, f"{where} carries another chain digest than event {version}'s")
 
-    def _table_snapshots(self, table: _Table, position: int) -> None:
+    def _table_snapshots(self, table: TableRead, position: int) -> None:
         if table.snapshots is None:
             return
         for snapshot in table.snapshots.due(position):
@@ -389,7 +389,7 @@ class _StoreAudit(StoreVerdicts):
 
     # -- rounds --------------------------------------------------------------------------
 
-    def _close_round(self, record: _Round) -> None:
+    def _close_round(self, record: RoundRead) -> None:
         """A closed round: replayed and its money checked now; its facts are let go."""
         replay = Verdict("")
         check_replay(replay, record.facts)
@@ -401,7 +401,7 @@ class _StoreAudit(StoreVerdicts):
 
     # -- command records -----------------------------------------------------------------
 
-    def _request(self, stream: _Stream, fact: RecordedEvent) -> None:
+    def _request(self, stream: StreamRead, fact: RecordedEvent) -> None:
         """A request's result names the positions it wrote: its stream's last ones when it was saved
         (a request's record is saved last in its transaction), caused by it."""
         result = fact.data.get("result")
@@ -409,7 +409,7 @@ class _StoreAudit(StoreVerdicts):
         if not isinstance(result, dict):
             self.request_problems.append(f"{name} position 1: its result is not a stream's range")
             return
-        uuid_of = _TARGETS.get(result.get("stream", ""))
+        uuid_of = TARGETS.get(result.get("stream", ""))
         first, last = result.get("from"), result.get("to")
         if uuid_of is None:
             return  # a stream of another kind: not checked here

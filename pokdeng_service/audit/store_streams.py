@@ -21,7 +21,7 @@ SNAPSHOT_PAGE = 100
 
 
 @dataclass(eq=False)
-class _Stream:
+class StreamRead:
     """One stream, as far as it has been read: where it is, and its first problems by check."""
 
     uuid: UUID
@@ -49,7 +49,7 @@ class _Stream:
 
 
 @dataclass(eq=False)
-class _Round(_Stream):
+class RoundRead(StreamRead):
     table_id: str = ""
     facts: list[RecordedEvent] = field(default_factory=list)
     closed: RecordedEvent | None = None
@@ -68,16 +68,16 @@ class _Round(_Stream):
 
 
 @dataclass(eq=False)
-class _Table(_Stream):
+class TableRead(StreamRead):
     state: tc.TableState = field(default_factory=tc.TableState)
     started: list[tuple[str, int]] = field(default_factory=list)  # (round id, position)
     finished: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)  # (round id, position, data)
-    snapshots: _Snapshots | None = None
+    snapshots: SnapshotPages | None = None
     ledger: str = ""
 
 
 @dataclass(eq=False)
-class _Wallet(_Stream):
+class WalletRead(StreamRead):
     balance: int = 0
     reservations: dict[str, int] = field(default_factory=dict)
     deposits: int = 0
@@ -86,11 +86,11 @@ class _Wallet(_Stream):
     chained: bool = False
     # per round: [reserved, first reserve position, closing kind, released, net, closing position, closings]
     rounds: dict[str, list[Any]] = field(default_factory=dict)
-    snapshots: _Snapshots | None = None
+    snapshots: SnapshotPages | None = None
 
 
 @dataclass(eq=False)
-class _Snapshots:
+class SnapshotPages:
     """A stream's stored snapshots, read a page at a time as the stream's fold reaches them."""
 
     uuid: UUID
@@ -131,7 +131,7 @@ _CREATIONS: dict[Any, str] = {
     ag.SealedSeed.Sealed: "seed",
     ag.CommandRecord.Accepted: "request",
 }
-_IDENTITY: dict[str, tuple[str, Callable[[str, dict[str, Any]], UUID]]] = {
+IDENTITY: dict[str, tuple[str, Callable[[str, dict[str, Any]], UUID]]] = {
     "round": ("round_id", lambda ident, _data: ag.round_uuid(ident)),
     "table": ("table_id", lambda ident, _data: ag.table_uuid(ident)),
     "wallet": ("wallet_id", lambda ident, _data: ag.wallet_uuid(ident)),
@@ -140,10 +140,10 @@ _IDENTITY: dict[str, tuple[str, Callable[[str, dict[str, Any]], UUID]]] = {
     "request": ("request_id", lambda ident, data: ag.command_uuid(ident, str(data.get("scope") or ""))),
 }
 """Per stream kind: the creation's field naming the stream's id, and the uuid that id has."""
-_TARGETS = {"round": ag.round_uuid, "table": ag.table_uuid, "wallet": ag.wallet_uuid}
+TARGETS = {"round": ag.round_uuid, "table": ag.table_uuid, "wallet": ag.wallet_uuid}
 
 
-def _classify(topic: str, cache: dict[str, tuple[str, bool] | None]) -> tuple[str, bool] | None:
+def classify(topic: str, cache: dict[str, tuple[str, bool] | None]) -> tuple[str, bool] | None:
     """(stream kind, whether it is a creation row) of a stored topic, or None if no class has it."""
     if topic in cache:
         return cache[topic]
@@ -167,7 +167,7 @@ def _classify(topic: str, cache: dict[str, tuple[str, bool] | None]) -> tuple[st
     return found
 
 
-def _where(fact: RecordedEvent) -> str:
+def where(fact: RecordedEvent) -> str:
     return f"({fact.kind})"
 
 

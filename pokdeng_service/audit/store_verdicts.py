@@ -8,12 +8,12 @@ from uuid import UUID
 from pokdeng_core import events as re
 from pokdeng_core.shuffle import commitment
 from pokdeng_service.audit.store_streams import (
-    _Round,
-    _Snapshots,
-    _Stream,
-    _Table,
-    _Wallet,
-    _where,
+    RoundRead,
+    SnapshotPages,
+    StreamRead,
+    TableRead,
+    WalletRead,
+    where,
 )
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import aggregates as ag
@@ -26,11 +26,11 @@ class StoreVerdicts:
     app: Any
     vault: Any
     snapshot_store: Any
-    streams: dict[UUID, _Stream]
-    rounds: dict[str, _Round]
-    tables: dict[str, _Table]
-    wallets: dict[str, _Wallet]
-    seeds: dict[str, tuple[_Stream, RecordedEvent]]
+    streams: dict[UUID, StreamRead]
+    rounds: dict[str, RoundRead]
+    tables: dict[str, TableRead]
+    wallets: dict[str, WalletRead]
+    seeds: dict[str, tuple[StreamRead, RecordedEvent]]
     request_problems: list[str]
     requests: int
     others: dict[str, int]
@@ -40,7 +40,7 @@ class StoreVerdicts:
     runs: dict[UUID, tuple[str, int]]
     platform: Any  # ``audit.outbox.PlatformAudit``: the rounds whose money a platform's wallet holds
 
-    def _round_verdict(self, record: _Round) -> Verdict:
+    def _round_verdict(self, record: RoundRead) -> Verdict:
         """The round's verdict once its stream is read: rows, chain, replay and money, completeness."""
         verdict = record.verdict = Verdict(f"round {record.ident or record.uuid}")
         last = record.last.position if record.last is not None else 0
@@ -52,7 +52,7 @@ class StoreVerdicts:
             verdict.add("complete", False, record.problems["complete"])
         return verdict
 
-    def _summarise(self, record: _Round) -> None:
+    def _summarise(self, record: RoundRead) -> None:
         """What the round's own events say of its table, wallets and seed."""
         reserved: dict[str, int] = {}
         for fact in record.facts:
@@ -100,7 +100,7 @@ class StoreVerdicts:
         return out
 
     def _rounds_against_tables(self) -> list[Verdict]:
-        started: dict[str, tuple[_Table, int]] = {}
+        started: dict[str, tuple[TableRead, int]] = {}
         for table in self.tables.values():
             for round_id, position in table.started:
                 if round_id in started:
@@ -131,13 +131,13 @@ class StoreVerdicts:
         self._pins()
         return out
 
-    def _open_round(self, record: _Round) -> Verdict:
+    def _open_round(self, record: RoundRead) -> Verdict:
         verdict = self._round_verdict(record)
         self._summarise(record)
         record.facts = []
         table = self.tables.get(record.table_id)
         last = record.last
-        end = f"the stream ends at position {last.position} {_where(last)}" if last is not None else "it is empty"
+        end = f"the stream ends at position {last.position} {where(last)}" if last is not None else "it is empty"
         if table is not None and table.state.round_id == record.ident:
             verdict.subject += " (open)"
             verdict.add("open", True, f"the current round of table {table.ident}; {end}")
@@ -148,7 +148,7 @@ class StoreVerdicts:
 
     def _pins(self) -> None:
         """Each table's round_finished against its round's own record; the house ledger."""
-        by_table: dict[str, list[_Round]] = {}
+        by_table: dict[str, list[RoundRead]] = {}
         for each in self.rounds.values():
             by_table.setdefault(each.table_id, []).append(each)
         for table in self.tables.values():
@@ -213,7 +213,7 @@ class StoreVerdicts:
         return out
 
     def _wallet_verdicts(self) -> list[Verdict]:
-        played: dict[str, dict[str, _Round]] = {}
+        played: dict[str, dict[str, RoundRead]] = {}
         for record in self.rounds.values():
             for player in record.reserved.keys() | record.nets.keys():
                 played.setdefault(player, {})[record.ident] = record
@@ -259,7 +259,7 @@ class StoreVerdicts:
                 record.verdict.add(f"wallet {player}", False, f"the round names wallet {player}, which the store lacks")
         return out
 
-    def _wallet_rounds(self, wallet: _Wallet, rounds: dict[str, _Round]) -> int:
+    def _wallet_rounds(self, wallet: WalletRead, rounds: dict[str, RoundRead]) -> int:
         """The wallet's record of each round against the round's own; returns the nets of its rounds."""
         nets = 0
         for round_id, (held, reserve_at, closing, released, net, closed_at, _n) in wallet.rounds.items():
@@ -425,7 +425,7 @@ class StoreVerdicts:
         return verdict
 
 
-def _beyond(stream: _Stream, snapshots: _Snapshots | None) -> None:
+def _beyond(stream: StreamRead, snapshots: SnapshotPages | None) -> None:
     """Snapshots left once the stream is read are of versions it does not reach."""
     if snapshots is None:
         return
@@ -435,7 +435,7 @@ def _beyond(stream: _Stream, snapshots: _Snapshots | None) -> None:
         stream.fail("snapshots", version, f"the snapshot at version {version} is beyond the stream's end ({last})")
 
 
-def _snapshot_note(snapshots: _Snapshots | None) -> str:
+def _snapshot_note(snapshots: SnapshotPages | None) -> str:
     if snapshots is None:
         return "no snapshot store"
     if not snapshots.checked:
@@ -443,7 +443,7 @@ def _snapshot_note(snapshots: _Snapshots | None) -> str:
     return f"{snapshots.checked} snapshot(s), each the fold of the events it summarises"
 
 
-def _fill(verdict: Verdict, stream: _Stream, notes: dict[str, str]) -> None:
+def _fill(verdict: Verdict, stream: StreamRead, notes: dict[str, str]) -> None:
     """The stream's checks in order: each fails with its first problem, or passes with its note."""
     for name, note in notes.items():
         problem = stream.problems.get(name)

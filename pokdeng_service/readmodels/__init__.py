@@ -14,10 +14,11 @@ Laid out by job:
   (these two share the SQL views of ``sql``, whose tables are in ``sqlschema``);
 * ``paging``: the list queries' checks, cursors and the merge of partitions' pages;
 * ``runner``: ``ReadModels`` (catch-up in pages, the background thread, rebuild, the queries),
-  ``ReadModelProjection`` for eventsourcing's ``ProjectionRunner``, ``recorder_class``.
+  ``ReadModelProjection`` for eventsourcing's ``ProjectionRunner``, ``recorder_class``;
+* ``partitioned``: ``PartitionedReadModels``, one ``ReadModels`` per partition queried as one.
 
-May import: ``pokdeng_core``, ``pokdeng_service.store`` and ``pokdeng_service.application.views``
-only (and the libraries).
+May import: ``pokdeng_core``, ``pokdeng_service.store`` and ``pokdeng_service.application`` (and the
+libraries).
 """
 
 from pokdeng_service.readmodels.fold import PROJECTED_TOPICS

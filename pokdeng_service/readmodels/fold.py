@@ -1,11 +1,11 @@
-"""The pure fold: decoded events in, changes of the read models out (a :class:`_Batch`), no I/O.
+"""The pure fold: decoded events in, changes of the read models out (a :class:`Batch`), no I/O.
 
-A recorder opens a transaction, makes a :class:`_Batch` whose ``reader`` loads the rows the fold
+A recorder opens a transaction, makes a :class:`Batch` whose ``reader`` loads the rows the fold
 needs (an open round, a wallet) inside it, folds a page of events into the batch with
-:func:`_project` one by one, then writes the batch and the page's last position together.
+:func:`project_event` one by one, then writes the batch and the page's last position together.
 
 Which stored events change a view is decided here too: :data:`PROJECTED_TOPICS` (what
-``ReadModelProjection`` subscribes to) and :func:`_projected` (which notifications ``catch_up``
+``ReadModelProjection`` subscribes to) and :func:`is_projected` (which notifications ``catch_up``
 decodes; every other one only moves the position). Event kinds are the core events' ``kind``
 constants; the wallet's are its event classes.
 """
@@ -23,7 +23,7 @@ from eventsourcing.utils import get_topic, resolve_topic
 from pokdeng_core.events import BetPlaced, RoundClosed, RoundOpened, RoundSettled, RoundVoided, SideBetPlaced
 from pokdeng_core.table_events import RoundFinished, RoundStarted, TableOpened
 from pokdeng_service.application.views import StatementLine
-from pokdeng_service.readmodels.models import PlayerResult, RoundSummary, _House, _Round, _Table, _Wallet
+from pokdeng_service.readmodels.models import HouseFold, PlayerResult, RoundFold, RoundSummary, TableFold, WalletFold
 from pokdeng_service.store.aggregates import ROUND_FACTS, TABLE_FACTS, RoundRecord, Wallet, wallet_movement
 
 Item = tuple[int, Any]  # (log position, decoded domain event or None for a notification that changes no view)
@@ -32,54 +32,54 @@ Item = tuple[int, Any]  # (log position, decoded domain event or None for a noti
 class _Reader(Protocol):
     """Reads of the views inside the transaction that will write the batch."""
 
-    def load_round(self, round_id: str) -> _Round | None: ...
+    def load_round(self, round_id: str) -> RoundFold | None: ...
 
-    def load_wallet(self, key: str) -> _Wallet | None: ...
+    def load_wallet(self, key: str) -> WalletFold | None: ...
 
-    def load_table(self, table_id: str) -> _Table | None: ...
+    def load_table(self, table_id: str) -> TableFold | None: ...
 
 
 @dataclass
-class _Batch:
+class Batch:
     """The view changes of a run of notifications, written together with its last position."""
 
     reader: _Reader
-    rounds: dict[str, _Round | None] = field(default_factory=dict)  # None: closed (delete the open row)
+    rounds: dict[str, RoundFold | None] = field(default_factory=dict)  # None: closed (delete the open row)
     dirty_rounds: set[str] = field(default_factory=set)
-    wallets: dict[str, _Wallet | None] = field(default_factory=dict)
+    wallets: dict[str, WalletFold | None] = field(default_factory=dict)
     dirty_wallets: set[str] = field(default_factory=set)
     lines: list[tuple[str, int, StatementLine]] = field(default_factory=list)  # (wallet key, log position, line)
     closed: list[RoundSummary] = field(default_factory=list)
-    house: dict[str, _House] = field(default_factory=dict)  # deltas by table
-    tables: dict[str, _Table | None] = field(default_factory=dict)  # None: not in the directory
+    house: dict[str, HouseFold] = field(default_factory=dict)  # deltas by table
+    tables: dict[str, TableFold | None] = field(default_factory=dict)  # None: not in the directory
     dirty_tables: set[str] = field(default_factory=set)
     events: int = 0
 
-    def round(self, round_id: str) -> _Round | None:
+    def round(self, round_id: str) -> RoundFold | None:
         if round_id not in self.rounds:
             self.rounds[round_id] = self.reader.load_round(round_id)
         return self.rounds[round_id]
 
-    def wallet(self, key: str) -> _Wallet | None:
+    def wallet(self, key: str) -> WalletFold | None:
         if key not in self.wallets:
             self.wallets[key] = self.reader.load_wallet(key)
         return self.wallets[key]
 
-    def table(self, table_id: str) -> _Table | None:
+    def table(self, table_id: str) -> TableFold | None:
         if table_id not in self.tables:
             self.tables[table_id] = self.reader.load_table(table_id)
         return self.tables[table_id]
 
 
-Project = Callable[[_Batch, int, Any], None]
-"""The fold of one event into a batch (:func:`_project`); a recorder's ``apply`` takes the one to use."""
+Project = Callable[[Batch, int, Any], None]
+"""The fold of one event into a batch (:func:`project_event`); a recorder's ``apply`` takes the one to use."""
 
 
 def _iso(value: datetime) -> str:
     return value.isoformat()
 
 
-def _project(batch: _Batch, position: int, event: Any) -> None:
+def project_event(batch: Batch, position: int, event: Any) -> None:
     """Fold one decoded domain event into the batch (pure bookkeeping, no I/O beyond the batch's reads)."""
     batch.events += 1
     if isinstance(event, RoundRecord.Started):
@@ -95,10 +95,10 @@ def _project(batch: _Batch, position: int, event: Any) -> None:
         _wallet_event(batch, position, event)
 
 
-def _round_started(batch: _Batch, position: int, event: Any) -> None:
+def _round_started(batch: Batch, position: int, event: Any) -> None:
     if batch.round(event.round_id) is not None:
         return
-    batch.rounds[event.round_id] = _Round(
+    batch.rounds[event.round_id] = RoundFold(
         round_id=event.round_id,
         table_id=event.table_id,
         started_position=position,
@@ -110,13 +110,13 @@ def _round_started(batch: _Batch, position: int, event: Any) -> None:
     batch.dirty_rounds.add(event.round_id)
 
 
-def _round_fact(batch: _Batch, position: int, event: Any) -> None:
+def _round_fact(batch: Batch, position: int, event: Any) -> None:
     kind: str = event.kind
     data: dict[str, Any] = event.data
     round_id: str = event.stream_id
     state = batch.round(round_id)
     if state is None:  # a round that began before the log did (never in practice): start it here
-        state = _Round(
+        state = RoundFold(
             round_id=round_id,
             table_id=str(data.get("table_id", "")),
             started_position=position,
@@ -149,7 +149,7 @@ def _round_fact(batch: _Batch, position: int, event: Any) -> None:
         batch.rounds[round_id] = None
 
 
-def _summary(state: _Round, outcome: str, position: int, closed_at: str) -> RoundSummary:
+def _summary(state: RoundFold, outcome: str, position: int, closed_at: str) -> RoundSummary:
     names = list(state.staked)
     names += [p for p in state.nets if p not in state.staked]
     if state.banker is not None and state.banker not in names:
@@ -173,9 +173,9 @@ def _summary(state: _Round, outcome: str, position: int, closed_at: str) -> Roun
     )
 
 
-def _round_finished(batch: _Batch, position: int, event: Any) -> None:
+def _round_finished(batch: Batch, position: int, event: Any) -> None:
     data: dict[str, Any] = event.data
-    house = batch.house.setdefault(event.stream_id, _House())
+    house = batch.house.setdefault(event.stream_id, HouseFold())
     house.house_net += int(data.get("house_net", 0))
     house.commission += int(data.get("commission", 0))
     house.rounds += 1
@@ -186,14 +186,14 @@ def _round_finished(batch: _Batch, position: int, event: Any) -> None:
     house.position = position
 
 
-def _table_fact(batch: _Batch, position: int, event: Any) -> None:
+def _table_fact(batch: Batch, position: int, event: Any) -> None:
     """The tables directory: ``table_opened`` fills the row, ``round_started``/``round_finished`` move it."""
     kind: str = event.kind
     data: dict[str, Any] = event.data
     table_id: str = event.stream_id
     table = batch.table(table_id)
     if table is None:  # a table opened before the log began (never in practice): list it from here
-        table = _Table(table_id=table_id, opened_at=_iso(event.timestamp), opened_position=position)
+        table = TableFold(table_id=table_id, opened_at=_iso(event.timestamp), opened_position=position)
         batch.tables[table_id] = table
     if kind == TableOpened.kind:
         table.profile = data["profile_name"]
@@ -215,7 +215,7 @@ def _table_fact(batch: _Batch, position: int, event: Any) -> None:
     batch.dirty_tables.add(table_id)
 
 
-def _wallet_event(batch: _Batch, position: int, event: Any) -> None:
+def _wallet_event(batch: Batch, position: int, event: Any) -> None:
     key = event.originator_id.hex
     name = type(event).__name__
     wallet = batch.wallet(key)
@@ -225,7 +225,7 @@ def _wallet_event(batch: _Batch, position: int, event: Any) -> None:
             wallet_id = str(event.originator_id)
         # The currency is the Opened event's (wallets opened before currencies have none: THB).
         currency = getattr(event, "currency", None) if isinstance(event, Wallet.Opened) else None
-        wallet = _Wallet(key=key, wallet_id=wallet_id, currency=str(currency or "THB"))
+        wallet = WalletFold(key=key, wallet_id=wallet_id, currency=str(currency or "THB"))
         batch.wallets[key] = wallet
     amount, reserved, round_id, reference = wallet_movement(event)
     wallet.balance += amount
@@ -274,7 +274,7 @@ _PROJECTED_CLASSES = frozenset({RoundRecord.Started, *_TABLE_VIEW_TYPES, *_ROUND
 
 
 @functools.lru_cache(maxsize=1024)
-def _projected(topic: str) -> bool:
+def is_projected(topic: str) -> bool:
     """Whether a stored topic's events change a view; resolved, so that renamed classes (the library's
     ``register_topic``) are still recognised. An unknown topic raises, as decoding it would."""
     cls = resolve_topic(topic)

@@ -13,17 +13,17 @@ from eventsourcing.persistence import Tracking
 from eventsourcing.popo import POPOTrackingRecorder
 
 from pokdeng_service.application.views import StatementLine
-from pokdeng_service.readmodels.fold import Item, Project, _Batch, _project
+from pokdeng_service.readmodels.fold import Batch, Item, Project, project_event
 from pokdeng_service.readmodels.models import (
+    HouseFold,
     HouseTotals,
     OpenRound,
+    RoundFold,
     RoundSummary,
+    TableFold,
     TableSummary,
     WalletBalance,
-    _House,
-    _Round,
-    _Table,
-    _Wallet,
+    WalletFold,
 )
 from pokdeng_service.readmodels.recorder import ReadModelRecorder
 
@@ -36,37 +36,37 @@ class POPOReadModelRecorder(POPOTrackingRecorder, ReadModelRecorder):
         self._clear()
 
     def _clear(self) -> None:
-        self._rounds: dict[str, _Round] = {}
+        self._rounds: dict[str, RoundFold] = {}
         self._history: list[RoundSummary] = []
         self._by_player: dict[str, list[RoundSummary]] = {}
-        self._wallets: dict[str, _Wallet] = {}
+        self._wallets: dict[str, WalletFold] = {}
         self._lines: dict[str, list[StatementLine]] = {}
-        self._house: dict[str, _House] = {}
-        self._tables: dict[str, _Table] = {}
+        self._house: dict[str, HouseFold] = {}
+        self._tables: dict[str, TableFold] = {}
         self._table_ids: list[str] = []  # sorted
         self._wallet_ids: list[tuple[str, str]] = []  # (wallet id, key), sorted
 
-    def load_round(self, round_id: str) -> _Round | None:
+    def load_round(self, round_id: str) -> RoundFold | None:
         found = self._rounds.get(round_id)
         return None if found is None else found.copy()
 
-    def load_wallet(self, key: str) -> _Wallet | None:
+    def load_wallet(self, key: str) -> WalletFold | None:
         found = self._wallets.get(key)
-        return None if found is None else _Wallet(**found.__dict__)
+        return None if found is None else WalletFold(**found.__dict__)
 
-    def load_table(self, table_id: str) -> _Table | None:
+    def load_table(self, table_id: str) -> TableFold | None:
         found = self._tables.get(table_id)
-        return None if found is None else _Table(**found.__dict__)
+        return None if found is None else TableFold(**found.__dict__)
 
     def apply(
-        self, application_name: str, expected: int | None, items: Sequence[Item], project: Project = _project
+        self, application_name: str, expected: int | None, items: Sequence[Item], project: Project = project_event
     ) -> None:
         if not items:
             return
         with self._database_lock:
             current = self._max_tracking_ids[application_name] or 0
             self._check_items(application_name, current, expected, items)
-            batch = _Batch(reader=self)
+            batch = Batch(reader=self)
             for position, event in items:
                 if event is not None:
                     project(batch, position, event)
@@ -96,7 +96,7 @@ class POPOReadModelRecorder(POPOTrackingRecorder, ReadModelRecorder):
             for key, _position, line in batch.lines:
                 self._lines.setdefault(key, []).append(line)
             for table, delta in batch.house.items():
-                house = self._house.setdefault(table, _House())
+                house = self._house.setdefault(table, HouseFold())
                 house.house_net += delta.house_net
                 house.commission += delta.commission
                 house.rounds += delta.rounds

@@ -24,7 +24,7 @@ Views (all derived, all rebuildable from the log):
 The list queries return :class:`RoundsPage` where a page is read from several logs (partitions):
 its ``next_cursor`` is what to pass back for the next page (``paging`` says how it is made).
 
-The working rows (``_Round``, ``_Wallet``, ``_House``, ``_Table``) are what the fold (``fold``)
+The working rows (``RoundFold``, ``WalletFold``, ``HouseFold``, ``TableFold``) are what the fold (``fold``)
 accumulates and the recorders store; they are plain data, with no I/O.
 """
 
@@ -128,7 +128,7 @@ class RoundsPage(_View):
 
 
 @dataclass
-class _Round:
+class RoundFold:
     """An open round as the projection accumulates it (``info`` in the open-rounds table)."""
 
     round_id: str
@@ -162,7 +162,7 @@ class _Round:
         )
 
     @classmethod
-    def from_row(cls, row: Sequence[Any]) -> _Round:
+    def from_row(cls, row: Sequence[Any]) -> RoundFold:
         round_id, table_id, round_no, last_kind, last_position, version, started_position, started_at, info = row
         data = json.loads(info)
         return cls(
@@ -183,8 +183,8 @@ class _Round:
             commission=data["commission"],
         )
 
-    def copy(self) -> _Round:
-        clone = _Round(**{k: v for k, v in self.__dict__.items()})
+    def copy(self) -> RoundFold:
+        clone = RoundFold(**{k: v for k, v in self.__dict__.items()})
         clone.staked = dict(self.staked)
         clone.nets = dict(self.nets)
         return clone
@@ -203,7 +203,7 @@ class _Round:
 
 
 @dataclass
-class _Wallet:
+class WalletFold:
     key: str  # the wallet's aggregate id, hex
     wallet_id: str
     balance: int = 0
@@ -224,7 +224,7 @@ class _Wallet:
 
 
 @dataclass
-class _Table:
+class TableFold:
     """A table as the projection keeps it (a row of ``pokdeng_tables``, columns in this order)."""
 
     table_id: str
@@ -242,14 +242,14 @@ class _Table:
     position: int = 0  # the log position of its last fact the view used
 
     def row(self) -> tuple[Any, ...]:
-        return tuple(self.__dict__[name] for name in _TABLE_FIELDS)
+        return tuple(self.__dict__[name] for name in TABLE_FIELDS)
 
     def as_summary(self) -> TableSummary:
         return TableSummary(**{k: v for k, v in self.__dict__.items() if k != "position"})
 
 
 @dataclass
-class _House:
+class HouseFold:
     house_net: int = 0
     commission: int = 0
     rounds: int = 0
@@ -258,6 +258,6 @@ class _House:
     position: int = 0
 
 
-_TABLE_FIELDS: tuple[str, ...] = tuple(_Table.__dataclass_fields__)
+TABLE_FIELDS: tuple[str, ...] = tuple(TableFold.__dataclass_fields__)
 
 __all__ = ["HouseTotals", "OpenRound", "PlayerResult", "RoundSummary", "RoundsPage", "TableSummary", "WalletBalance"]

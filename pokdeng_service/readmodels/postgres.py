@@ -15,10 +15,10 @@ from eventsourcing.persistence import OperationalError, Tracking
 from eventsourcing.postgres import PostgresTrackingRecorder
 
 from pokdeng_service.readmodels.recorder import TRACKING_TABLE
-from pokdeng_service.readmodels.sql import _SQLViews
+from pokdeng_service.readmodels.sql import SQLViews
 
 
-class PostgresReadModelRecorder(PostgresTrackingRecorder, _SQLViews):
+class PostgresReadModelRecorder(PostgresTrackingRecorder, SQLViews):
     """Views and tracking in the application's PostgreSQL database (its schema)."""
 
     lock_suffix = " FOR UPDATE"

@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from eventsourcing.persistence import IntegrityError, TrackingRecorder
 
 from pokdeng_service.application.views import StatementLine
-from pokdeng_service.readmodels.fold import Item, Project, _project
+from pokdeng_service.readmodels.fold import Item, Project, project_event
 from pokdeng_service.readmodels.models import HouseTotals, OpenRound, RoundSummary, TableSummary, WalletBalance
 
 TRACKING_NAME = "pokdeng_readmodels"
@@ -53,14 +53,14 @@ class ReadModelRecorder(TrackingRecorder, ABC):
 
     @abstractmethod
     def apply(
-        self, application_name: str, expected: int | None, items: Sequence[Item], project: Project = _project
+        self, application_name: str, expected: int | None, items: Sequence[Item], project: Project = project_event
     ) -> None:
         """Project ``items`` and record the last one's position, atomically.
 
         ``expected``: the position the items were read after; the write is refused with
         :class:`PositionMoved` if the tracking record holds anything else. ``None``: the
         library's rule only (the position must grow, else ``IntegrityError``). ``project``: the
-        fold of one event (``fold._project``; ``ReadModels`` hands over the one it holds).
+        fold of one event (``fold.project_event``; ``ReadModels`` hands over the one it holds).
         """
 
     @abstractmethod

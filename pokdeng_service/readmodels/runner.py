@@ -25,7 +25,7 @@ position change together or neither does: a crash at any point replays from the 
 position, and a page that another process already projected is refused at (1) and re-read, so no
 event is applied twice. The per-event path (:class:`ReadModelProjection`, for eventsourcing's
 ``ProjectionRunner``) uses the same transaction with the library's rule "the position must grow".
-Both hand the recorder this module's ``_project`` (the fold of one event, from ``fold``).
+Both hand the recorder this module's ``project_event`` (the fold of one event, from ``fold``).
 
 Secret seeds (``SealedSeed``) and request records are never decoded: their notifications only move
 the position forward. ``catch_up`` counts every notification it moved past, these included.
@@ -66,8 +66,8 @@ from eventsourcing.utils import Environment, TopicError, resolve_topic
 
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.application.views import StatementLine
-from pokdeng_service.readmodels.fold import PROJECTED_TOPICS, Item, _projected
-from pokdeng_service.readmodels.fold import _project as _project  # the fold handed to the recorder, swappable
+from pokdeng_service.readmodels.fold import PROJECTED_TOPICS, Item, is_projected
+from pokdeng_service.readmodels.fold import project_event as project_event  # the fold handed to the recorder, swappable
 from pokdeng_service.readmodels.memory import POPOReadModelRecorder
 from pokdeng_service.readmodels.models import (
     HouseTotals,
@@ -110,7 +110,7 @@ class ReadModelProjection(Projection[ReadModelRecorder]):
     topics = PROJECTED_TOPICS
 
     def process_event(self, domain_event: Any, tracking: Tracking) -> None:
-        self.view.apply(tracking.application_name, None, [(tracking.notification_id, domain_event)], _project)
+        self.view.apply(tracking.application_name, None, [(tracking.notification_id, domain_event)], project_event)
 
 
 def recorder_class(env: Mapping[str, str] | None = None, app_name: str = "pokdeng") -> type[ReadModelRecorder]:
@@ -220,7 +220,7 @@ class ReadModels:
     def _apply(self, app_name: str, after: int, items: Sequence[Item]) -> None:
         for attempt in range(5):
             try:
-                self.recorder.apply(app_name, after, items, _project)
+                self.recorder.apply(app_name, after, items, project_event)
                 return
             except (OperationalError, InterfaceError):
                 if attempt == 4:
@@ -229,7 +229,7 @@ class ReadModels:
 
     @staticmethod
     def _decode(app: Application[Any], notification: Notification) -> DomainEventProtocol[Any] | None:
-        if not _projected(notification.topic):
+        if not is_projected(notification.topic):
             return None  # seeds, request records, table facts the views don't use: never decoded
         return app.mapper.to_domain_event(notification)
 

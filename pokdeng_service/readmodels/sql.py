@@ -3,7 +3,7 @@
 The tables and the conversions of their rows are in ``sqlschema``. Statements are written once
 with ``%s`` placeholders (turned into ``?`` for SQLite) and ``{table}`` names (schema-qualified
 for PostgreSQL); each backend's module (``sqlite``, ``postgres``) supplies the dialect and its
-tracking table, and calls :meth:`_SQLViews._migrate` in the transaction that creates the tables
+tracking table, and calls :meth:`SQLViews._migrate` in the transaction that creates the tables
 (``recorder`` says when views are dropped and replayed: another ``VIEWS_VERSION``).
 """
 
@@ -17,17 +17,17 @@ from typing import Any, ClassVar
 from eventsourcing.persistence import Tracking
 
 from pokdeng_service.application.views import StatementLine
-from pokdeng_service.readmodels.fold import Item, Project, _Batch, _project
+from pokdeng_service.readmodels.fold import Batch, Item, Project, project_event
 from pokdeng_service.readmodels.models import (
-    _TABLE_FIELDS,
+    TABLE_FIELDS,
     HouseTotals,
     OpenRound,
+    RoundFold,
     RoundSummary,
+    TableFold,
     TableSummary,
     WalletBalance,
-    _Round,
-    _Table,
-    _Wallet,
+    WalletFold,
 )
 from pokdeng_service.readmodels.recorder import (
     MIGRATION_ROW,
@@ -37,21 +37,21 @@ from pokdeng_service.readmodels.recorder import (
     ReadModelRecorder,
 )
 from pokdeng_service.readmodels.sqlschema import (
-    _CREATE,
-    _HISTORY_COLUMNS,
-    _HISTORY_NAMES,
-    _LINE_COLUMNS,
-    _ROUND_COLUMNS,
-    _TABLE_COLUMNS,
-    _VIEW_TABLES,
-    _WALLET_COLUMNS,
-    _history_row,
-    _line_from_row,
-    _summary_from_row,
+    CREATE,
+    HISTORY_COLUMNS,
+    HISTORY_NAMES,
+    LINE_COLUMNS,
+    ROUND_COLUMNS,
+    TABLE_COLUMNS,
+    VIEW_TABLES,
+    WALLET_COLUMNS,
+    history_row,
+    line_from_row,
+    summary_from_row,
 )
 
 
-class _SQLViews(ReadModelRecorder, ABC):
+class SQLViews(ReadModelRecorder, ABC):
     """The SQL views, shared by the SQLite and PostgreSQL recorders (which supply the dialect)."""
 
     lock_suffix: ClassVar[str] = ""  # PostgreSQL: " FOR UPDATE"
@@ -73,11 +73,11 @@ class _SQLViews(ReadModelRecorder, ABC):
         """The library's tracking insert (refuses a position that does not grow)."""
 
     def _q(self, text: str) -> str:
-        names = {t: self._name(t) for t in (*_VIEW_TABLES, TRACKING_TABLE)}
+        names = {t: self._name(t) for t in (*VIEW_TABLES, TRACKING_TABLE)}
         return self._sql(text.format(tracking=names[TRACKING_TABLE], bytewise=self.bytewise, **names))
 
     def _view_statements(self) -> list[str]:
-        return [self._q(s) for s in _CREATE]
+        return [self._q(s) for s in CREATE]
 
     @staticmethod
     def _rows(cursor: Any) -> list[tuple[Any, ...]]:
@@ -98,21 +98,21 @@ class _SQLViews(ReadModelRecorder, ABC):
     # -- writing ---------------------------------------------------------------------------
 
     def apply(
-        self, application_name: str, expected: int | None, items: Sequence[Item], project: Project = _project
+        self, application_name: str, expected: int | None, items: Sequence[Item], project: Project = project_event
     ) -> None:
         if not items:
             return
         with self._transaction(commit=True) as cursor:
             current = self._lock_position(cursor, application_name)
             self._check_items(application_name, current, expected, items)
-            batch = _Batch(reader=_SQLReader(self, cursor))
+            batch = Batch(reader=_SQLReader(self, cursor))
             for position, event in items:
                 if event is not None:
                     project(batch, position, event)
             self._flush(cursor, batch)
             self._track(cursor, Tracking(application_name, items[-1][0]))
 
-    def _flush(self, cursor: Any, batch: _Batch) -> None:
+    def _flush(self, cursor: Any, batch: Batch) -> None:
         q = self._q
         gone = [(rid,) for rid in batch.dirty_rounds if batch.rounds.get(rid) is None]
         if gone:
@@ -121,7 +121,7 @@ class _SQLViews(ReadModelRecorder, ABC):
         if kept:
             cursor.executemany(
                 q(
-                    f"INSERT INTO {{pokdeng_open_rounds}} ({_ROUND_COLUMNS}) VALUES ({', '.join(['%s'] * 9)}) "
+                    f"INSERT INTO {{pokdeng_open_rounds}} ({ROUND_COLUMNS}) VALUES ({', '.join(['%s'] * 9)}) "
                     "ON CONFLICT (round_id) DO UPDATE SET table_id = excluded.table_id, "
                     "round_no = excluded.round_no, last_kind = excluded.last_kind, "
                     "last_position = excluded.last_position, version = excluded.version, info = excluded.info"
@@ -143,8 +143,8 @@ class _SQLViews(ReadModelRecorder, ABC):
             )
         if batch.closed:
             cursor.executemany(
-                q(f"INSERT INTO {{pokdeng_round_history}} ({_HISTORY_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})"),
-                [_history_row(s) for s in batch.closed],
+                q(f"INSERT INTO {{pokdeng_round_history}} ({HISTORY_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})"),
+                [history_row(s) for s in batch.closed],
             )
             players = {
                 (name, s.closed_position, s.round_id, s.table_id)
@@ -163,7 +163,7 @@ class _SQLViews(ReadModelRecorder, ABC):
         if wallets:
             cursor.executemany(
                 q(
-                    f"INSERT INTO {{pokdeng_wallets}} ({_WALLET_COLUMNS}) "
+                    f"INSERT INTO {{pokdeng_wallets}} ({WALLET_COLUMNS}) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (wallet_key) DO UPDATE SET "
                     "balance = excluded.balance, reserved = excluded.reserved, version = excluded.version, "
                     "position = excluded.position"
@@ -172,11 +172,11 @@ class _SQLViews(ReadModelRecorder, ABC):
             )
         tables = [t for table_id in sorted(batch.dirty_tables) if (t := batch.tables.get(table_id)) is not None]
         if tables:
-            marks = ", ".join(["%s"] * len(_TABLE_FIELDS))
-            updates = ", ".join(f"{name} = excluded.{name}" for name in _TABLE_FIELDS if name != "table_id")
+            marks = ", ".join(["%s"] * len(TABLE_FIELDS))
+            updates = ", ".join(f"{name} = excluded.{name}" for name in TABLE_FIELDS if name != "table_id")
             cursor.executemany(
                 q(
-                    f"INSERT INTO {{pokdeng_tables}} ({_TABLE_COLUMNS}) VALUES ({marks}) "
+                    f"INSERT INTO {{pokdeng_tables}} ({TABLE_COLUMNS}) VALUES ({marks}) "
                     f"ON CONFLICT (table_id) DO UPDATE SET {updates}"
                 ),
                 [t.row() for t in tables],
@@ -184,7 +184,7 @@ class _SQLViews(ReadModelRecorder, ABC):
         if batch.lines:
             cursor.executemany(
                 q(
-                    f"INSERT INTO {{pokdeng_wallet_statement}} (wallet_key, position, {_LINE_COLUMNS}) "
+                    f"INSERT INTO {{pokdeng_wallet_statement}} (wallet_key, position, {LINE_COLUMNS}) "
                     "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
                 ),
                 [
@@ -245,7 +245,7 @@ class _SQLViews(ReadModelRecorder, ABC):
             self._q("UPDATE {tracking} SET notification_id = 0 WHERE application_name NOT IN (%s, %s)"),
             (MIGRATION_ROW, VIEWS_ROW),
         )
-        for table in _VIEW_TABLES:
+        for table in VIEW_TABLES:
             cursor.execute(self._q(f"DROP TABLE IF EXISTS {{{table}}}"))
         for statement in self._view_statements():
             cursor.execute(statement)
@@ -278,7 +278,7 @@ class _SQLViews(ReadModelRecorder, ABC):
         before_position: int | None,
         limit: int,
     ) -> tuple[RoundSummary, ...]:
-        columns = ", ".join(f"h.{c}" for c in _HISTORY_NAMES)
+        columns = ", ".join(f"h.{c}" for c in HISTORY_NAMES)
         where: list[str] = []
         params: list[Any] = []
         if player is not None:  # the player's rounds by their index, then the table's among them
@@ -308,7 +308,7 @@ class _SQLViews(ReadModelRecorder, ABC):
         if where:
             text += " WHERE " + " AND ".join(where)
         text += f" ORDER BY {order} DESC LIMIT %s"
-        return tuple(_summary_from_row(r) for r in self._select(text, [*params, limit]))
+        return tuple(summary_from_row(r) for r in self._select(text, [*params, limit]))
 
     def list_tables(self, after: str | None, limit: int, profile: str | None) -> tuple[TableSummary, ...]:
         where: list[str] = []
@@ -317,41 +317,41 @@ class _SQLViews(ReadModelRecorder, ABC):
             if value is not None:
                 where.append(condition)
                 params.append(value)
-        text = f"SELECT {_TABLE_COLUMNS} FROM {{pokdeng_tables}}"
+        text = f"SELECT {TABLE_COLUMNS} FROM {{pokdeng_tables}}"
         if where:
             text += " WHERE " + " AND ".join(where)
         rows = self._select(text + " ORDER BY table_id LIMIT %s", [*params, limit])
-        return tuple(_Table(*r).as_summary() for r in rows)
+        return tuple(TableFold(*r).as_summary() for r in rows)
 
     def list_wallets(self, after: str | None, limit: int) -> tuple[WalletBalance, ...]:
-        text = f"SELECT {_WALLET_COLUMNS} FROM {{pokdeng_wallets}}"
+        text = f"SELECT {WALLET_COLUMNS} FROM {{pokdeng_wallets}}"
         params: list[Any] = []
         if after is not None:
             text += " WHERE wallet_id > %s"
             params.append(after)
         rows = self._select(text + " ORDER BY wallet_id, wallet_key LIMIT %s", [*params, limit])
-        return tuple(_Wallet(*r).as_balance() for r in rows)
+        return tuple(WalletFold(*r).as_balance() for r in rows)
 
     def statement(self, wallet_key: str, after: int, limit: int) -> tuple[StatementLine, ...]:
         rows = self._select(
-            f"SELECT {_LINE_COLUMNS} FROM {{pokdeng_wallet_statement}} WHERE wallet_key = %s AND version > %s "
+            f"SELECT {LINE_COLUMNS} FROM {{pokdeng_wallet_statement}} WHERE wallet_key = %s AND version > %s "
             "ORDER BY version LIMIT %s",
             (wallet_key, after, limit),
         )
-        return tuple(_line_from_row(r) for r in rows)
+        return tuple(line_from_row(r) for r in rows)
 
     def wallet_balance(self, wallet_key: str) -> WalletBalance | None:
-        rows = self._select(f"SELECT {_WALLET_COLUMNS} FROM {{pokdeng_wallets}} WHERE wallet_key = %s", (wallet_key,))
-        return _Wallet(*rows[0]).as_balance() if rows else None
+        rows = self._select(f"SELECT {WALLET_COLUMNS} FROM {{pokdeng_wallets}} WHERE wallet_key = %s", (wallet_key,))
+        return WalletFold(*rows[0]).as_balance() if rows else None
 
     def open_rounds(self, table_id: str | None) -> tuple[OpenRound, ...]:
-        text = f"SELECT {_ROUND_COLUMNS} FROM {{pokdeng_open_rounds}}"
+        text = f"SELECT {ROUND_COLUMNS} FROM {{pokdeng_open_rounds}}"
         params: tuple[Any, ...] = ()
         if table_id is not None:
             text += " WHERE table_id = %s"
             params = (table_id,)
         rows = self._select(text + " ORDER BY started_position", params)
-        return tuple(_Round.from_row(r).as_open() for r in rows)
+        return tuple(RoundFold.from_row(r).as_open() for r in rows)
 
     def house_totals(self, table_id: str | None) -> HouseTotals:
         text = (
@@ -374,27 +374,27 @@ class _SQLViews(ReadModelRecorder, ABC):
 
 
 class _SQLReader:
-    def __init__(self, views: _SQLViews, cursor: Any) -> None:
+    def __init__(self, views: SQLViews, cursor: Any) -> None:
         self.views = views
         self.cursor = cursor
 
-    def load_round(self, round_id: str) -> _Round | None:
+    def load_round(self, round_id: str) -> RoundFold | None:
         self.cursor.execute(
-            self.views._q(f"SELECT {_ROUND_COLUMNS} FROM {{pokdeng_open_rounds}} WHERE round_id = %s"), (round_id,)
+            self.views._q(f"SELECT {ROUND_COLUMNS} FROM {{pokdeng_open_rounds}} WHERE round_id = %s"), (round_id,)
         )
         rows = self.views._rows(self.cursor)
-        return _Round.from_row(rows[0]) if rows else None
+        return RoundFold.from_row(rows[0]) if rows else None
 
-    def load_wallet(self, key: str) -> _Wallet | None:
+    def load_wallet(self, key: str) -> WalletFold | None:
         self.cursor.execute(
-            self.views._q(f"SELECT {_WALLET_COLUMNS} FROM {{pokdeng_wallets}} WHERE wallet_key = %s"), (key,)
+            self.views._q(f"SELECT {WALLET_COLUMNS} FROM {{pokdeng_wallets}} WHERE wallet_key = %s"), (key,)
         )
         rows = self.views._rows(self.cursor)
-        return _Wallet(*rows[0]) if rows else None
+        return WalletFold(*rows[0]) if rows else None
 
-    def load_table(self, table_id: str) -> _Table | None:
+    def load_table(self, table_id: str) -> TableFold | None:
         self.cursor.execute(
-            self.views._q(f"SELECT {_TABLE_COLUMNS} FROM {{pokdeng_tables}} WHERE table_id = %s"), (table_id,)
+            self.views._q(f"SELECT {TABLE_COLUMNS} FROM {{pokdeng_tables}} WHERE table_id = %s"), (table_id,)
         )
         rows = self.views._rows(self.cursor)
-        return _Table(*rows[0]) if rows else None
+        return TableFold(*rows[0]) if rows else None

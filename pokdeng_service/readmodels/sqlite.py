@@ -14,10 +14,10 @@ from eventsourcing.persistence import OperationalError, Tracking
 from eventsourcing.sqlite import SQLiteTrackingRecorder
 
 from pokdeng_service.readmodels.recorder import TRACKING_TABLE
-from pokdeng_service.readmodels.sql import _SQLViews
+from pokdeng_service.readmodels.sql import SQLViews
 
 
-class SQLiteReadModelRecorder(SQLiteTrackingRecorder, _SQLViews):
+class SQLiteReadModelRecorder(SQLiteTrackingRecorder, SQLViews):
     """Views and tracking in the application's SQLite file; tracking in ``pokdeng_readmodels_tracking``."""
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:

@@ -17,9 +17,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from pokdeng_service.application.views import StatementLine
-from pokdeng_service.readmodels.models import _TABLE_FIELDS, PlayerResult, RoundSummary
+from pokdeng_service.readmodels.models import TABLE_FIELDS, PlayerResult, RoundSummary
 
-_VIEW_TABLES = (
+VIEW_TABLES = (
     "pokdeng_open_rounds",
     "pokdeng_round_history",
     "pokdeng_round_players",
@@ -28,7 +28,7 @@ _VIEW_TABLES = (
     "pokdeng_house_ledger",
     "pokdeng_tables",
 )
-_CREATE = (
+CREATE = (
     "CREATE TABLE IF NOT EXISTS {pokdeng_open_rounds} ("
     "round_id TEXT PRIMARY KEY, table_id TEXT NOT NULL, round_no BIGINT NOT NULL, last_kind TEXT NOT NULL, "
     "last_position BIGINT NOT NULL, version BIGINT NOT NULL, started_position BIGINT NOT NULL, "
@@ -63,18 +63,18 @@ _CREATE = (
     "rounds_closed BIGINT NOT NULL, currency TEXT NOT NULL, position BIGINT NOT NULL)",
     "CREATE INDEX IF NOT EXISTS pokdeng_tables_by_profile ON {pokdeng_tables} (profile, table_id)",
 )
-_ROUND_COLUMNS = "round_id, table_id, round_no, last_kind, last_position, version, started_position, started_at, info"
-_HISTORY_COLUMNS = (
+ROUND_COLUMNS = "round_id, table_id, round_no, last_kind, last_position, version, started_position, started_at, info"
+HISTORY_COLUMNS = (
     "round_id, table_id, round_no, profile, profile_version, outcome, banker, house_net, commission, players, "
     "opened_at, closed_at, opened_position, closed_position"
 )
-_HISTORY_NAMES = tuple(c.strip() for c in _HISTORY_COLUMNS.split(","))
-_LINE_COLUMNS = "version, kind, amount, reserved_change, balance_after, round_id, reference, at"
-_WALLET_COLUMNS = "wallet_key, wallet_id, balance, reserved, version, position, currency"  # as ``_Wallet``'s fields
-_TABLE_COLUMNS = ", ".join(_TABLE_FIELDS)  # as ``_Table``'s fields
+HISTORY_NAMES = tuple(c.strip() for c in HISTORY_COLUMNS.split(","))
+LINE_COLUMNS = "version, kind, amount, reserved_change, balance_after, round_id, reference, at"
+WALLET_COLUMNS = "wallet_key, wallet_id, balance, reserved, version, position, currency"  # as ``WalletFold``'s fields
+TABLE_COLUMNS = ", ".join(TABLE_FIELDS)  # as ``TableFold``'s fields
 
 
-def _history_row(summary: RoundSummary) -> tuple[Any, ...]:
+def history_row(summary: RoundSummary) -> tuple[Any, ...]:
     players = json.dumps([[p.player, p.staked, p.net] for p in summary.players], separators=(",", ":"))
     return (
         summary.round_id,
@@ -94,13 +94,13 @@ def _history_row(summary: RoundSummary) -> tuple[Any, ...]:
     )
 
 
-def _summary_from_row(row: Sequence[Any]) -> RoundSummary:
-    values = dict(zip(_HISTORY_NAMES, row, strict=True))
+def summary_from_row(row: Sequence[Any]) -> RoundSummary:
+    values = dict(zip(HISTORY_NAMES, row, strict=True))
     values["players"] = tuple(PlayerResult(player=p, staked=s, net=n) for p, s, n in json.loads(values["players"]))
     return RoundSummary(**values)
 
 
-def _line_from_row(row: Sequence[Any]) -> StatementLine:
+def line_from_row(row: Sequence[Any]) -> StatementLine:
     version, kind, amount, reserved, balance, round_id, reference, at = row
     return StatementLine(
         position=version,

@@ -9,6 +9,6 @@ tree heads with their keys (``signing``); and the store as files and servers: op
 only for the audit tools (``readonly``), the one-server lock of a SQLite file (``lock``),
 backups and restores (``backup``).
 
-May import: ``pokdeng_core`` and the libraries. Never the application, audit, read models,
-API or CLI.
+May import: ``pokdeng_core`` and the libraries. Nothing above it (the application, wallet, read
+models, audit, API, CLI).
 """

@@ -1,18 +1,20 @@
-"""The wallet port: where a round's money lives (docs/wallet.md).
+"""The platform's wallet: the seamless adapter of the application's wallet port (docs/wallet.md).
 
-* ``port``: the ``WalletPort`` the round handlers book money through, and ``InternalPort``, the
-  event-sourced wallets of ``store.aggregates.Wallet`` (reservations, settlement, releases);
 * ``outbox``: ``WalletTransactions``, a round's transactions with a platform's wallet, requested
   before each call and recorded with the round's events (hash-chained);
 * ``platform``: the client of the platform's wallet (``pokdeng.wallet.v1``, over gRPC or JSON over
   HTTP), each call retried with its transaction id until a definite answer;
 * ``remote``: ``RemotePort``, the seamless wallet: debit before a bet is placed, credit at the
   settlement, rollback on a void;
+* ``stakes``: the step the one pipeline runs before a stake: its debits requested, sent, and given back
+  if the stake is not recorded;
 * ``recovery``: the worker that finishes every pending transaction (also after a crash);
-* ``reconcile``: both sides of a period compared; ``verify``: the outbox streams in
-  ``pokdeng verify --all``; ``config``: the deployment's choice of adapter;
+* ``reconcile``: both sides of a period compared; ``config``: the deployment's choice of adapter;
+  ``switch``: the checks before a server changes adapter (the outbox's verification is
+  ``pokdeng_service.audit.outbox``);
 * ``v1``: the generated code of ``proto/pokdeng/wallet/v1/wallet.proto``.
 
-May import: core, store, application (the pipeline and commands). The application reaches the port
-only through ``port.port_of`` (an attribute of the application, the internal port by default).
+May import: core, store and the application (whose ``wallet_port`` declares the port this package's
+``RemotePort`` implements, and whose pipeline runs its stake step). The application never imports this
+package: a deployment attaches the remote port (``remote.attach``).
 """

@@ -8,7 +8,7 @@
   offline: ``dispute_page`` (``pokdeng replay ROUND --html``) and ``verifier_page`` (``pokdeng
   verifier-page``: any bundle file, checked in the browser).
 
-Imports: ``pokdeng_core``, ``audit`` (verdicts) and ``application.views`` only; the CLI imports this.
+May import: ``pokdeng_core``, ``audit`` and what lies below it; the CLI imports this.
 """
 
 from __future__ import annotations

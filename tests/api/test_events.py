@@ -155,7 +155,8 @@ def test_recall_reaches_every_partition(tmp_path: Path, start_server: StartServe
     """`pokdeng serve --partitions 2` keeps read models for each store: ListRounds finds a
     table's and a player's rounds in whichever partition their shard puts them."""
     from pokdeng_service.application.config import StoreConfig
-    from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels
+    from pokdeng_service.application.partitions import PartitionedPokdeng
+    from pokdeng_service.readmodels.partitioned import PartitionedReadModels
 
     config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "r.sqlite"), partitions=2, vault_key="c4" * 32)
     service = PartitionedPokdeng.open(config)

@@ -16,9 +16,9 @@ from pokdeng_core.gamemath import (
     EXACT_STAKE,
     RtpResult,
     Strategy,
-    _play,
     best_strategy,
     exact,
+    play_round,
     reference_strategy,
     round_server_seed,
     simulate,
@@ -260,5 +260,5 @@ def test_machine_rounds_follow_the_enumerated_deal_model(name: str) -> None:
         server = round_server_seed("model", i)
         player, banker = _model_hands(profile, strategy, shuffled_deck(server, "sim:model", i, 1))
         expected = settle_values(profile, evaluate(profile, player), evaluate(profile, banker), 1000)
-        played = _play(profile, strategy, server, "model", i, 1000)
+        played = play_round(profile, strategy, server, "model", i, 1000)
         assert (played.net, played.outcome) == (expected.player_net, expected.outcome.value), (i, player, banker)

@@ -30,6 +30,7 @@ from typing import Any
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
 from pokdeng_core.machine import Phase, RoundState
+from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.store import merkle
@@ -106,7 +107,7 @@ class ModelBase(RuleBasedStateMachine):
         for round_id in self.rounds:
             if not self.app.round_state(round_id).is_closed:
                 continue
-            verdict = self.app.verify_round(round_id, check_wallets=True)
+            verdict = audit.verify_round(self.app, round_id, check_wallets=True)
             assert verdict.ok, (round_id, verdict)
             proof = self.app.inclusion_proof(round_id)
             if proof is not None:
@@ -233,7 +234,7 @@ class ModelBase(RuleBasedStateMachine):
         """A round that has just closed verifies, and no wallet lost more than it had reserved."""
         newly = [r for r, view in self.world().rounds if view is not None and view.phase == "closed"]
         for round_id in newly:
-            verdict = self.app.verify_round(round_id, check_wallets=False)
+            verdict = audit.verify_round(self.app, round_id, check_wallets=False)
             assert verdict.ok, (round_id, verdict)
             for event in self.app.round_events(round_id):
                 if event.kind == "round_settled":

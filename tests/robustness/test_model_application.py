@@ -19,7 +19,7 @@ After every step (the invariants live in ``model.ModelBase``, shared with the gR
   for it (its stakes, and the player-banker's cover); nothing for a closed round;
 * every refused command changed nothing: ``max_position`` and every view (wallets, tables,
   rounds, including ids that do not exist yet) are the same after it;
-* every closed round verifies (``app.verify_round(round_id, check_wallets=False).ok``) and no
+* every closed round verifies (``audit.verify_round(app, round_id, check_wallets=False).ok``) and no
   wallet lost more than the round had reserved in it; at the end of a run every closed round
   verifies again with ``check_wallets=True``;
 * every round that is not closed is its table's current round (no orphan round).

@@ -101,7 +101,7 @@ def _chosen(events: Any, seat: int) -> list[Any]:
 def _verifies(app: PokdengApp, round_id: str) -> dict[str, Any]:
     verdict = audit.verify_round(app, round_id)
     assert verdict.ok, verdict.render()
-    bundle: dict[str, Any] = app.export_bundle(round_id)
+    bundle: dict[str, Any] = audit.export_bundle(app, round_id)
     offline = audit.verify_bundle(audit.bundle_bytes(bundle))
     assert offline.ok, offline.render()
     return bundle
@@ -124,7 +124,7 @@ def test_a_void_records_who_voided_it(app: PokdengApp) -> None:
     voided = result.events[0]
     assert voided.kind == "round_voided" and voided.data["by"] == "operator:desk-7"
     assert voided.data["reason"] == "dealer misdeal"
-    bundle = app.export_bundle(round_id)
+    bundle = audit.export_bundle(app, round_id)
     assert bundle["decisions"][-1] == {
         "command": "void_round",
         "name": "void_round",
@@ -148,7 +148,7 @@ def test_a_start_and_a_deal_record_who_sent_them(app: PokdengApp) -> None:
     assert [e.kind for e in dealt.events][:2] == ["client_seed_fixed", "cards_dealt"]
     assert dealt.events[1].data["by"] == "operator:desk-7" and "by" not in dealt.events[0].data
     play.drive_round(d, round_id)
-    bundle = app.export_bundle(round_id)
+    bundle = audit.export_bundle(app, round_id)
     opening = _event(bundle["events"], "round_opened")
     assert opening["data"]["by"] == _event(bundle["events"], "cards_dealt")["data"]["by"] == "operator:desk-7"
     decisions = {x["command"]: x for x in bundle["decisions"]}
@@ -301,7 +301,7 @@ def test_timeouts_and_side_bet_closes_record_their_sender(app: PokdengApp) -> No
             continue
         app.handle(TURN_CLOCK, f"timeout:{round_id}", TimeOutTurn(round_id))
         play.drive_round(d, round_id)
-        events = app.export_bundle(round_id)["events"]
+        events = audit.export_bundle(app, round_id)["events"]
         closed = next(e for e in events if e["kind"] == "side_bets_settled")
         timed_out = next(e for e in events if e["kind"] == "turn_timed_out")
         assert closed["data"]["by"] == "operator:desk-7"
@@ -311,7 +311,7 @@ def test_timeouts_and_side_bet_closes_record_their_sender(app: PokdengApp) -> No
         drawn = next(e for e in events if e["position"] == timed_out["position"] + 1)
         assert drawn["data"]["reason"] == "timeout" and drawn["data"]["by"] == ""  # (turn_timed_out names it)
         assert audit.verify_round(app, round_id).ok
-        assert audit.verify_bundle(audit.bundle_bytes(app.export_bundle(round_id))).ok
+        assert audit.verify_bundle(audit.bundle_bytes(audit.export_bundle(app, round_id))).ok
         return
     raise AssertionError("no round reached the player turns after its side bets")
 
@@ -379,12 +379,12 @@ def test_rounds_stored_before_the_start_and_deal_named_their_sender_still_verify
         assert "by" not in _event(view.events, "round_opened").data
         verdict = audit.verify_round(app, round_id)
         assert verdict.ok, verdict.render()
-        bundle = app.export_bundle(round_id)
+        bundle = audit.export_bundle(app, round_id)
         assert "by" not in next(x for x in bundle["decisions"] if x["command"] == "open_round")
         offline = audit.verify_bundle(audit.bundle_bytes(bundle))
         assert offline.ok, offline.render()
     assert "by" not in _event(app.round_events(finished), "cards_dealt").data
-    assert {"command": "deal", "name": "deal"} in app.export_bundle(finished)["decisions"]
+    assert {"command": "deal", "name": "deal"} in audit.export_bundle(app, finished)["decisions"]
     assert _event(app.round_events(still_open), "cards_dealt").data["by"] == "operator:desk-7"
 
 

@@ -52,9 +52,9 @@ def _play_rounds(d: play.Driver, profile: str, rounds: int, table: str | None = 
 @pytest.mark.parametrize("profile", ["classic", "ante", "room", "kingmaker"])
 def test_every_closed_round_replays_bit_exact(app: PokdengApp, driver: play.Driver, profile: str) -> None:
     for round_id in _play_rounds(driver, profile, 6):
-        verdict = app.verify_round(round_id)
+        verdict = audit.verify_round(app, round_id, check_wallets=True)
         assert verdict.ok, verdict.render()
-        replay_verdict, replayed = app.replay_round(round_id)
+        replay_verdict, replayed = audit.replay_round(app, round_id)
         assert replay_verdict.ok
         stored = [e for e in app.round_events(round_id) if e.digest]
         assert [e.kind for e in stored] == [e.kind for e in replayed]
@@ -66,7 +66,7 @@ def test_many_generated_rounds_replay_in_memory() -> None:
     count = 0
     for profile in ("classic", "ante", "room", "kingmaker"):
         for round_id in _play_rounds(d, profile, 60):
-            verdict = app.verify_round(round_id, check_wallets=False)
+            verdict = audit.verify_round(app, round_id, check_wallets=False)
             assert verdict.ok, verdict.render()
             count += 1
     assert count == 240
@@ -211,10 +211,10 @@ def test_direct_row_tampering_is_detected(
     app = make_app()
     d = play.Driver(app, chooser=play.Chooser(random.Random(3)))
     round_id = _play_rounds(d, "classic", 1, table=f"tamper-{kind}")[0]
-    assert app.verify_round(round_id).ok
+    assert audit.verify_round(app, round_id, check_wallets=True).ok
     TAMPERING[kind](Rows(app_env, round_id))
     fresh = make_app(AGGREGATE_CACHE_MAXSIZE="0")
-    verdict = fresh.verify_round(round_id)
+    verdict = audit.verify_round(fresh, round_id, check_wallets=True)
     assert not verdict.ok, verdict.render()
     assert verdict.first_difference
     if kind == "retimed_chain_rewritten":
@@ -269,7 +269,7 @@ def test_batch_verification_fails_a_bad_round_id_at_its_turn(make_app: Callable[
 
 def test_bundle_verifies_offline_and_fails_on_any_single_byte_edit(app: PokdengApp, driver: play.Driver) -> None:
     round_id = _play_rounds(driver, "kingmaker", 1)[0]
-    raw = audit.bundle_bytes(app.export_bundle(round_id))
+    raw = audit.bundle_bytes(audit.export_bundle(app, round_id))
     assert audit.verify_bundle(raw).ok
     rng = random.Random(5)
     positions = sorted(set(rng.sample(range(len(raw)), min(400, len(raw)))) | {0, len(raw) - 1, len(raw) // 2})
@@ -283,7 +283,7 @@ def test_bundle_verifies_offline_and_fails_on_any_single_byte_edit(app: PokdengA
 
 def test_bundle_has_everything_a_regulator_asks_for(app: PokdengApp, driver: play.Driver) -> None:
     round_id = _play_rounds(driver, "room", 1)[0]
-    bundle = app.export_bundle(round_id)
+    bundle = audit.export_bundle(app, round_id)
     for key in (
         "profile",
         "engine_version",
@@ -315,7 +315,7 @@ def test_checkpoint_roots_and_inclusion_proofs(app: PokdengApp, driver: play.Dri
         leaf = bytes.fromhex(proof["leaf"])
         path = [bytes.fromhex(h) for h in proof["path"]]
         assert merkle.verify_inclusion(leaf, proof["index"], proof["size"], path, bytes.fromhex(proof["root"]))
-        raw = audit.bundle_bytes(app.export_bundle(round_id))
+        raw = audit.bundle_bytes(audit.export_bundle(app, round_id))
         verdict = audit.verify_bundle(raw)
         assert verdict.ok and any(c.name == "inclusion" for c in verdict.checks), verdict.render()
     with pytest.raises(Exception, match="no round has closed"):
@@ -342,7 +342,7 @@ def test_table_record_is_found_whatever_the_audit_hint(app: PokdengApp, driver: 
         else:
             app.audit_hints[table_id] = hint
         for round_id in random.Random(hint).sample(round_ids, len(round_ids)):
-            verdict = app.verify_round(round_id)
+            verdict = audit.verify_round(app, round_id, check_wallets=True)
             assert verdict.ok, verdict.render()
             if hint is not None:
                 app.audit_hints[table_id] = hint  # the same wrong hint for every round
@@ -361,7 +361,7 @@ def test_replay_compares_payloads_by_their_json_form() -> None:
     seen: set[str] = set()
     for profile in ("classic", "ante", "room", "kingmaker"):
         for round_id in _play_rounds(d, profile, 8):
-            facts = audit._facts(app.round_events(round_id))
+            facts = audit.core_facts(app.round_events(round_id))
             replayed, _ = audit.replay_events(facts)
             for stored, again in zip(facts, replayed, strict=True):
                 assert orjson.dumps(again) == orjson.dumps(to_data(again))
@@ -426,9 +426,9 @@ def test_rounds_of_an_older_profile_and_engine_version_still_replay(
     assert {opened[r]["profile_version"] for r in new_rounds} == {2}
     assert sum(commissions(r) for r in old_rounds) == 0 < sum(commissions(r) for r in new_rounds)
     for round_id in old_rounds:
-        verdict = app.verify_round(round_id)
+        verdict = audit.verify_round(app, round_id, check_wallets=True)
         assert verdict.ok, verdict.render()
-        bundle = app.export_bundle(round_id)
+        bundle = audit.export_bundle(app, round_id)
         assert bundle["profile"]["version"] == 1
         if round_id in old_rounds[:6]:
             engine = next(c for c in verdict.checks if c.name == "engine")
@@ -437,7 +437,7 @@ def test_rounds_of_an_older_profile_and_engine_version_still_replay(
         offline = audit.verify_bundle(audit.bundle_bytes(bundle))
         assert offline.ok, offline.render()
     for round_id in new_rounds:
-        verdict = app.verify_round(round_id)
+        verdict = audit.verify_round(app, round_id, check_wallets=True)
         assert verdict.ok and not any(c.name == "engine" for c in verdict.checks), verdict.render()
 
 
@@ -463,7 +463,7 @@ def test_verification_reads_compressed_or_encrypted_rows_through_the_library(tmp
         for round_id in rounds:
             rows = app.recorder.select_events(round_uuid(round_id))
             assert facts.plain_fact(rows[1]) is None  # not plain JSON: the library decodes it
-            assert app.verify_round(round_id).ok
+            assert audit.verify_round(app, round_id, check_wallets=True).ok
         assert all(v.ok for v in audit.verify_rounds(app, rounds))
         assert [tuple(f) for f in audit.round_facts(app, rounds[0])] == [
             tuple(facts.fact_of(e)) for e in app.events.get(round_uuid(rounds[0]))

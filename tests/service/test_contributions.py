@@ -92,12 +92,12 @@ def test_a_round_with_player_contributions_deals_from_the_derived_seed_and_verif
     view = play.drive_round(driver, round_id)
     assert view.client_seed == derived
     play.assert_cards_from_shoe(view)  # the cards are the shuffle of (revealed seed, derived seed, nonce)
-    verdict = app.verify_round(round_id)
+    verdict = audit.verify_round(app, round_id, check_wallets=True)
     assert verdict.ok, verdict.render()
     check = next(c for c in verdict.checks if c.name == "client seed")
     assert derived in check.detail and "3 contribution(s)" in check.detail
     assert not any(c.name == "engine" for c in verdict.checks)
-    bundle = app.export_bundle(round_id)
+    bundle = audit.export_bundle(app, round_id)
     shuffle = bundle["shuffle"]
     assert shuffle["client_seed"] == derived and shuffle["client_seed_rule"] == CLIENT_SEED_RULE
     assert [tuple(p) for p in shuffle["contributions"]] == sorted(counted.items())
@@ -171,7 +171,7 @@ def test_the_shoe_cache_never_deals_from_a_stale_shoe(make_app: Callable[..., Po
         assert cards == [str(c) for c in shoe[: len(cards)]]
         if not app.round_state(round_id).is_closed:
             break
-        assert app.verify_round(round_id).ok
+        assert audit.verify_round(app, round_id, check_wallets=True).ok
     else:
         raise AssertionError("every deal closed its round")
     assert app._shoes[round_id].client_seed == derived  # the dealt shoe is the one remembered
@@ -183,7 +183,7 @@ def test_the_shoe_cache_never_deals_from_a_stale_shoe(make_app: Callable[..., Po
     assert other.load_round(round_id).state.shoe == Shoe(seed, shoe, derived)
     view = play.drive_round(play.Driver(other, prefix="other"), round_id)
     play.assert_cards_from_shoe(view)
-    assert other.verify_round(round_id).ok
+    assert audit.verify_round(other, round_id, check_wallets=True).ok
 
 
 def test_a_round_voided_before_its_deal_has_no_client_seed_and_verifies(app: PokdengApp, driver: play.Driver) -> None:
@@ -192,10 +192,10 @@ def test_a_round_voided_before_its_deal_has_no_client_seed_and_verifies(app: Pok
     round_id = play.start_round(driver, "cv", "platform")
     requests.send(as_player("cv-ann"), PlaceBet(round_id, 1, "cv-ann", 200, "ann"))
     driver.call("void_round", round_id, "closing early")
-    verdict = app.verify_round(round_id)
+    verdict = audit.verify_round(app, round_id, check_wallets=True)
     assert verdict.ok, verdict.render()
     assert "never fixed" in next(c for c in verdict.checks if c.name == "client seed").detail
-    bundle = app.export_bundle(round_id)
+    bundle = audit.export_bundle(app, round_id)
     assert bundle["shuffle"]["client_seed"] == "" and bundle["shuffle"]["deck_order"] == []
     assert audit.verify_bundle(audit.bundle_bytes(bundle)).ok
 
@@ -313,10 +313,10 @@ def test_stored_rounds_of_engine_1_0_0_still_verify(
         assert [e.kind for e in view.events][1:3] == ["round_opened", "shuffle_committed"]
         assert view.client_seed == seed and "client_seed_fixed" not in play.kinds(view)
         play.assert_cards_from_shoe(view)
-        verdict = app.verify_round(round_id)
+        verdict = audit.verify_round(app, round_id, check_wallets=True)
         assert verdict.ok, verdict.render()
         assert "given with the commitment" in next(c for c in verdict.checks if c.name == "client seed").detail
-        offline = audit.verify_bundle(audit.bundle_bytes(app.export_bundle(round_id)))
+        offline = audit.verify_bundle(audit.bundle_bytes(audit.export_bundle(app, round_id)))
         assert offline.ok, offline.render()
-    engine = next(c for c in app.verify_round(finished).checks if c.name == "engine")
+    engine = next(c for c in audit.verify_round(app, finished, check_wallets=True).checks if c.name == "engine")
     assert "recorded by engine 1.0.0" in engine.detail

@@ -39,7 +39,10 @@ AGGREGATE_CLASSES = sorted(
     (
         c
         for c in vars(ag).values()
-        if isinstance(c, type) and issubclass(c, Aggregate) and c.__module__ == ag.__name__ and c.__name__[0] != "_"
+        if isinstance(c, type)
+        and issubclass(c, Aggregate)
+        and c.__module__ == ag.__name__
+        and c is not ag.ChainedStream  # (the base of the chained streams, never stored itself)
     ),
     key=lambda c: c.__name__,
 )

@@ -29,6 +29,7 @@ from eventsourcing.persistence import StoredEvent
 from google.rpc import code_pb2, error_details_pb2  # type: ignore[import-untyped]
 
 from pokdeng_core.machine import Phase
+from pokdeng_service import audit
 from pokdeng_service.api.errors import status_for
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.errors import StreamForged
@@ -185,7 +186,7 @@ def test_the_forged_round_attack_learns_nothing(
     view = play.drive_round(driver, victim)
     play.assert_cards_from_shoe(view)
     assert view.server_seed == seed_hex
-    verdict = app.verify_round(victim)
+    verdict = audit.verify_round(app, victim, check_wallets=True)
     assert verdict.ok, verdict.render()
 
 
@@ -221,7 +222,7 @@ def test_the_turn_clock_skips_and_logs_a_round_its_table_never_opened(
     assert app.recorder.max_notification_id() == written
     _assert_seed_nowhere(app, app.server_seed(victim).hex(), caplog)
     play.drive_round(driver, victim)
-    assert app.verify_round(victim).ok
+    assert audit.verify_round(app, victim, check_wallets=True).ok
 
 
 # --- refused on load -----------------------------------------------------------------------------------
@@ -250,12 +251,12 @@ def test_a_round_whose_uuid_is_not_its_ids_is_refused_on_load(
             partial(reader.server_seed, "t#evil"),
             partial(reader.legal_commands, "t#evil"),
             partial(reader.round_events, "t#evil"),
-            partial(reader.export_bundle, "t#evil"),
+            partial(audit.export_bundle, reader, "t#evil"),
             partial(reader.time_out_turn, "t-out", "t#evil"),
             partial(reader.void_round, "t-void", "t#evil", "forged"),
         ):
             _forged_error(call)
-        verdict = reader.verify_round("t#evil")
+        verdict = audit.verify_round(reader, "t#evil", check_wallets=True)
         assert not verdict.ok and [c.name for c in verdict.checks if not c.ok] == ["stream"], verdict.render()
     assert _alerts(caplog, forged)
     # The API's status: DATA_LOSS, reason STREAM_FORGED, naming the stream.
@@ -402,7 +403,7 @@ def test_rounds_sealed_before_the_binding_still_resume(
     assert later.server_seed(victim) == seed
     view = play.drive_round(play.Driver(later, prefix="later", chooser=play.Chooser(random.Random(1))), victim)
     assert view.server_seed == seed.hex()
-    assert later.verify_round(victim).ok
+    assert audit.verify_round(later, victim, check_wallets=True).ok
 
 
 def _seed_rows(app_env: dict[str, str], round_id: str) -> Rows:

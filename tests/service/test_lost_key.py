@@ -43,11 +43,11 @@ def test_with_the_vault_key_lost_open_rounds_are_voided_and_the_rest_verifies(
         kinds = [e.kind for e in voided.events]
         assert kinds[0] == "round_voided" and kinds[-1] == "round_closed" and "seed_revealed" not in kinds
         assert lost.get_wallet("a").reserved == lost.get_wallet("b").reserved == 0
-        assert lost.verify_round(closed).ok
-        verdict = lost.verify_round(dealt)
+        assert audit.verify_round(lost, closed, check_wallets=True).ok
+        verdict = audit.verify_round(lost, dealt, check_wallets=True)
         assert verdict.ok, verdict.render()
         assert "withheld" in verdict.render()
-        offline = audit.verify_bundle(audit.bundle_bytes(lost.export_bundle(dealt)))  # the bundle, too
+        offline = audit.verify_bundle(audit.bundle_bytes(audit.export_bundle(lost, dealt)))  # the bundle, too
         assert offline.ok and "withheld" in offline.render(), offline.render()
     finally:
         lost.close()

@@ -18,9 +18,10 @@ from hypothesis import strategies as st
 
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.application.config import StoreConfig
-from pokdeng_service.application.partitions import PartitionedPokdeng, PartitionedReadModels, partition_of
+from pokdeng_service.application.partitions import PartitionedPokdeng, partition_of
 from pokdeng_service.readmodels import RoundSummary
 from pokdeng_service.readmodels.paging import check_cursor, instant, merge_rounds
+from pokdeng_service.readmodels.partitioned import PartitionedReadModels
 
 from . import play
 from .play import Chooser, Driver

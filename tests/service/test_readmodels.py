@@ -444,7 +444,7 @@ def test_a_failure_mid_page_leaves_views_and_position_as_they_were(
 ) -> None:
     rounds = scenario(driver)
     rm.page_size = 40
-    real = readmodels._project
+    real = readmodels.project_event
     calls = 0
 
     def failing(batch: Any, position: int, event: Any) -> None:
@@ -454,7 +454,7 @@ def test_a_failure_mid_page_leaves_views_and_position_as_they_were(
             raise RuntimeError("crash in the middle of a page")
         real(batch, position, event)
 
-    monkeypatch.setattr(readmodels, "_project", failing)
+    monkeypatch.setattr(readmodels, "project_event", failing)
     with pytest.raises(RuntimeError):
         rm.catch_up(app)
     stopped_at = rm.position()
@@ -462,7 +462,7 @@ def test_a_failure_mid_page_leaves_views_and_position_as_they_were(
     before = snapshot(rm)
     # The position is a page boundary and the views hold exactly the pages before it.
     other = ReadModels({"PERSISTENCE_MODULE": "eventsourcing.popo"})
-    monkeypatch.setattr(readmodels, "_project", real)
+    monkeypatch.setattr(readmodels, "project_event", real)
     items = [(n.id, rm._decode(app, n)) for n in app.recorder.select_notifications(1, stopped_at)]
     other.recorder.apply(app.name, 0, items)
     assert snapshot(other)[1:] == before[1:]

@@ -70,7 +70,7 @@ def test_rounds_debit_stakes_and_credit_settlements(platform: Platform, remote_a
         txs = load_transactions(app, round_id)
         assert txs is not None and not txs.pending()
         assert {t.status for t in txs.txs.values()} == {"accepted", "applied"}
-        assert app.verify_round(round_id).ok
+        assert audit.verify_round(app, round_id, check_wallets=True).ok
     with pytest.raises(NotFound):  # no wallet of the store was used
         app.get_wallet("alice")
     verdicts = _store_ok(app)
