@@ -1,9 +1,9 @@
-"""The pokdeng application: one entry point for every command, and the record's loaders and caches.
+"""The pokdeng application: one entry point for every command, and what a save leaves behind.
 
 ``PokdengApp.handle(principal, request_id, command)`` runs any command of
 ``pokdeng_service.application.commands`` through the one pipeline
 (``pokdeng_service.application.pipeline``); the handlers are in ``wallets``, ``tables`` and
-``rounds``, the reads in ``queries``. Every command carries a client request id: a retry with
+``rounds``, the reads in ``queries``, the loaders and their caches in ``loading``. Every command carries a client request id: a retry with
 the same id returns the first result and writes nothing.
 
 For scripts and tests, each command is also a method named after it, taking the request id
@@ -27,7 +27,7 @@ from eventsourcing.persistence import ApplicationRecorder, EventStore, JSONTrans
 from eventsourcing.utils import strtobool
 
 from pokdeng_core.limits import MAX_AMOUNT
-from pokdeng_core.machine import Shoe, attach_shoe
+from pokdeng_core.machine import attach_shoe
 from pokdeng_service.application import handlers  # noqa: F401 - registers every command's handler
 from pokdeng_service.application.checkpoints import LogQueries
 from pokdeng_service.application.commands import COMMANDS, Command
@@ -53,7 +53,6 @@ _STREAM_UUID: dict[str, Callable[[str], UUID]] = {
     "wallet": ag.wallet_uuid,
     "log": round_log_uuid,
 }
-_CACHE_SIZE = 1024
 _WALLET_REQUESTS = frozenset({"Deposited", "Withdrawn"})  # the wallet events that name their request
 
 
@@ -104,12 +103,8 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
         self.vault = vault or SeedVault.ephemeral()
         self.clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC)  # the shell's clock (tests set it)
         self.signing_keys = signing_keys or KeyRing()  # signed tree heads (no key: SignTreeHead is refused)
-        self._shoes: OrderedDict[str, Shoe] = OrderedDict()
-        self._shoes_lock = threading.Lock()
         self.log_lock = threading.Lock()  # held by a command from its load of the round log to its save
         self._names: dict[UUID, str] = {}
-        self._view_cache: OrderedDict[UUID, tuple[RecordedEvent, ...]] = OrderedDict()
-        self._view_lock = threading.Lock()
         # Per table, how far past position 2n + 2 round n's round_finished was last found
         # (seatings and bids push it on): where audits look first. Only a hint: what is
         # found there is checked, and the search falls back to walking the stream.
@@ -178,7 +173,7 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
             return None
         problem = integrity.identity_problem(record)
         if problem is not None or not isinstance(record, CommandRecord):
-            self._evict_stream(record_id)
+            self.evict_stream(record_id)
             claimed = integrity.identity(record)
             name = claimed[1] if claimed else ""
             raise stream_forged("request", name, record_id, problem or "it is not a request record")
@@ -222,15 +217,15 @@ class PokdengApp(Queries, LogQueries, Application[UUID]):
                     except Exception:  # the first command will unseal it (and say what is wrong)
                         shoe = None
                     if shoe is not None:
-                        self._remember_shoe(sealed.round_id, shoe)
+                        self.remember_shoe(sealed.round_id, shoe)
         for aggregate in saved:  # a deal that fixed the client seed shuffled the shoe: remember that one
             if isinstance(aggregate, RoundRecord) and not aggregate.state.is_closed:
                 dealt = aggregate.state.shoe
                 if dealt is not None and dealt.client_seed is not None:
-                    self._remember_shoe(aggregate.round_id, dealt)
+                    self.remember_shoe(aggregate.round_id, dealt)
         if stream == "round" and events:
             target = next(a for a in saved if isinstance(a, RoundRecord))
-            self._extend_view_events(target.id, events)
+            self.extend_view_events(target.id, events)
         cache = self.repository.cache
         if cache is None or not self.repository.deepcopy_from_cache:
             return
