@@ -1,19 +1,65 @@
-"""pokdeng_core: the pure rules of Pok Deng (no I/O, no clock, no randomness but the seeded shuffle)."""
+"""pokdeng_core: the pure rules of Pok Deng (no I/O, no clock, no randomness but the seeded shuffle).
 
-from .cards import Card, CardError, Rank, Suit, canonical_deck, format_cards, parse_card, parse_cards
-from .evaluation import HandValue, Outcome, compare, evaluate
-from .hands import HandKind, ante_value, deng, hand_kind, is_pok, taem
-from .profiles import ENGINE_VERSION, PROFILE_NAMES, Profile, ProfileError, get_profile
-from .settlement import (
-    PlayerHand,
-    RoundSettlement,
-    SideBetResult,
-    StakeError,
-    StakeResult,
-    settle,
-    settle_round,
-    settle_side_bet,
-)
+The names below are loaded when first read (``__getattr__``, PEP 562): importing one module of the core
+(``pokdeng_core.catalog``, ``pokdeng_core.shuffle``) does not load the rest of it, nor pydantic, so
+``pokdeng --version`` and ``--help`` start at once. ``from pokdeng_core import settle`` works as before.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .cards import Card, CardError, Rank, Suit, canonical_deck, format_cards, parse_card, parse_cards
+    from .catalog import ENGINE_VERSION, PROFILE_NAMES
+    from .evaluation import HandValue, Outcome, compare, evaluate
+    from .hands import HandKind, ante_value, deng, hand_kind, is_pok, taem
+    from .profiles import Profile, ProfileError, get_profile
+    from .settlement import (
+        PlayerHand,
+        RoundSettlement,
+        SideBetResult,
+        StakeError,
+        StakeResult,
+        settle,
+        settle_round,
+        settle_side_bet,
+    )
+
+_EXPORTS = (
+    ("cards", ("Card", "CardError", "Rank", "Suit", "canonical_deck", "format_cards", "parse_card", "parse_cards")),
+    ("evaluation", ("HandValue", "Outcome", "compare", "evaluate")),
+    ("hands", ("HandKind", "ante_value", "deng", "hand_kind", "is_pok", "taem")),
+    ("catalog", ("ENGINE_VERSION", "PROFILE_NAMES")),
+    ("profiles", ("Profile", "ProfileError", "get_profile")),
+    ("settlement", (
+        "PlayerHand", "RoundSettlement", "SideBetResult", "StakeError", "StakeResult",
+        "settle", "settle_round", "settle_side_bet",
+    )),
+)  # fmt: skip
+_HOMES = MappingProxyType({name: module for module, names in _EXPORTS for name in names})
+"""Each public name's module."""
+
+
+def __getattr__(name: str) -> Any:
+    """A public name from its module (imported on first use), or a submodule (``pokdeng_core.machine``)."""
+    home = _HOMES.get(name)
+    if home is not None:
+        return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = (
     "ENGINE_VERSION",

@@ -18,6 +18,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from .catalog import ENGINE_VERSION as ENGINE_VERSION  # (re-exported: its old home)
+from .catalog import PROFILE_NAMES as PROFILE_NAMES
+
 
 class ProfileError(ValueError):
     """An unknown profile, version or option."""
@@ -196,10 +199,6 @@ class Profile(BaseModel):
         return f"{self.name}@{self.version}{extra}"
 
 
-ENGINE_VERSION = "1.1.0"
-"""The engine that decides rounds. 1.1.0: client seeds contributed during betting and fixed at the deal
-(docs/shuffle.md section 13); rounds of 1.0.0 took the client seed at the opening and replay as they were."""
-
 _CHOICE_ALWAYS = DrawRule(auto_max=-1, choice_max=9, timeout_draw_max=3)
 _AUTO_LOW_CHOICE_MID = DrawRule(auto_max=3, choice_max=7, timeout_draw_max=3)
 
@@ -288,7 +287,8 @@ PRESETS: dict[str, Mapping[int, Profile]] = {
 }
 """The registry of profile versions. Never changed by the engine; a plain dict only because a
 service test (tests/service/test_audit.py) swaps in a newer version with ``monkeypatch.setitem``."""
-PROFILE_NAMES = tuple(PRESETS)
+if tuple(PRESETS) != PROFILE_NAMES:  # pragma: no cover - (catalog.py names them for light importers)
+    raise ImportError(f"catalog.PROFILE_NAMES {PROFILE_NAMES} are not the presets {tuple(PRESETS)}")
 
 _CLASSIC_OPTIONS = frozenset({"straights", "ace_low"})
 
