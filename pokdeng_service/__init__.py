@@ -16,3 +16,5 @@ counted; docs/architecture.md has the table):
 
 ``pokdeng_core`` (the rules) and ``pokdeng_client`` (what a platform installs) import nothing of this package.
 """
+
+from pokdeng_service.version import __version__ as __version__

@@ -142,6 +142,16 @@ def test_wheel_carries_the_license(wheel: zipfile.ZipFile) -> None:
     assert "LICENSE" in (metadata.get_all("License-File") or [])
 
 
+def test_wheel_version_is_the_package_s_one_version(wheel: zipfile.ZipFile) -> None:
+    """pyproject.toml's version is dynamic: ``pokdeng_service.version.__version__``, the one place."""
+    from pokdeng_service.version import __version__
+
+    assert "version" in PYPROJECT["project"]["dynamic"] and "version" not in PYPROJECT["project"]
+    metadata = Parser().parsestr(wheel.read(f"{dist_info(wheel)}/METADATA").decode("utf-8"))
+    assert metadata["Version"] == __version__
+    assert dist_info(wheel) == f"pokdeng-{__version__}.dist-info"
+
+
 def test_wheel_declares_the_console_script(wheel: zipfile.ZipFile) -> None:
     entry_points = configparser.ConfigParser()
     entry_points.read_string(wheel.read(f"{dist_info(wheel)}/entry_points.txt").decode("utf-8"))

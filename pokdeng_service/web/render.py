@@ -16,13 +16,13 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
-from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markupsafe import Markup
 
 from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.version import __version__
 from pokdeng_service.web import model
 from pokdeng_service.web.describe import money
 
@@ -35,10 +35,8 @@ _CLOSING = re.compile(r"</(script|style)|<!--", re.IGNORECASE)
 
 
 def pokdeng_version() -> str:
-    try:
-        return version("pokdeng")
-    except PackageNotFoundError:  # (run from a source tree that was never installed)
-        return "0+unknown"
+    """The package's version, from its one place (``pokdeng_service.version``; installed or not)."""
+    return __version__
 
 
 def static(name: str) -> str:
