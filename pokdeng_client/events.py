@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping
 from fractions import Fraction
 from typing import Any
 
-from google.protobuf.descriptor import Descriptor, EnumDescriptor, FieldDescriptor
+from google.protobuf.descriptor import EnumDescriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
@@ -228,8 +228,3 @@ def _plain(field: Any, value: Any) -> Any:
     if field.enum_type is not None:
         return field.enum_type.values_by_number[value].name[len(_enum_prefix(field.enum_type)) :].lower()
     return value
-
-
-def descriptor_of(member: str) -> Descriptor:
-    descriptor: Descriptor = _FIELDS[member].message_type
-    return descriptor

@@ -199,11 +199,6 @@ def settle_side_bet(profile: Profile, banker_natural: bool, side_stake: int) -> 
     return SideBetResult(side_stake, False, side_stake, -side_stake)
 
 
-def is_natural(cards: Sequence[Card]) -> bool:
-    """A banker's natural: its first two cards are a pok (pok or pok deng)."""
-    return len(cards) >= 2 and (cards[0].rank.points + cards[1].rank.points) % 10 >= 8
-
-
 @dataclass(frozen=True, slots=True)
 class PlayerHand:
     """A final hand to settle in a round: its cards, its stake and (kingmaker) a side stake."""

@@ -243,17 +243,10 @@ class ShuffleStream:
 # --------------------------------------------------------------------------- the shuffle
 
 
-def _fisher_yates(size: int, next_word: Callable[[], int]) -> tuple[int, ...]:
-    order = list(range(size))
-    for i in range(size - 1, 0, -1):
-        j = uniform_below(i + 1, next_word)
-        order[i], order[j] = order[j], order[i]
-    return tuple(order)
-
-
 def _fisher_yates_blocks(size: int, blocks: Iterator[tuple[int, ...]]) -> tuple[int, ...]:
-    """``_fisher_yates(size, next_word)`` over a stream given as blocks of words, with the
-    rejection inlined: the same draws in the same order, without a call per word."""
+    """The Fisher–Yates shuffle of ``range(size)`` (docs/shuffle.md section 6: from the last position down,
+    one ``uniform_below(i + 1)`` draw per step) over a stream given as blocks of words, with the rejection
+    of section 5 inlined: the same draws in the same order, without a call per word."""
     order = list(range(size))
     words: tuple[int, ...] = ()
     pos = 0

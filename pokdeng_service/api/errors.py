@@ -60,7 +60,6 @@ import logging
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import NoReturn
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
@@ -125,11 +124,6 @@ class StoreDown(ApiError):
 
     code = grpc.StatusCode.UNAVAILABLE
     reason = "STORE_UNAVAILABLE"
-
-
-class StreamIdle(ApiError):
-    code = grpc.StatusCode.UNAVAILABLE
-    reason = "STREAM_IDLE"
 
 
 def _store_errors() -> tuple[type[BaseException], ...]:
@@ -277,15 +271,6 @@ def status_for(exc: BaseException) -> status_pb2.Status:
     return _status(
         grpc.StatusCode.INTERNAL, f"internal error (reference {reference})", _info("INTERNAL", {"reference": reference})
     )
-
-
-def abort(context: grpc.ServicerContext, exc: BaseException) -> NoReturn:
-    """End the call with the status that reports ``exc`` (raises, as ``context.abort`` does)."""
-    status = status_for(exc)
-    if status.code != code_pb2.INTERNAL:  # an INTERNAL error is logged with its traceback by status_for
-        log.debug("refused (code %d): %s", status.code, status.message)
-    context.abort_with_status(rpc_status.to_status(status))
-    raise AssertionError("unreachable: abort_with_status raises")  # pragma: no cover
 
 
 # --- reading the details back (clients, tests) -------------------------------------------------

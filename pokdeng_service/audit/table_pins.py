@@ -6,8 +6,8 @@ it for one round with fresh reads; ``TablePins`` serves a batch of verifications
 each table's stream ahead. Both read the stored rows and decode only ``RoundFinished``
 rows (by topic). ``app`` is an application as ``live.AuditedRecord`` describes it (here its
 ``recorder``, ``mapper``, ``audit_hints`` and ``stream_events``). Both check first that the
-table's stream opens the table it is read for (``check_table``), reading its first row in the
-same read as the first page of its pins (``fastpaths.select_rows``).
+table's stream opens the table it is read for, reading its first row in the same read as the
+first page of its pins (``fastpaths.select_rows``).
 """
 
 from __future__ import annotations
@@ -59,17 +59,9 @@ def table_finish(app: Any, table_id: str, round_id: str, round_no: int) -> Recor
     return finished[0] if finished else None
 
 
-def check_table(app: Any, table_id: str) -> None:
-    """The table's stream is the table's: its first stored row opens table ``table_id`` (read afresh,
-    one row); else ``StreamForged`` (its alert logged)."""
-    (first,) = select_rows(app.recorder, [(table_uuid(table_id), None, 1, None)])
-    if first:
-        _check_opened(table_id, fact_of_row(app.mapper, first[0]))
-
-
 def _opened_and_page(app: Any, table_id: str, after: int, page: int) -> list[Any]:
-    """``check_table``, and the table's first ``page`` rows after ``after`` (ascending), read in the
-    same read transaction: those rows, once the table's first row is found to open the table."""
+    """The table's first ``page`` rows after ``after`` (ascending), once its first stored row is found to
+    open table ``table_id`` (else ``StreamForged``, its alert logged): both read in one read transaction."""
     uuid = table_uuid(table_id)
     first, rows = select_rows(app.recorder, [(uuid, None, 1, None), (uuid, after, None, page)])
     if first:
