@@ -17,24 +17,69 @@ May import: ``pokdeng_core``, ``pokdeng_service.store`` and the application's vi
 Live verification reads a store through the application's public reading methods only
 (``AuditedRecord``); the application never imports the audit: its callers (the API, the CLI) call the
 audit with the application.
+
+The names below load on first use (``__getattr__``, PEP 562): ``pokdeng verify BUNDLE`` imports
+``audit.bundle`` alone, and with it no store application, library or server (``from pokdeng_service
+import audit; audit.verify_round(...)`` works as before).
 """
 
-from pokdeng_service.audit.anchors import audit_log, check_anchor, verify_consistency, verify_head
-from pokdeng_service.audit.bundle import BUNDLE_FORMAT, BUNDLE_VERSION, bundle_bytes, export_bundle, verify_bundle
-from pokdeng_service.audit.live import AuditedRecord, replay_round, round_facts, verify_round, verify_rounds
-from pokdeng_service.audit.replay import (
-    check_chain,
-    check_money,
-    check_replay,
-    decision_of,
-    decisions,
-    group_by_command,
-    replay_events,
-    revealed_seed,
-)
-from pokdeng_service.audit.store import verify_store
-from pokdeng_service.audit.table_pins import TablePins, table_finish
-from pokdeng_service.audit.verdicts import Check, Verdict
+from __future__ import annotations
+
+import importlib
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pokdeng_service.audit.anchors import audit_log, check_anchor, verify_consistency, verify_head
+    from pokdeng_service.audit.bundle import BUNDLE_FORMAT, BUNDLE_VERSION, bundle_bytes, export_bundle, verify_bundle
+    from pokdeng_service.audit.live import AuditedRecord, replay_round, round_facts, verify_round, verify_rounds
+    from pokdeng_service.audit.replay import (
+        check_chain,
+        check_money,
+        check_replay,
+        decision_of,
+        decisions,
+        group_by_command,
+        replay_events,
+        revealed_seed,
+    )
+    from pokdeng_service.audit.store import verify_store
+    from pokdeng_service.audit.table_pins import TablePins, table_finish
+    from pokdeng_service.audit.verdicts import Check, Verdict
+
+_EXPORTS = (
+    ("anchors", ("audit_log", "check_anchor", "verify_consistency", "verify_head")),
+    ("bundle", ("BUNDLE_FORMAT", "BUNDLE_VERSION", "bundle_bytes", "export_bundle", "verify_bundle")),
+    ("live", ("AuditedRecord", "replay_round", "round_facts", "verify_round", "verify_rounds")),
+    ("replay", (
+        "check_chain", "check_money", "check_replay", "decision_of", "decisions", "group_by_command",
+        "replay_events", "revealed_seed",
+    )),
+    ("store", ("verify_store",)),
+    ("table_pins", ("TablePins", "table_finish")),
+    ("verdicts", ("Check", "Verdict")),
+)  # fmt: skip
+_HOMES = MappingProxyType({name: module for module, names in _EXPORTS for name in names})
+"""Each public name's module."""
+
+
+def __getattr__(name: str) -> Any:
+    """A public name from its module (imported on first use), or a submodule (``audit.bundle``)."""
+    home = _HOMES.get(name)
+    if home is not None:
+        return getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as error:
+            if error.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = [
     "BUNDLE_FORMAT",

@@ -18,18 +18,18 @@ docs/checkpoints.md describes the formats.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
-from uuid import UUID
-
-from eventsourcing.persistence import AggregateRecorder, Mapper
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
-from pokdeng_service.store.aggregates import round_uuid
-from pokdeng_service.store.facts import RecordedEvent
-from pokdeng_service.store.fastpaths import facts_of_rows
-from pokdeng_service.store.roundlog import covers, leaf_problem, read_log
 from pokdeng_service.store.signing import PublicKeys, SigningError, TreeHead
+
+if TYPE_CHECKING:  # (the store's log is read by audit_log alone: a bundle's anchor is checked without the library)
+    from uuid import UUID
+
+    from eventsourcing.persistence import AggregateRecorder, Mapper
+
+    from pokdeng_service.store.facts import RecordedEvent
 
 UNANCHORED = "unanchored"
 
@@ -136,6 +136,9 @@ class LogAudited(Protocol):
 
 
 def _last_digest(app: LogAudited, round_id: str) -> str | None:
+    from pokdeng_service.store.aggregates import round_uuid
+    from pokdeng_service.store.fastpaths import facts_of_rows
+
     rows = app.recorder.select_events(round_uuid(round_id), desc=True, limit=1)
     facts = facts_of_rows(app.mapper, rows)
     return facts[0].digest if facts else None
@@ -143,6 +146,8 @@ def _last_digest(app: LogAudited, round_id: str) -> str | None:
 
 def audit_log(app: LogAudited, keys: PublicKeys | None = None, subject: str = "") -> Verdict:
     """The store's log: leaves, their rounds, every head's root and signature (names the first problem)."""
+    from pokdeng_service.store.roundlog import covers, leaf_problem, read_log
+
     log = read_log(app.log_events())
     verdict = Verdict(subject or f"log {log.log_id or '(none)'}")
     if not log.log_id:

@@ -13,17 +13,14 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import RoundState, evolve
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
-from pokdeng_service.application.errors import stream_forged
-from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.audit.anchors import check_anchor
-from pokdeng_service.audit.live import AuditedRecord, wallet_settlement
 from pokdeng_service.audit.replay import (
     as_json,
     check_chain,
@@ -35,10 +32,8 @@ from pokdeng_service.audit.replay import (
     revealed_seed,
     voided_without_seed,
 )
-from pokdeng_service.audit.table_pins import table_finish
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
-from pokdeng_service.store.aggregates import round_uuid
 from pokdeng_service.store.codec import (
     CHAIN_VERSION,
     canonical_json,
@@ -46,11 +41,13 @@ from pokdeng_service.store.codec import (
     from_data,
     genesis_digest,
 )
-from pokdeng_service.store.facts import Recorded
+from pokdeng_service.store.facts import Recorded, RecordedEvent
 from pokdeng_service.store.signing import HEAD_FIELDS, PublicKeys
+from pokdeng_service.version import BUNDLE_FORMAT as BUNDLE_FORMAT  # (the format's one place, re-exported)
+from pokdeng_service.version import BUNDLE_VERSION as BUNDLE_VERSION
 
-BUNDLE_FORMAT = "pokdeng-round-bundle"
-BUNDLE_VERSION = 1
+if TYPE_CHECKING:  # (what export reads of a store: verify_bundle, offline, loads none of it)
+    from pokdeng_service.audit.live import AuditedRecord
 
 
 def _log_anchor(app: AuditedRecord, round_id: str) -> dict[str, Any] | None:
@@ -68,6 +65,9 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
     events = list(app.round_events(round_id))
     problem = _chain_problem(round_id, events) or _pin_problem(app, round_id, events, state)
     if problem is not None:  # (read afresh: a running server's cached round may hide an edit of its rows)
+        from pokdeng_service.application.errors import stream_forged
+        from pokdeng_service.store.aggregates import round_uuid
+
         raise stream_forged("round", round_id, round_uuid(round_id), problem)
     facts = core_facts(events)
     copies = restated(round_id, facts, state)
@@ -106,6 +106,8 @@ def _pin_problem(app: AuditedRecord, round_id: str, events: Sequence[RecordedEve
     """Whether the round's table pins its close (its ``round_finished`` names the round's last digest), or what
     is wrong: a bundle is evidence of a round its table played (found from the outside: a round copied under
     another id, with its chain recomputed, was exported)."""
+    from pokdeng_service.audit.table_pins import table_finish
+
     finished = table_finish(app, state.table_id, round_id, state.round_no)
     if finished is None:
         return f"table {state.table_id!r} never finished round {round_id}"
@@ -192,6 +194,8 @@ def _event_dict(event: Recorded) -> dict[str, Any]:
 
 
 def _balance_after(app: AuditedRecord, wallet_id: str, round_id: str) -> int | None:
+    from pokdeng_service.audit.live import wallet_settlement
+
     applied = wallet_settlement(app, wallet_id, round_id)
     return None if applied is None else applied[1]
 
