@@ -16,17 +16,15 @@ verify), 2 bad usage or input, 3 refused (no signing key, an empty log).
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
-import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pokdeng_service.application.config import StoreConfig
-from pokdeng_service.cli.console import output_file
-from pokdeng_service.store.readonly import sqlite_uri
-from pokdeng_service.store.signing import KeyRing, PublicKeys, TreeHead
+from pokdeng_service.cli.output import output_file
+
+if TYPE_CHECKING:
+    from pokdeng_service.store.signing import PublicKeys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -37,6 +35,8 @@ def public_keys(values: list[str] | None) -> PublicKeys | None:
     """The public keys of every ``--key`` (a key's hex, or a file of keys), or None without any."""
     if not values:
         return None
+    from pokdeng_service.store.signing import PublicKeys
+
     keys = PublicKeys()
     for value in values:
         keys = keys.merge(PublicKeys.load(value))
@@ -46,6 +46,8 @@ def public_keys(values: list[str] | None) -> PublicKeys | None:
 def _key_path(args: argparse.Namespace) -> Path:
     if args.key_file:
         return Path(args.key_file)
+    from pokdeng_service.application.config import StoreConfig
+
     return StoreConfig.from_args(db=args.db).signing_key_path()
 
 
@@ -74,6 +76,8 @@ def _json(value: Any) -> str:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
+    from pokdeng_service.store.signing import KeyRing
+
     path = _key_path(args)
     if args.action == "new":
         ring = KeyRing()
@@ -98,7 +102,11 @@ def cmd_keys(args: argparse.Namespace) -> int:
 
 def _open(args: argparse.Namespace, *, write: bool = False) -> Any:
     """The store: to sign (with the signing keys), or read only (nothing created, no key read)."""
+    import dataclasses
+
+    from pokdeng_service.application.config import StoreConfig
     from pokdeng_service.application.partitions import PartitionedPokdeng
+    from pokdeng_service.store.readonly import sqlite_uri
 
     config = StoreConfig.from_args(
         db=args.db, postgres_url=args.postgres_url, partitions=args.partitions, partition_urls=args.partition_url
@@ -118,9 +126,12 @@ def _store_key(shard: str) -> str:
 
 
 def cmd_sign(args: argparse.Namespace) -> int:
+    import uuid
+
     from pokdeng_service.application.commands import SignTreeHead
     from pokdeng_service.application.principal import SYSTEM
     from pokdeng_service.store.roundlog import HEAD_SIGNED
+    from pokdeng_service.store.signing import TreeHead
 
     service = _open(args, write=True)
     try:

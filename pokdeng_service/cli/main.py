@@ -12,6 +12,11 @@ database", exit 4), and read the vault key only when an open round's seed is nee
 other checks pass exits 0, and its verdict warns "unanchored" (its signed tree head, if any, was
 not checked); with ``--key`` a bundle with no signed head, or whose head's signature does not
 verify with the keys given, exits 1.
+
+Starting is light: this module and what builds the parser (``checkpoints``, ``stores``, ``wallet``,
+``rtp``, ``serve_flags``, ``output``) import no store, application, server, pydantic, numpy or rich at
+import time; each command imports what it uses when it runs. ``--version`` and every ``--help`` load
+nothing heavy (tests/cli/test_startup.py), and ``verify BUNDLE`` loads only the offline verifier.
 """
 
 from __future__ import annotations
@@ -24,27 +29,49 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
-from pokdeng_core.errors import DomainError
-from pokdeng_service.application.config import ConfigError, StoreConfig
-from pokdeng_service.application.errors import NotFound
 from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
-from pokdeng_service.cli.console import EXIT_SIGPIPE, output_file
+from pokdeng_service.cli.output import EXIT_SIGPIPE, output_file
+from pokdeng_service.cli.rtp import add_rtp_commands
+from pokdeng_service.cli.serve_flags import add_serve_flags
 from pokdeng_service.cli.stores import add_store_commands, partition_file
 from pokdeng_service.cli.wallet import add_wallet_commands
+
+if TYPE_CHECKING:
+    from pokdeng_service.application.config import StoreConfig
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 ROUND_HELP = "the round's id, TABLE#N: the table's id, '#' and the round's number (quote it in a shell: 'demo#1')"
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+def version_text() -> str:
+    """What ``pokdeng --version`` prints: the package's version (``pokdeng_service.version``, the one place),
+    the engine's, the shuffle's algorithm and the bundle's format, a line each (the first ``pokdeng X``)."""
+    from pokdeng_core.catalog import ENGINE_VERSION
+    from pokdeng_core.shuffle import SHUFFLE_ALGORITHM
+    from pokdeng_service.version import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 
-    try:
-        return version("pokdeng")
-    except PackageNotFoundError:  # pragma: no cover - a source tree never installed
-        return "0+unknown"
+    return "\n".join(
+        (
+            f"pokdeng {__version__}",
+            f"engine {ENGINE_VERSION}",
+            f"shuffle {SHUFFLE_ALGORITHM}",
+            f"bundle {BUNDLE_FORMAT} v{BUNDLE_VERSION}",
+        )
+    )
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: ``version_text()``, on standard output, then exit 0 (read when asked, not when the
+    parser is built; printed as is, where argparse's own action would rewrap it)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: Any, **_kwargs: Any) -> NoReturn:
+        print(version_text())
+        parser.exit()
 
 
 def _store_options(parser: argparse.ArgumentParser) -> None:
@@ -64,6 +91,8 @@ def _store_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _config(args: argparse.Namespace) -> StoreConfig:
+    from pokdeng_service.application.config import StoreConfig
+
     return StoreConfig.from_args(
         db=args.db,
         postgres_url=args.postgres_url,
@@ -187,8 +216,7 @@ def cmd_verifier_page(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from pokdeng_service import audit
-    from pokdeng_service.audit.table_pins import TablePins
+    from pokdeng_service.audit.bundle import verify_bundle  # (offline: no store, application or server)
 
     # A bundle is named by --bundle or as a file (`pokdeng verify round.json`): it is checked
     # offline, with no server or database; anything else is a round id in the store.
@@ -202,11 +230,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
         except OSError as error:
             print(f"cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
             return EXIT_USAGE
-        verdict = audit.verify_bundle(raw, keys=public_keys(args.key))
+        verdict = verify_bundle(raw, keys=public_keys(args.key))
         print(verdict.render())
         failed += not verdict.ok
     if bundles and not rounds and not args.all:
         return EXIT_OK if not failed else EXIT_FAILED
+    from pokdeng_service import audit
+    from pokdeng_service.audit.table_pins import TablePins
+
     app = _open_read_only(args)
     if args.all:
         return _verify_all(app, args.quiet, len(bundles) - failed, failed)
@@ -315,15 +346,15 @@ def _recall_models(config: StoreConfig, app: Any, partition: int) -> Any:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="pokdeng", description="Pok Deng round engine and audit service")
-    parser.add_argument("--version", action="version", version=f"pokdeng {_version()}", help="print the version")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the version (and the engine's, the shuffle's, the bundle's)"
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     serve = sub.add_parser(
         "serve", help="run the gRPC server (every flag also from $POKDENG_<FLAG>: docs/operations.md)"
     )
     _store_options(serve)
-    from pokdeng_service.cli.settings import add_serve_flags
-
     add_serve_flags(serve)
     serve.set_defaults(handler=cmd_serve)
 
@@ -387,13 +418,7 @@ def build_parser() -> argparse.ArgumentParser:
     recall.set_defaults(handler=cmd_recall)
 
     add_store_commands(sub, _store_options, _config)
-
-    try:
-        from pokdeng_service.cli.rtp import add_rtp_commands
-    except ImportError:  # pragma: no cover
-        pass
-    else:
-        add_rtp_commands(sub)
+    add_rtp_commands(sub)
     add_checkpoint_commands(sub, _store_options)
     add_wallet_commands(sub, _store_options, _open_read_only)
     return parser
@@ -404,13 +429,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args))
-    except NotFound as error:
+    except _loaded("pokdeng_service.application.errors", "NotFound") as error:
         print(f"pokdeng: {error}", file=sys.stderr)
         return EXIT_REFUSED
-    except (ConfigError, ValueError) as error:
+    except ValueError as error:  # (and application.config's ConfigError, a ValueError)
         print(f"pokdeng: {error}", file=sys.stderr)
         return EXIT_USAGE
-    except DomainError as error:
+    except _loaded("pokdeng_core.errors", "DomainError") as error:
         print(f"pokdeng: {error}", file=sys.stderr)
         return EXIT_REFUSED
     except BrokenPipeError:  # the reader went away (`pokdeng replay ... | head`): not the store
@@ -423,9 +448,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as error:
-        from pokdeng_service.store.vault import VaultError
-
-        if isinstance(error, VaultError):  # a key missing, unreadable or open to others: configuration
+        # a vault key missing, unreadable or open to others: configuration
+        if isinstance(error, _loaded("pokdeng_service.store.vault", "VaultError")):
             print(f"pokdeng: {error}", file=sys.stderr)
             return EXIT_USAGE
         if not _store_error(error):
@@ -434,16 +458,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_UNAVAILABLE
 
 
+def _loaded(module: str, name: str) -> tuple[type[BaseException], ...]:
+    """The exception class ``module.name`` if its module is loaded, else none (``except`` and ``isinstance``
+    take either): an error of a module never imported cannot have been raised, and the CLI imports no
+    module only to look at an error's class."""
+    found = sys.modules.get(module)
+    return (getattr(found, name),) if found is not None else ()
+
+
 def _store_error(error: BaseException) -> bool:
     """An error of the event store (the library's, sqlite3's or psycopg's): the store is unavailable."""
-    import sqlite3
-
-    from eventsourcing.persistence import PersistenceError
-
-    if isinstance(error, PersistenceError | sqlite3.Error):
-        return True
-    psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(error, psycopg.Error)
+    errors = (
+        *_loaded("eventsourcing.persistence", "PersistenceError"),
+        *_loaded("sqlite3", "Error"),
+        *_loaded("psycopg", "Error"),
+    )
+    return isinstance(error, errors)
 
 
 def _one_line(error: BaseException) -> str:

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import secrets
 import sys
 import time
 from collections.abc import Sequence
-from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from rich.table import Table
+from pokdeng_core.catalog import PROFILE_NAMES
 
-from pokdeng_core.gamemath import RtpResult, SimulationResult, exact, simulate
-from pokdeng_core.profiles import PROFILE_NAMES, Profile, ProfileError, get_profile
-from pokdeng_service.cli.console import Console
+if TYPE_CHECKING:  # (the game math, numpy and rich are loaded by the commands: the parser needs none of them)
+    from fractions import Fraction
+
+    from pokdeng_core.gamemath import RtpResult, SimulationResult
+    from pokdeng_core.profiles import Profile
+    from pokdeng_service.cli.console import Console
 
 __all__ = ["add_rtp_commands", "main", "run_rtp", "run_simulate"]
 
@@ -81,11 +81,15 @@ def _positive(text: str) -> int:
 
 
 def _profile(args: argparse.Namespace) -> Profile:
+    from pokdeng_core.profiles import get_profile
+
     options = {"straights": True} if args.straights else {}
     return get_profile(args.profile, **options)
 
 
 def _console() -> Console:
+    from pokdeng_service.cli.console import Console
+
     return Console(highlight=False, markup=False)
 
 
@@ -94,6 +98,9 @@ def _console() -> Console:
 
 
 def run_rtp(args: argparse.Namespace) -> int:
+    from pokdeng_core.gamemath import exact
+    from pokdeng_core.profiles import ProfileError
+
     try:
         profile = _profile(args)
         started = time.perf_counter()
@@ -118,6 +125,8 @@ def _dec(value: Fraction | float, places: int = 6) -> str:
 
 
 def print_rtp(result: RtpResult, seconds: float, console: Console) -> None:
+    from rich.table import Table
+
     stake = "exact multipliers" if result.stake is None else f"stake {result.stake} minor units, rounded"
     console.print(f"{result.profile} - {result.strategy.name} strategy ({stake})", style="bold")
     console.print(f"Strategy: {result.strategy_text}")
@@ -206,6 +215,21 @@ def print_rtp(result: RtpResult, seconds: float, console: Console) -> None:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    import secrets
+
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from pokdeng_core.gamemath import exact, simulate
+    from pokdeng_core.profiles import ProfileError
+    from pokdeng_service.cli.console import Console
+
     seed = args.seed if args.seed is not None else secrets.token_hex(8)
     try:
         profile = _profile(args)
@@ -245,6 +269,8 @@ def run_simulate(args: argparse.Namespace) -> int:
 
 
 def print_simulation(result: SimulationResult, reference: RtpResult, seconds: float, console: Console) -> None:
+    from rich.table import Table
+
     console.print(f"{result.profile} - {result.strategy.name} strategy, simulated through the machine", style="bold")
     console.print(f"Strategy: {result.strategy_text}")
     console.print(

@@ -3,7 +3,8 @@
 A flag given on the command line wins over the environment, which wins over the default:
 ``POKDENG_PORT=50052 pokdeng serve`` and ``pokdeng serve --port 50052`` are the same. The table of
 every setting is in docs/operations.md. Secrets are not settings: the vault key stays in
-``POKDENG_VAULT_KEY`` (or its key file), tokens in the token file (hashes only).
+``POKDENG_VAULT_KEY`` (or its key file), tokens in the token file (hashes only). The flags themselves
+(``FLAGS``, ``add_serve_flags``) are in ``cli.serve_flags``, without pydantic: the parser is built from them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from pokdeng_service.application.config import ConfigError, StoreConfig
+from pokdeng_service.cli.serve_flags import FLAGS, add_serve_flags
 
 
 class ServeSettings(BaseSettings):
@@ -128,57 +130,6 @@ class ServeSettings(BaseSettings):
             "access_log": self.access_log,
             "probe_interval": self.probe_interval,
         }
-
-
-FLAGS: dict[str, dict[str, Any]] = {
-    "--host": {"help": "interface to listen on (default 127.0.0.1; $POKDENG_HOST)"},
-    "--port": {"type": int, "help": "gRPC port (default 50051; $POKDENG_PORT)"},
-    "--tokens": {"help": "token file (JSON or TOML); default: development mode with a printed operator token"},
-    "--workers": {"type": int, "help": "threads running the calls' blocking work (default 16)"},
-    "--tls-cert": {"help": "server certificate chain (PEM): TLS on the gRPC port"},
-    "--tls-key": {"help": "the certificate's private key (PEM)"},
-    "--tls-client-ca": {"help": "CA certificate(s) of the clients (PEM): mutual TLS"},
-    "--metrics-port": {"type": int, "help": "serve Prometheus metrics on this port (default: off)"},
-    "--metrics-host": {"help": "interface of the metrics endpoint (default 127.0.0.1)"},
-    "--shutdown-grace": {"type": float, "help": "seconds calls in flight get on SIGTERM (default 10)"},
-    "--max-concurrent-rpcs": {"type": int, "help": "unary calls in flight (default 8 a worker)"},
-    "--max-calls-per-caller": {"type": int, "help": "unary calls in flight for one token (default half)"},
-    "--max-subscriptions": {"type": int, "help": "event streams at once (default half the workers)"},
-    "--max-health-watches": {"type": int, "help": "health Watch streams at once (default 32)"},
-    "--max-watches": {"type": int, "help": "watch streams at once (default the workers, at least 4)"},
-    "--max-reflection-streams": {"type": int, "help": "reflection streams at once (default 8)"},
-    "--costly-workers": {"type": int, "help": "audits (replay, verify, export, proofs) running at once (default 1)"},
-    "--stream-idle": {"type": float, "help": "seconds a stream may wait on its client (default 60)"},
-    "--connection-idle": {"type": float, "help": "seconds before an idle connection is closed (default 300)"},
-    "--probe-interval": {"type": float, "help": "seconds between store probes (default 1)"},
-    "--log-format": {"choices": ["json", "text"], "help": "log lines as JSON objects (default) or text"},
-    "--log-level": {"choices": ["DEBUG", "INFO", "WARNING", "ERROR"], "help": "the log's threshold (default INFO)"},
-    "--read-models": {
-        "choices": ["process", "thread", "off"],
-        "help": "project the read models in a child process (default), a thread of the server, or not at all",
-    },
-    "--wallet": {"choices": ["internal", "remote"], "help": "the store's wallets (default) or the platform's"},
-    "--wallet-url": {"help": "the platform's wallet service: host:port (gRPC) or http://host:port (JSON)"},
-    "--wallet-timeout": {"type": float, "help": "seconds one call to the platform's wallet may take (default 2)"},
-    "--wallet-attempts": {"type": int, "help": "calls of one wallet transaction within a command (default 3)"},
-    "--wallet-allow-unfinished": {
-        "action": "store_const",
-        "const": True,
-        "help": "start on the internal wallets although open rounds hold debits on the platform's wallet, or its "
-        "transactions are pending (those rounds stay refused until served with --wallet remote; docs/wallet.md)",
-    },
-}
-
-
-def add_serve_flags(parser: argparse.ArgumentParser) -> None:
-    """The flags of ``pokdeng serve`` (every one defaults to None: the settings fill in the rest)."""
-    for flag, options in FLAGS.items():
-        parser.add_argument(flag, default=None, **options)
-    parser.add_argument(
-        "--no-access-log", dest="access_log", action="store_const", const=False, default=None,
-        help="no log line per call ($POKDENG_ACCESS_LOG=false)",
-    )  # fmt: skip
-    parser.set_defaults(partitions=None)  # the store options' default comes from the settings
 
 
 __all__ = ["FLAGS", "ServeSettings", "add_serve_flags"]

@@ -7,15 +7,18 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pokdeng_service.application.config import StoreConfig
+if TYPE_CHECKING:
+    from pokdeng_service.application.config import StoreConfig
 
 EXIT_OK, EXIT_USAGE = 0, 2
 
 
 def partition_file(first: Path, partition: int) -> Path:
     """The file of partition ``k`` beside ``first`` (partition 0's), named as the stores are."""
+    from pokdeng_service.application.config import StoreConfig
+
     return StoreConfig(kind="sqlite", sqlite_path=str(first), partitions=partition + 1).sqlite_file(partition)
 
 
