@@ -25,11 +25,14 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from . import commands as c
+from . import deciding
 from . import events as e
 from .cards import Card, canonical_deck, parse_card
+from .deciding import Decision as Decision  # (re-exported: its old home)
+from .deciding import Run
 from .errors import (
     DomainError,
     InsufficientFunds,
@@ -500,26 +503,10 @@ def replay(events: Iterable[e.RoundEvent], state: RoundState | None = None) -> R
 # decide
 
 
-class Decision(NamedTuple):
-    """What ``decide_and_fold`` gives: the events a command causes, and the state after them
-    (``replay(events, state)`` of the state decided on, as the decision computed it)."""
+class _Run(Run[RoundState, e.RoundEvent]):
+    """A round's decision in the making (``deciding.Run``), and the next card of its shoe."""
 
-    events: tuple[e.RoundEvent, ...]
-    state: RoundState
-
-
-class _Run:
-    """Collects the events of one decision, folding each into the state as it goes."""
-
-    __slots__ = ("events", "state")
-
-    def __init__(self, state: RoundState) -> None:
-        self.state = state
-        self.events: list[e.RoundEvent] = []
-
-    def emit(self, event: e.RoundEvent) -> None:
-        self.state = _EVOLVERS[type(event)](self.state, event)
-        self.events.append(event)
+    __slots__ = ()
 
     def next_card(self) -> Card:
         shoe = self.state.shoe
@@ -538,19 +525,13 @@ def decide(state: RoundState, command: c.RoundCommand) -> tuple[e.RoundEvent, ..
     return decide_and_fold(state, command).events
 
 
-def decide_and_fold(state: RoundState, command: c.RoundCommand) -> Decision:
+def decide_and_fold(state: RoundState, command: c.RoundCommand) -> Decision[RoundState, e.RoundEvent]:
     """``decide``, and the state after folding its events: ``events, after = decide_and_fold(state, command)``.
 
     ``after`` is what ``replay(events, state)`` gives, computed once along the way (the shell
     records the events and keeps ``after`` instead of folding them again).
     """
-    try:
-        handler = _HANDLERS[type(command)]
-    except KeyError:
-        raise InvalidCommand(f"not a round command: {type(command).__name__}") from None
-    run = _Run(state)
-    handler(run, command)
-    return Decision(tuple(run.events), run.state)
+    return deciding.decide_and_fold(_HANDLERS, _Run(state, evolve), command, "round")
 
 
 def _require_phase(state: RoundState, *phases: Phase, doing: str) -> None:

@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import Any
 
 from .currencies import DEFAULT as DEFAULT_CURRENCY
 from .currencies import currency_problem
+from .deciding import Decision, Run, decide_and_fold
 from .errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, UnknownSeat, WrongPhase
 from .limits import DEFAULT_TURN_TIMEOUT, MAX_ID, MAX_SEATS, MAX_TURN_TIMEOUT, check_id
 from .profiles import BankerKind, Profile, ProfileError, get_profile
@@ -230,26 +231,10 @@ def replay_table(events: Iterable[TableEvent], state: TableState | None = None) 
 # --- decide --------------------------------------------------------------------------------
 
 
-class TableDecision(NamedTuple):
-    """What ``decide_and_fold_table`` gives: the events a command causes, and the state after them
-    (``replay_table(events, state)`` of the state decided on, as the decision computed it)."""
-
-    events: tuple[TableEvent, ...]
-    state: TableState
-
-
-class _Run:
-    """Collects the events of one decision, folding each into the state as it goes."""
-
-    __slots__ = ("events", "state")
-
-    def __init__(self, state: TableState) -> None:
-        self.state = state
-        self.events: list[TableEvent] = []
-
-    def emit(self, event: TableEvent) -> None:
-        self.events.append(event)
-        self.state = evolve_table(self.state, event)
+TableDecision = Decision
+"""What ``decide_and_fold_table`` gives (``deciding.Decision``): the events a command causes, and the state
+after them (``replay_table(events, state)`` of the state decided on, as the decision computed it)."""
+_Run = Run[TableState, TableEvent]
 
 
 def decide_table(state: TableState, command: TableCommand) -> tuple[TableEvent, ...]:
@@ -257,15 +242,9 @@ def decide_table(state: TableState, command: TableCommand) -> tuple[TableEvent, 
     return decide_and_fold_table(state, command).events
 
 
-def decide_and_fold_table(state: TableState, command: TableCommand) -> TableDecision:
+def decide_and_fold_table(state: TableState, command: TableCommand) -> Decision[TableState, TableEvent]:
     """``decide_table``, and the state after folding its events: ``events, after = decide_and_fold_table(...)``."""
-    try:
-        handler = _HANDLERS[type(command)]
-    except KeyError:
-        raise InvalidCommand(f"not a table command: {type(command).__name__}") from None
-    run = _Run(state)
-    handler(run, command)
-    return TableDecision(tuple(run.events), run.state)
+    return decide_and_fold(_HANDLERS, Run(state, evolve_table), command, "table")
 
 
 def _idle(state: TableState, doing: str) -> None:
