@@ -1,5 +1,7 @@
 """Event-sourced aggregates on the ``eventsourcing`` library.
 
+* ``FoldedStream``: a chained stream whose state is a pure machine's fold (``record`` records a
+  decision of it); the round's and the table's are:
 * ``RoundRecord``: one stream per round. Each event wraps one core round event
   (pokdeng_core.events) with the command id that caused it, the profile and
   engine versions, and a hash-chain digest. State is ``pokdeng_core.machine.evolve``
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import Mapping
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -29,7 +32,8 @@ from eventsourcing.utils import register_topic
 
 from pokdeng_core import events as round_events
 from pokdeng_core import table as table_core
-from pokdeng_core.machine import Decision, RoundState, evolve
+from pokdeng_core.deciding import Decision
+from pokdeng_core.machine import RoundState, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
 from pokdeng_core.table import TableState, evolve_table
 from pokdeng_service.store import fastpaths
@@ -148,10 +152,59 @@ def _fact_classes(owner: type[ChainedStream], kinds: tuple[type[Any], ...]) -> d
     return out
 
 
-class RoundRecord(ChainedStream):
+class FoldedStream(ChainedStream):
+    """A chained stream whose state is a pure machine's fold over its facts (a round's, a table's).
+
+    ``record`` records a decision of the machine (``deciding.Decision``) and ``apply_fact`` folds a
+    stored fact; a subclass names its machine's events by kind (``CORE_EVENTS``), the stored class of
+    each (``FACTS``, from ``_fact_classes``) and its fold (``fold``)."""
+
+    CORE_EVENTS: Mapping[str, type[Any]]
+    FACTS: Mapping[str, type[ChainedStream.Fact]]
+    state: Any
+
+    def fold(self, state: Any, core_event: Any) -> Any:
+        raise NotImplementedError
+
+    def decided(self, before: Any, after: Any) -> Any:
+        """The state once a decision is recorded: the one it folded (``after``); ``before``, the state it
+        was decided on."""
+        return after
+
+    def apply_fact(self, fact: ChainedStream.Fact) -> None:
+        super().apply_fact(fact)
+        if "_recording" in self.__dict__:
+            return  # ``record`` sets the state its decision folded, once every fact is on the chain
+        self.state = self.fold(self.state, from_data(self.CORE_EVENTS[fact.kind], fact.data))
+
+    def record(self, decision: Decision[Any, Any], command_id: str) -> None:
+        """Record a decision: ``record(decide_and_fold(state, command), command_id)``.
+
+        Each event becomes a fact on the hash chain; the state becomes the decision's (folded by the
+        core while deciding, not again here: ``decided``).
+        """
+        core_events, after = decision
+        before = self.state
+        recorded = 0
+        self.__dict__["_recording"] = True
+        try:
+            for core_event in core_events:
+                self.record_fact(self.FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
+                recorded += 1
+        except BaseException:
+            for core_event in core_events[:recorded]:  # the state stays true to the facts triggered
+                self.state = self.fold(self.state, core_event)
+            raise
+        finally:
+            del self.__dict__["_recording"]
+        self.state = self.decided(before, after)
+
+
+class RoundRecord(FoldedStream):
     round_id: str
     table_id: str
     state: RoundState
+    CORE_EVENTS = round_events.EVENT_BY_KIND
 
     class Started(Aggregate.Created):
         round_id: str
@@ -169,41 +222,22 @@ class RoundRecord(ChainedStream):
         self.state = RoundState()
         self.last_digest = genesis_digest(round_id)
 
-    def apply_fact(self, fact: ChainedStream.Fact) -> None:
-        super().apply_fact(fact)
-        if "_recording" in self.__dict__:
-            return  # ``record`` sets the state its decision folded, once every fact is on the chain
-        self.state = evolve(self.state, from_data(round_events.EVENT_BY_KIND[fact.kind], fact.data))
+    def fold(self, state: RoundState, core_event: round_events.RoundEvent) -> RoundState:
+        return evolve(state, core_event)
 
-    def record(self, decision: Decision, command_id: str) -> None:
-        """Record a ``pokdeng_core.machine.Decision``: ``record(decide_and_fold(state, command), command_id)``.
-
-        Each event becomes a fact on the hash chain; the state becomes the decision's (folded by the
-        core while deciding, not again here), with the round's shoe kept.
-        """
-        core_events, after = decision
-        shoe = self.state.shoe
-        recorded = 0
-        self.__dict__["_recording"] = True
-        try:
-            for core_event in core_events:
-                self.record_fact(ROUND_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
-                recorded += 1
-        except BaseException:
-            for core_event in core_events[:recorded]:  # the state stays true to the facts triggered
-                self.state = evolve(self.state, core_event)
-            raise
-        finally:
-            del self.__dict__["_recording"]
-        self.state = after if shoe is None or after.shoe is not None else with_shoe(after, shoe)
+    def decided(self, before: RoundState, after: RoundState) -> RoundState:
+        """The decision's state, with the round's shoe kept (``pokdeng_core.machine.Decision``)."""
+        shoe = before.shoe
+        return after if shoe is None or after.shoe is not None else with_shoe(after, shoe)
 
 
-ROUND_FACTS = _fact_classes(RoundRecord, round_events.EVENT_TYPES)
+ROUND_FACTS = RoundRecord.FACTS = _fact_classes(RoundRecord, round_events.EVENT_TYPES)
 
 
-class TableRecord(ChainedStream):
+class TableRecord(FoldedStream):
     table_id: str
     state: TableState
+    CORE_EVENTS = table_core.TABLE_EVENT_BY_KIND
 
     class Opened(Aggregate.Created):
         table_id: str
@@ -219,32 +253,11 @@ class TableRecord(ChainedStream):
         self.state = TableState()
         self.last_digest = genesis_digest(f"table:{table_id}")
 
-    def apply_fact(self, fact: ChainedStream.Fact) -> None:
-        super().apply_fact(fact)
-        if "_recording" in self.__dict__:
-            return  # ``record`` sets the state its decision folded, once every fact is on the chain
-        self.state = evolve_table(self.state, from_data(table_core.TABLE_EVENT_BY_KIND[fact.kind], fact.data))
-
-    def record(self, decision: table_core.TableDecision, command_id: str) -> None:
-        """Record a ``TableDecision``: ``record(decide_and_fold_table(state, command), command_id)``, as
-        ``RoundRecord.record`` does."""
-        core_events, after = decision
-        recorded = 0
-        self.__dict__["_recording"] = True
-        try:
-            for core_event in core_events:
-                self.record_fact(TABLE_FACTS[core_event.kind], core_event.kind, to_data(core_event), command_id)
-                recorded += 1
-        except BaseException:
-            for core_event in core_events[:recorded]:  # the state stays true to the facts triggered
-                self.state = evolve_table(self.state, core_event)
-            raise
-        finally:
-            del self.__dict__["_recording"]
-        self.state = after
+    def fold(self, state: TableState, core_event: table_core.TableEvent) -> TableState:
+        return evolve_table(state, core_event)
 
 
-TABLE_FACTS = _fact_classes(TableRecord, table_core.TABLE_EVENT_TYPES)
+TABLE_FACTS = TableRecord.FACTS = _fact_classes(TableRecord, table_core.TABLE_EVENT_TYPES)
 
 
 WALLET_KINDS = ("Deposited", "Withdrawn", "FundsReserved", "RoundSettled", "ReservationReleased")
@@ -458,14 +471,7 @@ class TableStateAsDict(Transcoding):
     def decode(self, data: dict[str, Any]) -> TableState:
         profile_data = data.pop("profile")
         profile = None if profile_data is None else get_profile(profile_data[0], profile_data[1], **profile_data[2])
-        values = {k: _tuples(v) for k, v in data.items()}
-        return TableState(profile=profile, **values)
-
-
-def _tuples(value: Any) -> Any:
-    if isinstance(value, list | tuple):
-        return tuple(_tuples(v) for v in value)
-    return value
+        return from_data(TableState, {**data, "profile": profile})  # (lists as tuples, as a core event's)
 
 
 def register_transcodings(transcoder: JSONTranscoder) -> None:

@@ -42,7 +42,7 @@ AGGREGATE_CLASSES = sorted(
         if isinstance(c, type)
         and issubclass(c, Aggregate)
         and c.__module__ == ag.__name__
-        and c is not ag.ChainedStream  # (the base of the chained streams, never stored itself)
+        and c not in (ag.ChainedStream, ag.FoldedStream)  # (bases of the chained streams, never stored themselves)
     ),
     key=lambda c: c.__name__,
 )
