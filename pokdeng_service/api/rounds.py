@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
@@ -19,6 +19,9 @@ from pokdeng_service.application import commands as c
 from pokdeng_service.application.errors import FieldViolation, NotFound, PermissionDenied, RequestInvalid
 from pokdeng_service.application.principal import Role
 from pokdeng_service.application.views import RoundView
+
+if TYPE_CHECKING:  # (the read models are the server's to load: a round filter's arguments, as they take them)
+    from pokdeng_service.readmodels.paging import RoundFilterArgs
 
 SERVICE = "RoundService"
 LIST_ROUNDS_PAGE = 10  # a ListRounds page that asks no size
@@ -77,7 +80,7 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
         if player is not None and player != principal.player:
             raise PermissionDenied(f"{principal.describe()} may list only its own rounds", player=player)
         player = principal.player
-    filters: dict[str, Any] = {
+    filters: RoundFilterArgs = {
         "table_id": request.table_id or None,
         "player": player,
         "closed_from": start,
@@ -104,11 +107,11 @@ def list_rounds(env: Env, call: Call, request: pb.ListRoundsRequest) -> pb.ListR
 
 
 def _walk(
-    env: Env, filters: dict[str, Any], before: int | None, size: int, full: bool
+    env: Env, filters: RoundFilterArgs, before: int | None, size: int, full: bool
 ) -> tuple[list[RoundView], list[int] | None]:
     """A table's closed rounds newest first, by walking them (a server without read models); the cursor is
     the round number the next page starts below."""
-    table_id = filters["table_id"]
+    table_id = filters.get("table_id")
     if table_id is None:
         raise RequestInvalid([FieldViolation("table_id", "name the table (this server keeps no read models)")])
     app = env.service.app_for(table_id)
@@ -128,13 +131,13 @@ def _walk(
     return out, None
 
 
-def _matches(view: RoundView, filters: dict[str, Any]) -> bool:
-    player, outcome = filters["player"], filters["outcome"]
+def _matches(view: RoundView, filters: RoundFilterArgs) -> bool:
+    player, outcome = filters.get("player"), filters.get("outcome")
     if player is not None and player not in convert.stakeholders(view):
         return False
     if outcome is not None and view.outcome != outcome:
         return False
-    start, end = filters["closed_from"], filters["closed_to"]
+    start, end = filters.get("closed_from"), filters.get("closed_to")
     if start is not None or end is not None:
         moment = datetime.fromisoformat(view.events[-1].timestamp)
         if (start is not None and moment < datetime.fromisoformat(start)) or (

@@ -42,7 +42,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Unpack
 
 import grpc
 
@@ -62,6 +62,9 @@ from pokdeng_service.application.commands import Command
 from pokdeng_service.application.errors import NoReadModels, PermissionDenied
 from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.application.views import CommandResult
+
+if TYPE_CHECKING:  # (the read models are the server's to load: the API names their filter's arguments only)
+    from pokdeng_service.readmodels.paging import RoundFilterArgs
 
 T = TypeVar("T")
 PACKAGE = "pokdeng.v1"
@@ -97,14 +100,7 @@ class RecentRounds(Protocol):
     def list_wallets(self, after: str | None, limit: int) -> Sequence[Any]: ...
 
     def page_rounds(
-        self,
-        table_id: str | None = None,
-        player: str | None = None,
-        closed_from: str | None = None,
-        closed_to: str | None = None,
-        outcome: str | None = None,
-        cursor: Sequence[int] | None = None,
-        limit: int = 10,
+        self, *, cursor: Sequence[int] | None = None, limit: int = 10, **filters: Unpack[RoundFilterArgs]
     ) -> Any:
         """A ``readmodels.RoundsPage``: closed rounds newest first and ``next_cursor`` (None: the last page)."""
         ...

@@ -25,6 +25,7 @@ from pokdeng_service.readmodels.models import (
     WalletBalance,
     WalletFold,
 )
+from pokdeng_service.readmodels.paging import RoundFilter
 from pokdeng_service.readmodels.recorder import ReadModelRecorder
 
 
@@ -117,18 +118,10 @@ class POPOReadModelRecorder(POPOTrackingRecorder, ReadModelRecorder):
             chosen = [s for s in source if table_id is None or s.table_id == table_id]
             return tuple(chosen[-limit:])
 
-    def list_rounds(
-        self,
-        table_id: str | None,
-        player: str | None,
-        closed_from: str | None,
-        closed_to: str | None,
-        outcome: str | None,
-        before_position: int | None,
-        limit: int,
-    ) -> tuple[RoundSummary, ...]:
+    def list_rounds(self, query: RoundFilter, before_position: int | None, limit: int) -> tuple[RoundSummary, ...]:
+        table_id, closed_from, closed_to, outcome = query.table_id, query.closed_from, query.closed_to, query.outcome
         with self._database_lock:
-            source = self._history if player is None else self._by_player.get(player, [])
+            source = self._history if query.player is None else self._by_player.get(query.player, [])
             end = len(source)  # both lists are in closing order (positions grow)
             if before_position is not None:
                 end = bisect.bisect_left(source, before_position, key=lambda s: s.closed_position)

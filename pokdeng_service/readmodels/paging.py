@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from heapq import merge
 from itertools import islice
-from typing import TypeVar
+from typing import TypedDict, TypeVar, Unpack
 
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.readmodels.models import RoundsPage, RoundSummary
@@ -80,7 +80,9 @@ def instant(value: str | None, field: str) -> str | None:
 
 @dataclass(frozen=True)
 class RoundFilter:
-    """Which closed rounds a list asks for, checked and with its times as stored."""
+    """Which closed rounds a list asks for, checked and with its times as stored (``of``): of the table
+    and/or of the player (a wallet with money in the round, or its banker), ``closed_from <= closed_at <
+    closed_to``, of the outcome ("settled" or "voided"). None: any."""
 
     table_id: str | None = None
     player: str | None = None
@@ -89,23 +91,30 @@ class RoundFilter:
     outcome: str | None = None
 
     @classmethod
-    def of(
-        cls,
-        table_id: str | None = None,
-        player: str | None = None,
-        closed_from: str | None = None,
-        closed_to: str | None = None,
-        outcome: str | None = None,
-    ) -> RoundFilter:
+    def of(cls, **args: Unpack[RoundFilterArgs]) -> RoundFilter:
+        """The filter of the keyword arguments a list method takes, checked: a time is RFC 3339 with an
+        offset (made the text ``closed_at`` is stored as: :func:`instant`), an outcome one of ``OUTCOMES``."""
+        outcome = args.get("outcome")
         if outcome is not None and outcome not in OUTCOMES:
             raise InvalidCommand(f"outcome is one of {', '.join(OUTCOMES)}", field="outcome")
         return cls(
-            check_text(table_id, "table_id"),
-            check_text(player, "player"),
-            instant(closed_from, "closed_from"),
-            instant(closed_to, "closed_to"),
+            check_text(args.get("table_id"), "table_id"),
+            check_text(args.get("player"), "player"),
+            instant(args.get("closed_from"), "closed_from"),
+            instant(args.get("closed_to"), "closed_to"),
             outcome,
         )
+
+
+class RoundFilterArgs(TypedDict, total=False):
+    """``RoundFilter``'s fields as the keyword arguments of the list methods (``list_rounds(player="p1")``,
+    ``page_rounds(**filters)``), made a filter by ``RoundFilter.of``."""
+
+    table_id: str | None
+    player: str | None
+    closed_from: str | None
+    closed_to: str | None
+    outcome: str | None
 
 
 def check_cursor(cursor: Sequence[int] | None, partitions: int) -> tuple[int, ...]:
@@ -153,6 +162,7 @@ __all__ = [
     "LIST_MOST",
     "OUTCOMES",
     "RoundFilter",
+    "RoundFilterArgs",
     "check_cursor",
     "check_limit",
     "check_position",

@@ -9,13 +9,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.readmodels.models import RoundsPage, RoundSummary, TableSummary, WalletBalance
-from pokdeng_service.readmodels.paging import RoundFilter, check_cursor, check_limit, merge_by_id, merge_rounds
+from pokdeng_service.readmodels.paging import (
+    RoundFilter,
+    RoundFilterArgs,
+    check_cursor,
+    check_limit,
+    merge_by_id,
+    merge_rounds,
+)
 from pokdeng_service.readmodels.runner import ReadModels
 
 
@@ -77,40 +84,24 @@ class PartitionedReadModels:
         return merge_by_id(runs, lambda wallet: wallet.wallet_id, limit)
 
     def list_rounds(
-        self,
-        table_id: str | None = None,
-        player: str | None = None,
-        closed_from: str | None = None,
-        closed_to: str | None = None,
-        outcome: str | None = None,
-        before_position: int | None = None,
-        limit: int = 10,
+        self, *, before_position: int | None = None, limit: int = 10, **filters: Unpack[RoundFilterArgs]
     ) -> tuple[RoundSummary, ...]:
         """``ReadModels.list_rounds`` in the partition of the table (or else the player). With neither and
         several partitions: the first page of :meth:`page_rounds`; ``before_position`` is refused there
         (positions of different logs do not compare: page with :meth:`page_rounds`' cursor)."""
-        home = self._home(table_id, player)
+        home = self._home(filters.get("table_id"), filters.get("player"))
         if home is not None:
-            return self.models[home].list_rounds(
-                table_id, player, closed_from, closed_to, outcome, before_position, limit
-            )
+            return self.models[home].list_rounds(before_position=before_position, limit=limit, **filters)
         if before_position is not None:
             raise InvalidCommand(
                 "before_position is a position in one partition's log: page every partition's rounds "
                 "with a cursor (page_rounds)",
                 field="before_position",
             )
-        return self.page_rounds(None, None, closed_from, closed_to, outcome, None, limit).rounds
+        return self.page_rounds(limit=limit, **filters).rounds
 
     def page_rounds(
-        self,
-        table_id: str | None = None,
-        player: str | None = None,
-        closed_from: str | None = None,
-        closed_to: str | None = None,
-        outcome: str | None = None,
-        cursor: Sequence[int] | None = None,
-        limit: int = 10,
+        self, *, cursor: Sequence[int] | None = None, limit: int = 10, **filters: Unpack[RoundFilterArgs]
     ) -> RoundsPage:
         """Closed rounds, newest first, ``ReadModels.list_rounds``' filters, and the cursor of the next page.
 
@@ -121,9 +112,9 @@ class PartitionedReadModels:
         merged by closing time (``closed_at``, then ``round_id``), newest first.
         """
         check_limit(limit)
-        query = RoundFilter.of(table_id, player, closed_from, closed_to, outcome)
+        query = RoundFilter.of(**filters)
         bounds = check_cursor(cursor, len(self.models))
-        home = self._home(table_id, player)
+        home = self._home(filters.get("table_id"), filters.get("player"))
         runs = [
             models.select_rounds(query, bounds[k] or None, limit + 1) if home in (None, k) else ()
             for k, models in enumerate(self.models)

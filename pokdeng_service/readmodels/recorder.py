@@ -36,6 +36,7 @@ from eventsourcing.persistence import IntegrityError, TrackingRecorder
 from pokdeng_service.application.views import StatementLine
 from pokdeng_service.readmodels.fold import Item, Project, project_event
 from pokdeng_service.readmodels.models import HouseTotals, OpenRound, RoundSummary, TableSummary, WalletBalance
+from pokdeng_service.readmodels.paging import RoundFilter
 
 TRACKING_NAME = "pokdeng_readmodels"
 TRACKING_TABLE = f"{TRACKING_NAME}_tracking"
@@ -78,19 +79,10 @@ class ReadModelRecorder(TrackingRecorder, ABC):
     def last_rounds(self, table_id: str | None, player: str | None, limit: int) -> tuple[RoundSummary, ...]: ...
 
     @abstractmethod
-    def list_rounds(
-        self,
-        table_id: str | None,
-        player: str | None,
-        closed_from: str | None,
-        closed_to: str | None,
-        outcome: str | None,
-        before_position: int | None,
-        limit: int,
-    ) -> tuple[RoundSummary, ...]:
-        """Closed rounds, newest first (``closed_position`` descending), at most ``limit``: of the table
-        and/or of the player, ``closed_from <= closed_at < closed_to`` (texts as ``closed_at`` is
-        stored: ``paging.instant`` makes them), of the outcome, ``closed_position < before_position``."""
+    def list_rounds(self, query: RoundFilter, before_position: int | None, limit: int) -> tuple[RoundSummary, ...]:
+        """Closed rounds, newest first (``closed_position`` descending), at most ``limit``: those ``query``
+        lets through (its times are texts as ``closed_at`` is stored: ``RoundFilter.of`` makes them), with
+        ``closed_position < before_position``."""
 
     @abstractmethod
     def list_tables(self, after: str | None, limit: int, profile: str | None) -> tuple[TableSummary, ...]:

@@ -54,7 +54,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Unpack
 
 from eventsourcing.application import Application
 from eventsourcing.domain import DomainEventProtocol
@@ -80,6 +80,7 @@ from pokdeng_service.readmodels.models import (
 from pokdeng_service.readmodels.paging import (
     LIST_MOST,
     RoundFilter,
+    RoundFilterArgs,
     check_cursor,
     check_position,
     check_text,
@@ -386,56 +387,34 @@ class ReadModels:
         return self.recorder.list_wallets(check_text(after, "after"), limit)
 
     def list_rounds(
-        self,
-        table_id: str | None = None,
-        player: str | None = None,
-        closed_from: str | None = None,
-        closed_to: str | None = None,
-        outcome: str | None = None,
-        before_position: int | None = None,
-        limit: int = 10,
+        self, *, before_position: int | None = None, limit: int = 10, **filters: Unpack[RoundFilterArgs]
     ) -> tuple[RoundSummary, ...]:
         """Closed rounds, newest first (``closed_position`` descending), at most ``limit``.
 
-        Of the table and/or the player (a wallet with money in the round, or its banker), closed at
-        ``closed_from`` or later and before ``closed_to`` (RFC 3339 with an offset, e.g.
-        ``2026-05-01T00:00:00Z``), ``outcome`` "settled" or "voided", and ``closed_position <
+        Those the ``filters`` let through (``RoundFilter``: of the table and/or the player, closed at
+        ``closed_from`` or later and before ``closed_to``, RFC 3339 with an offset, e.g.
+        ``2026-05-01T00:00:00Z``; ``outcome`` "settled" or "voided"), with ``closed_position <
         before_position``. Next page: ``before_position`` = the last round's ``closed_position``
         (with the same filters); a page shorter than ``limit`` is the last.
         """
         _check_limit(limit)
-        query = RoundFilter.of(table_id, player, closed_from, closed_to, outcome)
+        query = RoundFilter.of(**filters)
         return self.select_rounds(query, check_position(before_position, "before_position"), limit)
 
     def page_rounds(
-        self,
-        table_id: str | None = None,
-        player: str | None = None,
-        closed_from: str | None = None,
-        closed_to: str | None = None,
-        outcome: str | None = None,
-        cursor: Sequence[int] | None = None,
-        limit: int = 10,
+        self, *, cursor: Sequence[int] | None = None, limit: int = 10, **filters: Unpack[RoundFilterArgs]
     ) -> RoundsPage:
         """:meth:`list_rounds` as a page with its cursor, as ``PartitionedReadModels.page_rounds`` gives it
         (here the cursor has one entry): pass ``next_cursor`` back as ``cursor``; None: no more rounds."""
         _check_limit(limit)
-        query = RoundFilter.of(table_id, player, closed_from, closed_to, outcome)
+        query = RoundFilter.of(**filters)
         (before,) = check_cursor(cursor, 1)
         return merge_rounds([self.select_rounds(query, before or None, limit + 1)], (before,), limit)
 
     def select_rounds(self, query: RoundFilter, before_position: int | None, limit: int) -> tuple[RoundSummary, ...]:
         """``list_rounds`` with arguments already checked (``limit`` may be one more than a page's, as
         ``page_rounds`` and ``PartitionedReadModels.page_rounds`` ask, to know if there are more)."""
-        return self.recorder.list_rounds(
-            query.table_id,
-            query.player,
-            query.closed_from,
-            query.closed_to,
-            query.outcome,
-            before_position,
-            limit,
-        )
+        return self.recorder.list_rounds(query, before_position, limit)
 
 
 __all__ = [

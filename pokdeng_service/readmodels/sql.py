@@ -29,6 +29,7 @@ from pokdeng_service.readmodels.models import (
     WalletBalance,
     WalletFold,
 )
+from pokdeng_service.readmodels.paging import RoundFilter
 from pokdeng_service.readmodels.recorder import (
     MIGRATION_ROW,
     TRACKING_TABLE,
@@ -266,18 +267,10 @@ class SQLViews(ReadModelRecorder, ABC):
             return self._rows(cursor)
 
     def last_rounds(self, table_id: str | None, player: str | None, limit: int) -> tuple[RoundSummary, ...]:
-        return tuple(reversed(self.list_rounds(table_id, player, None, None, None, None, limit)))
+        return tuple(reversed(self.list_rounds(RoundFilter(table_id, player), None, limit)))
 
-    def list_rounds(
-        self,
-        table_id: str | None,
-        player: str | None,
-        closed_from: str | None,
-        closed_to: str | None,
-        outcome: str | None,
-        before_position: int | None,
-        limit: int,
-    ) -> tuple[RoundSummary, ...]:
+    def list_rounds(self, query: RoundFilter, before_position: int | None, limit: int) -> tuple[RoundSummary, ...]:
+        table_id, player = query.table_id, query.player
         columns = ", ".join(f"h.{c}" for c in HISTORY_NAMES)
         where: list[str] = []
         params: list[Any] = []
@@ -297,9 +290,9 @@ class SQLViews(ReadModelRecorder, ABC):
             order = "h.closed_position"
         for condition, value in (
             (f"{order} < %s", before_position),
-            ("h.closed_at >= %s", closed_from),
-            ("h.closed_at < %s", closed_to),
-            ("h.outcome = %s", outcome),
+            ("h.closed_at >= %s", query.closed_from),
+            ("h.closed_at < %s", query.closed_to),
+            ("h.outcome = %s", query.outcome),
         ):
             if value is not None:
                 where.append(condition)
