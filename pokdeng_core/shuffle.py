@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pokdeng_core.cards import Card, canonical_deck, format_cards
+from pokdeng_core.catalog import SHUFFLE_ALGORITHM  # the version stamp and HMAC domain tag (in catalog: light)
 from pokdeng_core.limits import MAX_CLIENT_SEED
 
 __all__ = (
@@ -50,9 +51,6 @@ __all__ = (
     "uniform_below",
     "verify_commitment",
 )
-
-SHUFFLE_ALGORITHM = "pokdeng-shuffle-v1"
-"""Version stamp; also the ASCII domain tag at the start of every HMAC message."""
 
 MIN_SERVER_SEED_BYTES = 16
 CLIENT_SEED_MAX_CHARS = MAX_CLIENT_SEED  # the one limit, pokdeng_core/limits.py

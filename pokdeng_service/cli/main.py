@@ -48,8 +48,7 @@ ROUND_HELP = "the round's id, TABLE#N: the table's id, '#' and the round's numbe
 def version_text() -> str:
     """What ``pokdeng --version`` prints: the package's version (``pokdeng_service.version``, the one place),
     the engine's, the shuffle's algorithm and the bundle's format, a line each (the first ``pokdeng X``)."""
-    from pokdeng_core.catalog import ENGINE_VERSION
-    from pokdeng_core.shuffle import SHUFFLE_ALGORITHM
+    from pokdeng_core.catalog import ENGINE_VERSION, SHUFFLE_ALGORITHM
     from pokdeng_service.version import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 
     return "\n".join(
