@@ -49,7 +49,7 @@ if str(ROOT) not in sys.path:
 from bench.harness.baseline import LogReader, transactions  # noqa: E402
 from bench.harness.client import HarnessClient, Stats  # noqa: E402
 from bench.harness.driver import TableDriver, make_tables, play_for  # noqa: E402
-from bench.harness.server import ServerProcess, Store, _with_schema, servers  # noqa: E402
+from bench.harness.server import ServerProcess, Store, servers, with_schema  # noqa: E402
 from bench.harness.tokens import Tokens  # noqa: E402
 
 DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
@@ -215,7 +215,7 @@ def postgres_factory(url: str | None) -> Iterator[Callable[[int], list[Store]] |
         with psycopg.connect(base, autocommit=True) as conn:
             for schema in schemas[1:]:
                 conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
-        return [Store.postgres(_with_schema(base, schema)) for schema in schemas]
+        return [Store.postgres(with_schema(base, schema)) for schema in schemas]
 
     try:
         yield new

@@ -79,12 +79,12 @@ def contiguous(values: Sequence[int], first: int = 1) -> bool:
 
 
 @dataclass
-class _RoundFacts:
+class RoundFacts:
     outcome: str
     nets: dict[str, int]
 
 
-def _check_log(
+def check_log(
     found: Findings,
     notes: Iterable[tuple[int, str, str, int, str, str]],
     acked: set[str],
@@ -123,13 +123,13 @@ def _short(values: Sequence[int]) -> str:
     return str(list(values)) if len(values) <= 12 else f"[{values[0]}..{values[-1]}] ({len(values)} values)"
 
 
-def _check_statement(
+def check_statement(
     found: Findings,
     wallet: str,
     balance: int,
     reserved: int,
     lines: Sequence[tuple[str, int, int, int, str, str]],
-    rounds: Mapping[str, _RoundFacts],
+    rounds: Mapping[str, RoundFacts],
     ledger: Mapping[str, tuple[str, int]],
     where: str,
 ) -> None:
@@ -194,7 +194,7 @@ def audit_api(
     client = HarnessClient(target, tokens.operator, patience=60.0)
     auditor = client.as_token(tokens.auditor)
     try:
-        rounds: dict[str, _RoundFacts] = {}
+        rounds: dict[str, RoundFacts] = {}
         house = 0
         closed: list[str] = []
         for table_id in tables:
@@ -216,7 +216,7 @@ def audit_api(
                     continue
                 nets = {res.player: res.net for res in r.results}
                 outcome = pb.RoundOutcome.Name(r.outcome).removeprefix("ROUND_OUTCOME_").lower()  # "settled", ...
-                rounds[round_id] = _RoundFacts(outcome, nets)
+                rounds[round_id] = RoundFacts(outcome, nets)
                 found.counts[outcome if r.outcome else "no outcome"] += 1
                 closed.append(round_id)
                 if r.outcome == pb.ROUND_OUTCOME_SETTLED:
@@ -249,7 +249,7 @@ def audit_api(
                 if not page.next_page_token:
                     break
                 token = page.next_page_token
-            _check_statement(found, wallet_id, wallet.balance, wallet.reserved, lines, rounds, ledger, where)
+            check_statement(found, wallet_id, wallet.balance, wallet.reserved, lines, rounds, ledger, where)
             total += wallet.balance
         net_in = sum(amount for _w, amount in ledger.values())
         found.check(
@@ -281,7 +281,7 @@ def audit_api(
                     return
 
         entries = list(log())
-        _check_log(found, entries, acked, where)
+        check_log(found, entries, acked, where)
         if feed is not None:
             received = list(feed)
             logged = [(p, kind, ident, version) for p, kind, ident, version, _e, _r in entries]
@@ -314,7 +314,7 @@ def audit_api(
 
 
 def _line(entry: pb.StatementEntry) -> tuple[str, int, int, int, str, str]:
-    """A statement entry as ``_check_statement`` reads it (its kind as the store names it)."""
+    """A statement entry as ``check_statement`` reads it (its kind as the store names it)."""
     kind = STATEMENT_KINDS.get(entry.kind, pb.StatementEntryKind.Name(entry.kind))
     return kind, entry.amount, entry.reserved_change, entry.balance, entry.round_id, entry.reference
 
@@ -337,7 +337,7 @@ def audit_store(
     where = "store"
     app = store.open_app()
     try:
-        rounds: dict[str, _RoundFacts] = {}
+        rounds: dict[str, RoundFacts] = {}
         house = 0
         closed: list[str] = []
         for table_id in tables:
@@ -356,7 +356,7 @@ def audit_store(
                     found.bad(f"{where}: round {round_id} is {view.phase}, not closed")
                     continue
                 closed.append(round_id)
-                rounds[round_id] = _RoundFacts(view.outcome or "", _nets(view))
+                rounds[round_id] = RoundFacts(view.outcome or "", _nets(view))
         step = max(1, len(closed) // max(1, verify_sample))
         for round_id in closed[::step]:
             verdict = audit.verify_round(app, round_id, check_wallets=True)
@@ -369,7 +369,7 @@ def audit_store(
                 (s.kind, s.amount, s.reserved_change, s.balance_after, s.round_id or "", s.reference or "")
                 for s in _statement(app, wallet_id)
             ]
-            _check_statement(found, wallet_id, view.balance, view.reserved, lines, rounds, ledger, where)
+            check_statement(found, wallet_id, view.balance, view.reserved, lines, rounds, ledger, where)
             total += view.balance
         net_in = sum(amount for _w, amount in ledger.values())
         found.check(
@@ -389,7 +389,7 @@ def audit_store(
                     yield n.position, n.stream, n.stream_id, n.stream_version, n.kind, request or caused
                 after = page[-1].position
 
-        _check_log(found, log(), acked, where)
+        check_log(found, log(), acked, where)
         _check_read_models(found, store, app, tables, wallets)
     finally:
         app.close()

@@ -263,7 +263,7 @@ def servers() -> Iterator[list[ServerProcess]]:
 # --- PostgreSQL -----------------------------------------------------------------------------
 
 
-def _with_schema(url: str, schema: str) -> str:
+def with_schema(url: str, schema: str) -> str:
     parts = urlsplit(url)
     return urlunsplit((parts.scheme, parts.netloc, parts.path, f"schema={schema}", ""))
 
@@ -291,7 +291,7 @@ def postgres_databases(url: str | None = None) -> Iterator[Callable[[], str]]:
                     conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
 
             cleanups.append(drop)
-            return _with_schema(url, schema)
+            return with_schema(url, schema)
 
         try:
             yield new

@@ -178,12 +178,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    from pokdeng_service import audit
     from pokdeng_service.cli import replay_view
 
     page = output_file(args.html) if args.html else None
     app = _round_app(_open_read_only(args), args.round)
     view = app.get_round(args.round)
-    verdict = app.verify_round(args.round)
+    verdict = audit.verify_round(app, args.round, check_wallets=True)
     print(replay_view.text(view))
     print()
     print(verdict.render())
@@ -288,7 +289,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
     target = None if args.output in (None, "-") else output_file(args.output)
     app = _round_app(_open_read_only(args), args.round)
-    raw = audit.bundle_bytes(app.export_bundle(args.round))
+    raw = audit.bundle_bytes(audit.export_bundle(app, args.round))
     if target is None:
         sys.stdout.write(raw.decode())
     else:

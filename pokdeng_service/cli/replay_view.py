@@ -142,7 +142,7 @@ def write_dispute_page(
     events: list[Any] = list(view.events)
     raw = None
     if view.phase == "closed":
-        bundle = app.export_bundle(view.round_id)
+        bundle = audit.export_bundle(app, view.round_id)
         raw = audit.bundle_bytes(for_player(bundle, player) if player is not None else bundle)
     else:
         events = convert.seen_events(events, convert.visibility_for(player or convert.SPECTATOR, view))

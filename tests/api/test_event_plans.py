@@ -21,7 +21,7 @@ from pokdeng_client import events
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.notifications import address
 from tests.service import play
-from tests.service.test_fastpaths import Played, _play
+from tests.service.test_fastpaths import Played, play_store
 
 # --- the reference: the descriptor walk as it was, one lookup per field and value ----------------
 
@@ -93,7 +93,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     folder = tmp_path_factory.mktemp("plans")
     app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(folder / "p.sqlite")})
     try:
-        yield _play(app)
+        yield play_store(app)
     finally:
         app.close()
 

@@ -22,7 +22,7 @@ def _ante_round(ops: Api, players: dict[str, Api], table_id: str) -> None:
     ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
 
 
-def _subscribe(
+def subscribe(
     api: Api, after: int, batch: int, *, stop_at_head: bool = False, partition: int = 0
 ) -> Iterator[pb.SubscribeEventsResponse]:
     request = pb.SubscribeEventsRequest(
@@ -42,7 +42,7 @@ def test_every_event_once_in_order_across_a_reconnect(served: Served) -> None:
     head = served.app.max_position
     received: list[pb.Notification] = []
 
-    stream = _subscribe(auditor, 0, 7)
+    stream = subscribe(auditor, 0, 7)
     for batch in stream:  # read about half, then drop the connection
         assert 0 < len(batch.events) <= 7 and batch.last_position == batch.events[-1].position
         received.extend(batch.events)
@@ -52,7 +52,7 @@ def test_every_event_once_in_order_across_a_reconnect(served: Served) -> None:
     resume_from = received[-1].position
 
     _ante_round(ops, players, "a")  # written while the subscriber is away
-    stream = _subscribe(auditor, resume_from, 7)
+    stream = subscribe(auditor, resume_from, 7)
     for batch in stream:
         received.extend(batch.events)
         if batch.caught_up and batch.last_position == served.app.max_position:
@@ -86,15 +86,15 @@ def test_every_event_once_in_order_across_a_reconnect(served: Served) -> None:
 
 def test_stop_at_head_ends_the_stream_and_an_empty_log_says_caught_up(local: Served) -> None:
     auditor = local.api("auditor")
-    (only,) = list(_subscribe(auditor, 0, 100, stop_at_head=True))
+    (only,) = list(subscribe(auditor, 0, 100, stop_at_head=True))
     assert (list(only.events), only.last_position, only.caught_up) == ([], 0, True)
     ops = local.api("operator")
     open_wallets(ops, ["alice"])
     head = local.app.max_position
-    batches = list(_subscribe(auditor, 0, 2, stop_at_head=True))
+    batches = list(subscribe(auditor, 0, 2, stop_at_head=True))
     assert [len(b.events) for b in batches[:-1]] == [2] * (head // 2) and batches[-1].caught_up
     assert sum(len(b.events) for b in batches) == head
-    after = list(_subscribe(auditor, head - 1, 1000, stop_at_head=True))
+    after = list(subscribe(auditor, head - 1, 1000, stop_at_head=True))
     assert [n.position for b in after for n in b.events] == [head]
 
 
@@ -103,17 +103,17 @@ def test_bad_subscriptions_and_the_subscription_limit(tmp_path: Path, start_serv
     try:
         served = start_server(app, max_subscriptions=1)
         auditor = served.api("auditor")
-        error = error_of(lambda: next(_subscribe(auditor, -1, 5000)))
+        error = error_of(lambda: next(subscribe(auditor, -1, 5000)))
         assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
-        first = _subscribe(auditor, 0, 10)
+        first = subscribe(auditor, 0, 10)
         next(first)  # caught up on the empty log: the subscription holds its place
-        error = error_of(lambda: next(_subscribe(auditor, 0, 10)))
+        error = error_of(lambda: next(subscribe(auditor, 0, 10)))
         assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
         first.cancel()  # type: ignore[attr-defined]
         deadline = time.monotonic() + 5
         while True:  # the place frees once the server notices the cancellation
             try:
-                next(_subscribe(auditor, 0, 10, stop_at_head=True))
+                next(subscribe(auditor, 0, 10, stop_at_head=True))
                 break
             except grpc.RpcError as error:
                 assert error.code() == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline
@@ -139,12 +139,12 @@ def test_each_partition_has_its_own_feed(tmp_path: Path, start_server: StartServ
         bet(ops, round_id, 1, "asia/alice", 200)
         bet(ops, round_id, 2, "asia/bob", 200)
         ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))
-        one = [n for b in _subscribe(auditor, 0, 1000, stop_at_head=True, partition=1) for n in b.events]
-        zero = [n for b in _subscribe(auditor, 0, 1000, stop_at_head=True) for n in b.events]
+        one = [n for b in subscribe(auditor, 0, 1000, stop_at_head=True, partition=1) for n in b.events]
+        zero = [n for b in subscribe(auditor, 0, 1000, stop_at_head=True) for n in b.events]
         assert [n.position for n in one] == [n.position for n in service.apps[1].read_notifications(0, 1000)]
         assert "asia/t" in {n.stream_id for n in one} and round_id in {n.stream_id for n in one}
         assert not {n.stream_id for n in zero} & {"asia/t", round_id, "asia/alice"}
-        error = error_of(lambda: next(_subscribe(auditor, 0, 10, partition=2)))
+        error = error_of(lambda: next(subscribe(auditor, 0, 10, partition=2)))
         assert error.code() == grpc.StatusCode.INVALID_ARGUMENT
         served.stop()
     finally:

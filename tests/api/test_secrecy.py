@@ -13,7 +13,7 @@ from pokdeng_client.v1 import pokdeng_pb2 as pb
 
 from .client import bet, error_of, open_table, open_wallets, seat, start_round
 from .conftest import Served
-from .test_events import _subscribe
+from .test_events import subscribe
 
 
 def _seed_of(served: Served, round_id: str) -> bytes:
@@ -50,7 +50,7 @@ def test_an_open_rounds_seed_is_in_no_reply_event_log_error_or_row(
     for api in (ops, auditor, alice):
         seen.append(api.get("RoundService", "GetRound", pb.GetRoundRequest(round_id=round_id)).SerializeToString())
     seen.append(ops.get("AuditService", "VerifyRound", pb.VerifyRoundRequest(round_id=round_id)).SerializeToString())
-    for batch in _subscribe(auditor, 0, 1000, stop_at_head=True):
+    for batch in subscribe(auditor, 0, 1000, stop_at_head=True):
         seen.append(batch.SerializeToString())
     refusals = [
         error_of(lambda: ops.get("AuditService", "ExportRound", pb.ExportRoundRequest(round_id=round_id))),

@@ -48,8 +48,8 @@ def test_one_place_bet_authenticates_once_loads_two_aggregates_and_validates_onc
         loaded.append(f"{what}:{ident}")
         return original_get(self, uuid, cls, what, ident)
 
-    original_get = PokdengApp._get
-    monkeypatch.setattr(PokdengApp, "_get", load)
+    original_get = PokdengApp.get_checked
+    monkeypatch.setattr(PokdengApp, "get_checked", load)
     monkeypatch.setattr(Authenticator, "principal", _counting(counts, "authenticate", Authenticator.principal))
     monkeypatch.setattr(Command, "violations", _counting(counts, "validate", Command.violations))
     monkeypatch.setattr(pipeline, "check", _counting(counts, "check", pipeline.check))

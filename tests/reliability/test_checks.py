@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from bench.harness.checks import Findings, _check_log, _check_statement, _RoundFacts
+from bench.harness.checks import Findings, RoundFacts, check_log, check_statement
 
 DEPOSIT = ("setup:w:fund", 10_000)
 # kind, amount, reserved change, balance after, round id, reference
@@ -16,13 +16,13 @@ GOOD = [
     ("FundsReserved", 0, 500, 10_200, "t#2", ""),
     ("ReservationReleased", 0, -500, 10_200, "t#2", "round_voided"),
 ]
-ROUNDS = {"t#1": _RoundFacts("settled", {"w": 200}), "t#2": _RoundFacts("voided", {})}
+ROUNDS = {"t#1": RoundFacts("settled", {"w": 200}), "t#2": RoundFacts("voided", {})}
 LEDGER = {DEPOSIT[0]: ("w", DEPOSIT[1])}
 
 
 def statement_problems(lines: list[tuple[str, int, int, int, str, str]], balance: int = 10_200) -> list[str]:
     found = Findings()
-    _check_statement(found, "w", balance, 0, lines, ROUNDS, LEDGER, "test")
+    check_statement(found, "w", balance, 0, lines, ROUNDS, LEDGER, "test")
     return found.problems
 
 
@@ -56,7 +56,7 @@ def test_a_round_left_reserved_is_found() -> None:
 
 def log_problems(notes: list[tuple[int, str, str, int, str, str]], acked: set[str]) -> list[str]:
     found = Findings()
-    _check_log(found, notes, acked, "test")
+    check_log(found, notes, acked, "test")
     return found.problems
 
 

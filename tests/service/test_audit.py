@@ -21,7 +21,7 @@ from . import play
 from .rows import StoredRows
 
 
-def _play_rounds(d: play.Driver, profile: str, rounds: int, table: str | None = None) -> list[str]:
+def play_rounds(d: play.Driver, profile: str, rounds: int, table: str | None = None) -> list[str]:
     table_id = table or f"{profile}-t"
     names = [f"{table_id}-p{i}" for i in range(1, 4)]
     play.open_wallets(d, names)
@@ -51,7 +51,7 @@ def _play_rounds(d: play.Driver, profile: str, rounds: int, table: str | None = 
 
 @pytest.mark.parametrize("profile", ["classic", "ante", "room", "kingmaker"])
 def test_every_closed_round_replays_bit_exact(app: PokdengApp, driver: play.Driver, profile: str) -> None:
-    for round_id in _play_rounds(driver, profile, 6):
+    for round_id in play_rounds(driver, profile, 6):
         verdict = audit.verify_round(app, round_id, check_wallets=True)
         assert verdict.ok, verdict.render()
         replay_verdict, replayed = audit.replay_round(app, round_id)
@@ -65,7 +65,7 @@ def test_many_generated_rounds_replay_in_memory() -> None:
     d = play.Driver(app, chooser=play.Chooser(random.Random(11)))
     count = 0
     for profile in ("classic", "ante", "room", "kingmaker"):
-        for round_id in _play_rounds(d, profile, 60):
+        for round_id in play_rounds(d, profile, 60):
             verdict = audit.verify_round(app, round_id, check_wallets=False)
             assert verdict.ok, verdict.render()
             count += 1
@@ -210,7 +210,7 @@ def test_direct_row_tampering_is_detected(
 ) -> None:
     app = make_app()
     d = play.Driver(app, chooser=play.Chooser(random.Random(3)))
-    round_id = _play_rounds(d, "classic", 1, table=f"tamper-{kind}")[0]
+    round_id = play_rounds(d, "classic", 1, table=f"tamper-{kind}")[0]
     assert audit.verify_round(app, round_id, check_wallets=True).ok
     TAMPERING[kind](Rows(app_env, round_id))
     fresh = make_app(AGGREGATE_CACHE_MAXSIZE="0")
@@ -232,7 +232,7 @@ def test_batch_verification_finds_the_one_tampered_round(
 
     app = make_app()
     d = play.Driver(app, chooser=play.Chooser(random.Random(8)))
-    rounds = _play_rounds(d, "classic", 5, table="batch-a") + _play_rounds(d, "kingmaker", 5, table="batch-b")
+    rounds = play_rounds(d, "classic", 5, table="batch-a") + play_rounds(d, "kingmaker", 5, table="batch-b")
     victim = rounds[6]
     TAMPERING[kind](Rows(app_env, victim))
     fresh = make_app(AGGREGATE_CACHE_MAXSIZE="0")
@@ -256,7 +256,7 @@ def test_batch_verification_fails_a_bad_round_id_at_its_turn(make_app: Callable[
 
     app = make_app()
     d = play.Driver(app, chooser=play.Chooser(random.Random(9)))
-    rounds = _play_rounds(d, "classic", 2, table="turns")
+    rounds = play_rounds(d, "classic", 2, table="turns")
     for bad, error in (("turns#99", NotFound), ("a\x00round", InvalidCommand)):
         verdicts = audit.verify_rounds(make_app(), [rounds[0], bad, rounds[1]])
         assert next(verdicts).ok
@@ -268,7 +268,7 @@ def test_batch_verification_fails_a_bad_round_id_at_its_turn(make_app: Callable[
 
 
 def test_bundle_verifies_offline_and_fails_on_any_single_byte_edit(app: PokdengApp, driver: play.Driver) -> None:
-    round_id = _play_rounds(driver, "kingmaker", 1)[0]
+    round_id = play_rounds(driver, "kingmaker", 1)[0]
     raw = audit.bundle_bytes(audit.export_bundle(app, round_id))
     assert audit.verify_bundle(raw).ok
     rng = random.Random(5)
@@ -282,7 +282,7 @@ def test_bundle_verifies_offline_and_fails_on_any_single_byte_edit(app: PokdengA
 
 
 def test_bundle_has_everything_a_regulator_asks_for(app: PokdengApp, driver: play.Driver) -> None:
-    round_id = _play_rounds(driver, "room", 1)[0]
+    round_id = play_rounds(driver, "room", 1)[0]
     bundle = audit.export_bundle(app, round_id)
     for key in (
         "profile",
@@ -304,10 +304,10 @@ def test_bundle_has_everything_a_regulator_asks_for(app: PokdengApp, driver: pla
 def test_checkpoint_roots_and_inclusion_proofs(app: PokdengApp, driver: play.Driver) -> None:
     from pokdeng_service.store import merkle
 
-    rounds = _play_rounds(driver, "classic", 5, table="cp")
+    rounds = play_rounds(driver, "classic", 5, table="cp")
     assert app.inclusion_proof(rounds[0]) is None
     driver.call("checkpoint_table", "cp", "day 1")
-    more = _play_rounds(driver, "classic", 3, table="cp2")
+    more = play_rounds(driver, "classic", 3, table="cp2")
     driver.call("checkpoint_table", "cp2")
     for round_id in [*rounds, *more]:
         proof = app.inclusion_proof(round_id)
@@ -327,7 +327,7 @@ def test_table_record_is_found_whatever_the_audit_hint(app: PokdengApp, driver: 
     the audit's per-table hint of where to look is only a hint: wrong, stale or missing, every
     round still finds the table's pin of its last digest."""
     table_id = "hinted"
-    round_ids = _play_rounds(driver, "classic", 3, table=table_id)
+    round_ids = play_rounds(driver, "classic", 3, table=table_id)
     play.open_wallets(driver, [f"{table_id}-late"])
     for n in range(3):  # a player comes and goes between rounds: two more table events each time
         driver.call("take_seat", table_id, f"{table_id}-late", 4)
@@ -360,7 +360,7 @@ def test_replay_compares_payloads_by_their_json_form() -> None:
     d = play.Driver(app, chooser=play.Chooser(random.Random(5)))
     seen: set[str] = set()
     for profile in ("classic", "ante", "room", "kingmaker"):
-        for round_id in _play_rounds(d, profile, 8):
+        for round_id in play_rounds(d, profile, 8):
             facts = audit.core_facts(app.round_events(round_id))
             replayed, _ = audit.replay_events(facts)
             for stored, again in zip(facts, replayed, strict=True):
@@ -404,13 +404,13 @@ def test_rounds_of_an_older_profile_and_engine_version_still_replay(
     with monkeypatch.context() as old_engine:
         old_engine.setattr(machine, "ENGINE_VERSION", "0.9.0")
         old_engine.setattr(aggregates, "ENGINE_VERSION", "0.9.0")
-        old_rounds = _play_rounds(driver, "classic", 6, table="v1-table")
+        old_rounds = play_rounds(driver, "classic", 6, table="v1-table")
     # classic v2: a 5% commission on a winning player's gross (a rules change is a new version)
     v2 = profiles.CLASSIC_V1.model_copy(update={"version": 2, "player_commission": "1/20"})
     monkeypatch.setitem(profiles.PRESETS, "classic", {1: profiles.CLASSIC_V1, 2: v2})
     monkeypatch.setattr(profiles, "_CACHE", {})
     assert profiles.get_profile("classic").version == 2
-    new_rounds = _play_rounds(driver, "classic", 6, table="v2-table")
+    new_rounds = play_rounds(driver, "classic", 6, table="v2-table")
     for n in range(2):  # a table keeps the profile version it was opened with
         round_id = play.start_round(driver, "v1-table", f"later-{n}")
         play.seat_bets(driver, round_id, 200)
@@ -459,7 +459,7 @@ def test_verification_reads_compressed_or_encrypted_rows_through_the_library(tmp
     try:
         assert app.mapper.compressor is not None or app.mapper.cipher is not None
         d = play.Driver(app, chooser=play.Chooser(random.Random(6)))
-        rounds = _play_rounds(d, "kingmaker", 4, table="packed")
+        rounds = play_rounds(d, "kingmaker", 4, table="packed")
         for round_id in rounds:
             rows = app.recorder.select_events(round_uuid(round_id))
             assert facts.plain_fact(rows[1]) is None  # not plain JSON: the library decodes it

@@ -72,7 +72,7 @@ class Played:
         self.open_round = ""
 
 
-def _play(app: PokdengApp) -> Played:
+def play_store(app: PokdengApp) -> Played:
     played = Played(app)
     save = app.save
 
@@ -126,7 +126,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     folder = tmp_path_factory.mktemp("fastpaths")
     app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(folder / "fast.sqlite")})
     try:
-        yield _play(app)
+        yield play_store(app)
     finally:
         app.close()
 

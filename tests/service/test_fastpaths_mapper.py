@@ -22,7 +22,7 @@ from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import fastmapper, fastpaths
 
 from . import play
-from .test_fastpaths import Played, _play
+from .test_fastpaths import Played, play_store
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +30,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     folder = tmp_path_factory.mktemp("fastmapper")
     app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(folder / "m.sqlite")})
     try:
-        result = _play(app)
+        result = play_store(app)
         for table_id in result.tables:
             app.take_snapshot(ag.table_uuid(table_id))
         for wallet_id in result.wallets:

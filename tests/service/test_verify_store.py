@@ -26,7 +26,7 @@ from pokdeng_service.store.aggregates import round_uuid, seed_uuid, table_uuid, 
 
 from . import play
 from .rows import StoredRows
-from .test_audit import _play_rounds
+from .test_audit import play_rounds
 
 # --- direct access to the stored rows --------------------------------------------------------------
 
@@ -323,7 +323,7 @@ def test_verify_all_passes_an_untampered_store_of_every_profile(
     d = play.Driver(app, chooser=play.Chooser(random.Random(9)))
     closed = []
     for profile in play.PROFILES:
-        closed += _play_rounds(d, profile, 3)
+        closed += play_rounds(d, profile, 3)
     d.call("deposit", "classic-t-p1", 5_000)
     d.call("withdraw", "classic-t-p1", 2_500)
     for n in range(105):

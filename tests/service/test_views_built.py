@@ -15,7 +15,7 @@ from pokdeng_service.application.views import CommandResult, Reservation, Wallet
 from pokdeng_service.store import aggregates as ag
 
 from . import play
-from .test_fastpaths import Played, _play
+from .test_fastpaths import Played, play_store
 from .test_fastpaths_mapper import same_values
 
 
@@ -24,7 +24,7 @@ def played(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Played]:
     folder = tmp_path_factory.mktemp("views")
     app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(folder / "v.sqlite")})
     try:
-        yield _play(app)
+        yield play_store(app)
     finally:
         app.close()
 
