@@ -153,10 +153,28 @@ def verified_project(aggregate: Any, domain_events: Iterable[Any]) -> Any:
             problem = wallet_fact_problem(aggregate, domain_event)
             if problem is not None:
                 raise StreamIntegrityError("wallet", aggregate.wallet_id, aggregate.id, problem)
-        aggregate = domain_event.mutate(aggregate)
+        aggregate = _folded(aggregate, domain_event)
     if isinstance(aggregate, _CHAINED) and not checked:
         check_identity(aggregate)
     return aggregate
+
+
+def _folded(aggregate: Any, domain_event: Any) -> Any:
+    """The aggregate with one more event, or ``StreamIntegrityError`` naming the stream if the event cannot be
+    folded on it (a second creation row, a version out of turn, a payload its class cannot take): a stored
+    stream the load cannot fold is not what any writer of this service saved."""
+    try:
+        return domain_event.mutate(aggregate)
+    except StreamIntegrityError:
+        raise
+    except Exception as error:
+        claimed = identity(aggregate)
+        stream, ident = (claimed[0], claimed[1]) if claimed is not None else ("stream", "?")
+        uuid = getattr(aggregate, "id", None) or domain_event.originator_id
+        position = getattr(domain_event, "originator_version", "?")
+        why = f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+        problem = f"its event at position {position} cannot be folded ({why})"
+        raise StreamIntegrityError(stream, ident, uuid, problem) from None
 
 
 def opening_problem(record: ag.RoundRecord, table: ag.TableRecord | None) -> str | None:

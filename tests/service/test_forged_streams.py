@@ -410,3 +410,29 @@ def _seed_rows(app_env: dict[str, str], round_id: str) -> Rows:
     rows = Rows(app_env, round_id)
     rows.id = seed_uuid(round_id)
     return rows
+
+
+def test_a_stream_that_cannot_be_folded_is_refused_as_forged_naming_it(
+    make_app: Callable[..., PokdengApp], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A copy of a stream's creation row appended to it (or any row its class cannot fold) is refused as
+    StreamForged (DATA_LOSS, the stream named), for a round, a table and a wallet, never an INTERNAL error."""
+    caplog.set_level(logging.DEBUG)
+    app = make_app()
+    driver = play.Driver(app, chooser=play.Chooser(random.Random(3)))
+    play.open_wallets(driver, ["a", "b"])
+    play.open_table(driver, "t", "classic", [(1, "a"), (2, "b")])
+    round_id = play.start_round(driver, "t", "client")
+    for uuid in (round_uuid(round_id), table_uuid("t"), wallet_uuid("a")):
+        rows = app.recorder.select_events(uuid)
+        app.recorder.insert_events([StoredEvent(uuid, len(rows) + 1, rows[0].topic, rows[0].state)])
+    fresh = make_app()
+    for kind, ident, load in (
+        ("round", round_id, fresh.get_round),
+        ("table", "t", fresh.get_table),
+        ("wallet", "a", fresh.get_wallet),
+    ):
+        error = _forged_error(partial(load, ident))
+        assert error.details["stream"] == kind and ident in error.message
+        assert "cannot be folded" in error.message
+        assert status_for(error).code == code_pb2.DATA_LOSS
