@@ -3,8 +3,8 @@
 ``PokdengApp.handle(principal, request_id, command)`` runs any command of
 ``pokdeng_service.application.commands`` through the one pipeline
 (``pokdeng_service.application.pipeline``); the handlers are in ``wallets``, ``tables`` and
-``rounds``, the reads in ``queries``, the loaders and their caches in ``loading``. Every command carries a client request id: a retry with
-the same id returns the first result and writes nothing.
+``rounds``, the reads in ``queries``, the loaders and their caches in ``loading``. Every command
+carries a client request id: a retry with the same id returns the first result and writes nothing.
 
 For scripts and tests, each command is also a method named after it, taking the request id
 and then the command's fields: ``app.place_bet("bet-1", "t#1", 1, "alice", 100)`` is

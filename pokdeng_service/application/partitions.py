@@ -22,13 +22,17 @@ import zlib
 from collections.abc import Callable
 from typing import Any
 
+from eventsourcing.application import AggregateNotFoundError
+from eventsourcing.persistence import IntegrityError
+
 from pokdeng_core import limits
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.application.app import PokdengApp
 from pokdeng_service.application.commands import Command
-from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.principal import Principal
 from pokdeng_service.application.views import CommandResult
+from pokdeng_service.store.layout import LAYOUT_UUID, StoreLayout, layout_problem
 
 
 def shard_of(identifier: str) -> str:
@@ -62,12 +66,17 @@ class PartitionedPokdeng:
     def open(cls, config: StoreConfig) -> PartitionedPokdeng:
         vault = config.vault()
         signing_keys = config.signing_keys()
-        apps = []
-        for k in range(config.partitions):
-            env = config.env(k)
-            if config.kind == "postgres" and k:
-                _ensure_schema(env)
-            apps.append(PokdengApp(env, vault=vault, signing_keys=signing_keys))
+        apps: list[PokdengApp] = []
+        try:
+            for k in range(config.partitions):
+                env = config.env(k)
+                if config.kind == "postgres" and k:
+                    _ensure_schema(env)
+                apps.append(PokdengApp(env, vault=vault, signing_keys=signing_keys))
+                check_layout(apps[-1], k, config.partitions, record=True)
+        except BaseException:
+            _close_all(apps)
+            raise
         return cls(apps)
 
     @classmethod
@@ -79,10 +88,9 @@ class PartitionedPokdeng:
         try:
             for k in range(config.partitions):
                 apps.append(PokdengApp(config.read_only_env(k), vault=vault))
+                check_layout(apps[-1], k, config.partitions, record=False)
         except BaseException:
-            for app in apps:
-                with contextlib.suppress(Exception):
-                    app.close()
+            _close_all(apps)
             raise
         return cls(apps)
 
@@ -123,6 +131,32 @@ class PartitionedPokdeng:
         for app in self.apps:
             with contextlib.suppress(Exception):
                 app.close()
+
+
+def check_layout(app: PokdengApp, partition: int, partitions: int, *, record: bool) -> None:
+    """The store's recorded layout (``store.layout``) must be the one it is given (``ConfigError``: the
+    server or tool refuses to start); a store with none records it when ``record`` (a server's start)."""
+    for _attempt in range(2):
+        try:
+            recorded: StoreLayout | None = app.repository.get(LAYOUT_UUID)
+        except AggregateNotFoundError:
+            recorded = None
+        problem = layout_problem(recorded, partitions, partition)
+        if problem is not None:
+            raise ConfigError(f"partition {partition}'s store: {problem}")
+        if recorded is not None or not record:
+            return
+        try:
+            app.save(StoreLayout(partitions, partition))
+            return
+        except IntegrityError:  # (another server recorded it at once: read what it recorded)
+            continue
+
+
+def _close_all(apps: list[PokdengApp]) -> None:
+    for app in apps:
+        with contextlib.suppress(Exception):
+            app.close()
 
 
 def _ensure_schema(env: dict[str, str]) -> None:

@@ -85,12 +85,14 @@ class StoreRecord(Protocol):
     def mapper(self) -> Mapper[UUID]: ...
 
 
-def verify_store(app: StoreRecord, page: int = PAGE) -> list[Verdict]:
+def verify_store(app: StoreRecord, page: int = PAGE, *, partition: int = 0, partitions: int = 1) -> list[Verdict]:
     """Every stream of the store behind ``app`` verified, alone and against the others: one verdict per
     round, table and wallet, one for the sealed seeds, one for the command records and one for the
-    store as a whole (its log, its digests, streams not verified here). Failures name the stream and
-    its first bad position."""
+    store as a whole (its log, its digests, its layout: every stream in the partition its key names, for a
+    store that is partition ``partition`` of ``partitions``; streams not verified here). Failures name the
+    stream and its first bad position."""
     audit = _StoreAudit(app)
+    audit.partition, audit.partitions = partition, partitions
     audit.read(page)
     return audit.verdicts()
 

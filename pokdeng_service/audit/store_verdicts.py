@@ -5,8 +5,11 @@ from __future__ import annotations
 from typing import Any
 from uuid import UUID
 
+from eventsourcing.application import AggregateNotFoundError
+
 from pokdeng_core import events as re
 from pokdeng_core.shuffle import commitment
+from pokdeng_service.application.partitions import partition_of, table_of_round
 from pokdeng_service.audit.store_streams import (
     RoundRead,
     SnapshotPages,
@@ -18,6 +21,7 @@ from pokdeng_service.audit.store_streams import (
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store.facts import RecordedEvent
+from pokdeng_service.store.layout import LAYOUT_UUID, StoreLayout, layout_problem
 
 
 class StoreVerdicts:
@@ -39,6 +43,8 @@ class StoreVerdicts:
     rows: int
     runs: dict[UUID, tuple[str, int]]
     platform: Any  # ``audit.outbox.PlatformAudit``: the rounds whose money a platform's wallet holds
+    partition: int = 0  # the store's place in its deployment: partition ``partition`` of ``partitions``
+    partitions: int = 1
 
     def _round_verdict(self, record: RoundRead) -> Verdict:
         """The round's verdict once its stream is read: rows, chain, replay and money, completeness."""
@@ -402,6 +408,31 @@ class StoreVerdicts:
         )
         return verdict
 
+    def _layout(self) -> tuple[bool, str]:
+        """The store's recorded layout is the one it was given, and every round, table and wallet stream lives
+        in the partition its key names (a round by its table's)."""
+        try:
+            recorded: StoreLayout | None = self.app.repository.get(LAYOUT_UUID)
+        except AggregateNotFoundError:
+            recorded = None
+        except Exception as error:  # (a layout row that cannot be read: what the store says is unknown)
+            return False, f"the store's layout record cannot be read: {error}"
+        problem = layout_problem(recorded, self.partitions, self.partition)
+        if problem is not None:
+            return False, problem
+        places = (
+            *(("round", r, table_of_round(r)) for r in self.rounds),
+            *(("table", t, t) for t in self.tables),
+            *(("wallet", w, w) for w in self.wallets),
+        )
+        for kind, ident, key in places:
+            misplaced = _misplaced(kind, ident, key, self.partition, self.partitions)
+            if misplaced is not None:
+                return False, misplaced
+        said = "recorded" if recorded is not None else "not recorded (a store made before layouts were)"
+        where = f"partition {self.partition} of {self.partitions}"
+        return True, f"{where}, {said}; every round, table and wallet stream in the partition its key names"
+
     def _store_verdict(self) -> Verdict:
         verdict = Verdict("store")
         counts: dict[str, int] = {}
@@ -419,10 +450,18 @@ class StoreVerdicts:
             not lacking,
             lacking[0] if lacking else "every row after its stream's creation carries a digest",
         )
+        verdict.add("layout", *self._layout())
         if self.others:
             others = ", ".join(f"{n} rows of {kind}" for kind, n in sorted(self.others.items()))
             verdict.add("other streams", True, f"{others}: not verified here")
         return verdict
+
+
+def _misplaced(kind: str, ident: str, key: str, partition: int, partitions: int) -> str | None:
+    home = partition_of(key, partitions)
+    if home == partition:
+        return None
+    return f"{kind} {ident!r} lives in partition {partition}; its key {key!r} names partition {home} of {partitions}"
 
 
 def _beyond(stream: StreamRead, snapshots: SnapshotPages | None) -> None:

@@ -265,7 +265,7 @@ def _verify_all(app: Any, quiet: bool, passed: int, failed: int) -> int:
 
     others: dict[str, list[int]] = {}
     for partition, part in enumerate(app.apps):
-        for verdict in audit.verify_store(part):
+        for verdict in audit.verify_store(part, partition=partition, partitions=len(app.apps)):
             if not verdict.ok or not quiet:
                 print(verdict.render() if len(app.apps) == 1 else f"[partition {partition}] {verdict.render()}")
             kind = verdict.subject.split(" ", 1)[0]

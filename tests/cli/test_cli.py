@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from pokdeng_service import audit
-from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main
+from pokdeng_service.store.aggregates import wallet_uuid
 
 from ..service import play
 
@@ -131,8 +132,38 @@ def test_replay_export_and_verify_find_a_round_in_its_partition(
         assert main(["verify", str(bundle)]) == EXIT_OK
         assert main(["verify", round_id, *store]) == EXIT_OK
     assert "Traceback" not in capsys.readouterr().err
-    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_OK  # partition 0 alone, as told...
-    assert "p.p1.sqlite lies beside the store" in capsys.readouterr().err  # ...but not in silence
+    assert main(["verify", "--all", "--quiet", "--db", str(db), "--partitions", "2"]) == EXIT_OK
+    # given another layout than the one the store recorded at its first start, a tool refuses to read it
+    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_USAGE
+    assert "partition 0 of 2 (recorded at its first start)" in capsys.readouterr().err
+
+
+def test_a_store_served_with_another_layout_is_refused_and_verify_finds_a_misplaced_stream(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A store laid out as one partition and given as two would answer NOT_FOUND for its wallets and take a
+    second OpenWallet of the same id: its layout is recorded at its first start, and a server or a tool given
+    another refuses with the layout named. ``verify --all`` checks every stream lives where its key names."""
+    db = tmp_path / "one.sqlite"
+    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db), partitions=1))
+    play.open_wallets(play.Driver(service.apps[0]), [f"{s}/ann" for s in "abcdefgh"])
+    service.close()
+    with pytest.raises(ConfigError, match="partition 0 of 1"):
+        PartitionedPokdeng.open(StoreConfig.from_args(db=str(db), partitions=2))
+    assert main(["verify", "--all", "--quiet", "--db", str(db), "--partitions", "2"]) == EXIT_USAGE
+    assert "serve it with --partitions 1" in capsys.readouterr().err
+    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_OK
+    # a wallet stream copied into the partition its key does not name: verify --all says so
+    two = tmp_path / "two.sqlite"
+    service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(two), partitions=2))
+    shard = next(s for s in "abcdefghijklmnop" if service.partition(f"{s}/bob", "wallet") == 1)
+    play.open_wallets(play.Driver(service.apps[1]), [f"{shard}/bob"])
+    rows = service.apps[1].recorder.select_events(wallet_uuid(f"{shard}/bob"))
+    service.apps[0].recorder.insert_events(rows)
+    service.close()
+    assert main(["verify", "--all", "--quiet", "--db", str(two), "--partitions", "2"]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert f"wallet '{shard}/bob' lives in partition 0; its key '{shard}/bob' names partition 1 of 2" in out
 
 
 def test_a_reader_that_goes_away_is_not_an_unreachable_store(monkeypatch: pytest.MonkeyPatch) -> None:
