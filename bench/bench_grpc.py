@@ -39,7 +39,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench_service import RawApp, baseline_block, transactions  # type: ignore[import-not-found, unused-ignore]
+from bench_service import baseline_block, transactions  # type: ignore[import-not-found, unused-ignore]
 
 from pokdeng_client import PokdengClient
 from pokdeng_client.v1 import pokdeng_pb2 as pb
@@ -48,6 +48,7 @@ from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.auth import TokenStore
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.harness.baseline import RawApp
 
 PLAYERS = ("p1", "p2", "p3", "p4", "p5")
 TARGET = 1.5  # a round over gRPC / (bare unary calls + raw appends)

@@ -28,7 +28,7 @@ the loader must replay events after the latest snapshot) and times
 string: in eventsourcing 9.5.6 the value ``0`` means an *unbounded* cache, not none.
 
 PostgreSQL: ``POKDENG_BENCH_POSTGRES_URL`` if set (a fresh schema per run, dropped
-afterwards), else a throwaway cluster from ``tests/pgserver.py``; skipped (with the
+afterwards), else a throwaway cluster from ``pokdeng_testkit/pgserver.py``; skipped (with the
 reason) when neither is available.
 """
 
@@ -55,7 +55,6 @@ sys.path.insert(0, ROOT)
 
 from eventsourcing.application import Repository  # noqa: E402
 
-from bench.harness.baseline import Mini, RawApp  # noqa: E402
 from pokdeng_core import events as core_events  # noqa: E402
 from pokdeng_core.hands import taem  # noqa: E402
 from pokdeng_core.machine import BANKER, Phase, RoundState, evolve, legal_commands  # noqa: E402
@@ -64,12 +63,13 @@ from pokdeng_service.application.views import CommandResult  # noqa: E402
 from pokdeng_service.store import aggregates as ag  # noqa: E402
 from pokdeng_service.store.codec import from_data  # noqa: E402
 from pokdeng_service.store.vault import SeedVault  # noqa: E402
+from pokdeng_testkit.harness.baseline import Mini, RawApp  # noqa: E402
+from pokdeng_testkit.keys import VAULT_KEY  # noqa: E402
 
 TARGET = 0.50  # the application's rounds/s over the baseline's
 SEATS = 5
 STAKE = 100
 FUNDS = 10**12
-VAULT_KEY = "be4c" * 16
 PROFILES = ("kingmaker", "classic")
 NO_CACHE = {"AGGREGATE_CACHE_MAXSIZE": ""}  # "" disables the cache; "0" would be an unbounded one
 
@@ -121,7 +121,7 @@ def sqlite_store() -> Iterator[Store]:
 def postgres_store() -> Iterator[Store | str]:
     """A PostgreSQL store, or the reason there is none."""
     try:
-        from tests.pgserver import (
+        from pokdeng_testkit.pgserver import (
             PostgresServerInfo,
             PostgresStartError,
             TemporaryPostgres,
@@ -131,7 +131,7 @@ def postgres_store() -> Iterator[Store | str]:
             wait_until_ready,
         )
     except ImportError as error:  # psycopg missing
-        yield f"cannot import tests/pgserver.py: {error}"
+        yield f"cannot import pokdeng_testkit/pgserver.py: {error}"
         return
     url = os.environ.get("POKDENG_BENCH_POSTGRES_URL", "").strip()
     server = None
@@ -281,7 +281,7 @@ def transactions(app: PokdengApp, after: int, upto: int) -> list[int]:
 
 
 # ---------------------------------------------------------------------------------------
-# the baseline: raw appends with a minimal aggregate (``Mini`` and ``RawApp``: bench.harness.baseline)
+# the baseline: raw appends with a minimal aggregate (``Mini`` and ``RawApp``: pokdeng_testkit.harness.baseline)
 
 
 def baseline_block(app: RawApp, sizes: Sequence[int], per_round: Sequence[int]) -> float:

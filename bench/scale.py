@@ -8,7 +8,7 @@ of one database. For every store kind and partition count P, the run starts P x 
 processes (R replicas of each partition: SQLite has one server a file, so R is 1 there; on
 PostgreSQL each partition's replicas share its schema), and ``--clients`` client threads per
 partition, each playing whole rounds at a table of its own on its partition's servers (replicas
-in turn), through ``bench.harness.driver`` exactly as ``bench/load.py`` does (GetTable,
+in turn), through ``pokdeng_testkit.harness.driver`` exactly as ``bench/load.py`` does (GetTable,
 StartRound, the bets with the players' tokens, Deal, GetRound, GetLegalCommands, the decisions,
 a deposit or withdrawal every third round). A platform routes a table to its partition by the
 table's shard (docs/operations.md, "Partitions"); here each table is placed on its partition's
@@ -21,7 +21,7 @@ machine's cores bound what more processes can add: the figures say how far this 
 and the commits/s of one partition are what docs/operations.md ("Capacity") builds on.
 
 PostgreSQL: ``--postgres-url`` (a fresh database per configuration must be creatable there), else
-a throwaway cluster from ``tests/pgserver.py`` with ``fsync``, ``synchronous_commit`` and
+a throwaway cluster from ``pokdeng_testkit/pgserver.py`` with ``fsync``, ``synchronous_commit`` and
 ``full_page_writes`` on (durable, as in production); without PostgreSQL binaries or psycopg the
 PostgreSQL part is skipped with the reason.
 """
@@ -46,11 +46,11 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.harness.baseline import LogReader, transactions  # noqa: E402
-from bench.harness.client import HarnessClient, Stats  # noqa: E402
-from bench.harness.driver import TableDriver, make_tables, play_for  # noqa: E402
-from bench.harness.server import ServerProcess, Store, servers, with_schema  # noqa: E402
-from bench.harness.tokens import Tokens  # noqa: E402
+from pokdeng_testkit.harness.baseline import LogReader, transactions  # noqa: E402
+from pokdeng_testkit.harness.client import HarnessClient, Stats  # noqa: E402
+from pokdeng_testkit.harness.driver import TableDriver, make_tables, play_for  # noqa: E402
+from pokdeng_testkit.harness.server import ServerProcess, Store, servers, with_schema  # noqa: E402
+from pokdeng_testkit.harness.tokens import Tokens  # noqa: E402
 
 DURABLE = {"fsync": "on", "synchronous_commit": "on", "full_page_writes": "on"}
 
@@ -183,7 +183,7 @@ def postgres_factory(url: str | None) -> Iterator[Callable[[int], list[Store]] |
         import psycopg
         from psycopg import sql
 
-        from tests.pgserver import TemporaryPostgres, create_database, find_pg_bin_dir, unique_name
+        from pokdeng_testkit.pgserver import TemporaryPostgres, create_database, find_pg_bin_dir, unique_name
     except ImportError as error:
         yield f"cannot use PostgreSQL here: {error}"
         return

@@ -3,7 +3,7 @@
 Fixtures
 --------
 ``postgres_server`` (session)
-    :class:`tests.pgserver.PostgresServerInfo` (host, port, user, password, dbname, url)
+    :class:`pokdeng_testkit.pgserver.PostgresServerInfo` (host, port, user, password, dbname, url)
     for user ``pokdeng`` / password ``pokdeng`` on database ``pokdeng_test``.
     Where it comes from, in order:
 
@@ -47,9 +47,7 @@ from dataclasses import replace
 import psycopg
 import pytest
 
-from tests.needs import unavailable, under_ci
-
-from .pgserver import (
+from pokdeng_testkit.pgserver import (
     PostgresServerInfo,
     PostgresStartError,
     TemporaryPostgres,
@@ -61,6 +59,7 @@ from .pgserver import (
     unique_name,
     wait_until_ready,
 )
+from tests.needs import unavailable, under_ci
 
 POSTGRES_URL_ENV = "POKDENG_TEST_POSTGRES_URL"
 _POSTGRES_FIXTURES = frozenset(

@@ -32,6 +32,7 @@ from pokdeng_service.audit.bundle import for_player
 from pokdeng_service.store import codec, merkle
 from pokdeng_service.store.signing import SigningKey, TreeHead
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.keys import OTHER_VAULT_KEY
 
 from . import forgery
 from .service import play
@@ -497,7 +498,7 @@ def test_a_round_voided_without_its_seed_verifies_as_withheld(wr: ModuleType, tm
             break
         play.drive_round(d, dealt)
     app.close()
-    lost = PokdengApp(env, vault=SeedVault.from_hex("0f" * 32))  # the old key is gone
+    lost = PokdengApp(env, vault=SeedVault.from_hex(OTHER_VAULT_KEY))  # the old key is gone
     try:
         lost.void_round("void-1", dealt, "vault key lost")
         verdict = wr.verify(audit.bundle_bytes(audit.export_bundle(lost, dealt)))

@@ -110,9 +110,9 @@ def test_the_graph_counts_lazy_and_type_checking_imports() -> None:
 
 def test_no_module_imports_a_private_name_of_another() -> None:
     found = []
-    for path in _python_files(*OURS, "tests", "bench"):
+    for path in _python_files(*OURS, "pokdeng_testkit", "tests", "bench"):
         for node, imported in _imports(path):
-            if isinstance(node, ast.ImportFrom) and imported.startswith((*OURS, "tests", "bench")):
+            if isinstance(node, ast.ImportFrom) and imported.startswith((*OURS, "pokdeng_testkit", "tests", "bench")):
                 found += [
                     f"{path.relative_to(ROOT)}:{node.lineno}: {a.name}"
                     for a in node.names

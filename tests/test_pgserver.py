@@ -18,7 +18,7 @@ import pytest
 from eventsourcing.application import AggregateNotFoundError, Application
 from eventsourcing.domain import Aggregate, event
 
-from .pgserver import PER_TEST_DB_PREFIX, PG_BINDIR_ENV, PostgresServerInfo
+from pokdeng_testkit.pgserver import PER_TEST_DB_PREFIX, PG_BINDIR_ENV, PostgresServerInfo
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

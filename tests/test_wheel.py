@@ -113,7 +113,7 @@ def test_wheel_holds_every_subpackage(wheel: zipfile.ZipFile) -> None:
     ]
     absent = sorted(m for m in modules if m not in names)
     assert not absent, f"modules missing from the wheel: {', '.join(absent)}"
-    assert not [n for n in names if n.startswith("tests/") or n.startswith("bench/")]
+    assert not [n for n in names if n.startswith(("tests/", "bench/", "pokdeng_testkit/"))]
 
 
 def test_wheel_carries_the_proto_file(wheel: zipfile.ZipFile) -> None:

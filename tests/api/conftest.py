@@ -24,10 +24,10 @@ from pokdeng_service.api.server import PokdengServer, create_server
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.auth import Role, TokenStore
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.keys import VAULT_KEY
 
 from .client import PLAYERS, TOKENS, Api
 
-VAULT_KEY = "a9" * 32
 STORES = ("sqlite", pytest.param("postgres", marks=pytest.mark.postgres))
 
 

@@ -19,6 +19,7 @@ import pytest
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.errors import details_of
 from pokdeng_service.application.errors import Conflict
+from pokdeng_testkit.keys import OTHER_VAULT_KEY
 
 from .client import Api, error_of, kind_of, open_table, open_wallets, seat, start_round
 from .conftest import Served, StartServer, make_app, sqlite_env
@@ -321,7 +322,7 @@ def test_a_round_whose_seed_cannot_be_unsealed_is_refused_as_sealed(tmp_path: Pa
     alice.cmd("RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=1, player="alice", stake=100))
     served.stop()
     first.close()
-    other = PokdengApp(env, vault=SeedVault.from_hex("5e" * 32))  # another key: the seal does not open
+    other = PokdengApp(env, vault=SeedVault.from_hex(OTHER_VAULT_KEY))  # another key: the seal does not open
     served = start_server(other)
     try:
         ops, alice = served.api("operator"), served.api("alice")

@@ -10,6 +10,7 @@ import grpc
 
 from pokdeng_client import events
 from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_testkit.keys import VAULT_KEY
 
 from .client import Api, bet, error_of, open_table, open_wallets, payload, start_round
 from .conftest import Served, StartServer, make_app, sqlite_env
@@ -128,7 +129,7 @@ def test_each_partition_has_its_own_feed(tmp_path: Path, start_server: StartServ
     from pokdeng_service.application.config import StoreConfig
     from pokdeng_service.application.partitions import PartitionedPokdeng
 
-    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "p.sqlite"), partitions=2, vault_key="c3" * 32)
+    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "p.sqlite"), partitions=2, vault_key=VAULT_KEY)
     service = PartitionedPokdeng.open(config)
     try:
         served = start_server(service)
@@ -158,7 +159,7 @@ def test_recall_reaches_every_partition(tmp_path: Path, start_server: StartServe
     from pokdeng_service.application.partitions import PartitionedPokdeng
     from pokdeng_service.readmodels.partitioned import PartitionedReadModels
 
-    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "r.sqlite"), partitions=2, vault_key="c4" * 32)
+    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "r.sqlite"), partitions=2, vault_key=VAULT_KEY)
     service = PartitionedPokdeng.open(config)
     models = PartitionedReadModels(service, config)
     try:

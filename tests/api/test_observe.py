@@ -20,9 +20,10 @@ from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.compose import Deployment
 from pokdeng_service.logs import JsonFormatter
+from pokdeng_testkit.keys import VAULT_KEY
 
 from .client import TOKENS, Api, Choices, bet, error_of, open_table, open_wallets, play_round, seat, start_round
-from .conftest import VAULT_KEY, Served, token_store
+from .conftest import Served, token_store
 
 
 def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:

@@ -14,7 +14,8 @@ from pokdeng_service.application.commands import COMMANDS, CheckpointTable, Plac
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.application.principal import SYSTEM
-from tests.pgserver import PostgresServerInfo
+from pokdeng_testkit.keys import VAULT_KEY
+from pokdeng_testkit.pgserver import PostgresServerInfo
 
 from .client import bet, open_table, open_wallets, start_round
 from .conftest import StartServer
@@ -23,10 +24,10 @@ from .conftest import StartServer
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def two_partitions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[PartitionedPokdeng]:
     if request.param == "sqlite":
-        config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "p.sqlite"), partitions=2, vault_key="c5" * 32)
+        config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "p.sqlite"), partitions=2, vault_key=VAULT_KEY)
     else:
         info: PostgresServerInfo = request.getfixturevalue("postgres_database")
-        config = StoreConfig(kind="postgres", postgres_url=info.url, partitions=2, vault_key="c5" * 32)
+        config = StoreConfig(kind="postgres", postgres_url=info.url, partitions=2, vault_key=VAULT_KEY)
     service = PartitionedPokdeng.open(config)
     try:
         yield service

@@ -15,10 +15,11 @@ from pokdeng_service.application import PokdengApp
 from pokdeng_service.audit.anchors import verify_consistency
 from pokdeng_service.store.signing import KeyRing, SigningKey, TreeHead
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.keys import VAULT_KEY
 
 from ..service import play
 from .client import error_of
-from .conftest import VAULT_KEY, Served, StartServer, sqlite_env
+from .conftest import Served, StartServer, sqlite_env
 
 RING = KeyRing.of(SigningKey.from_hex("3c" * 32))
 

@@ -17,9 +17,9 @@ from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, main
 from pokdeng_service.compose import Deployment
 from pokdeng_service.readmodels import ReadModels
+from pokdeng_testkit.pgserver import PostgresServerInfo
 from tests.needs import unavailable
 
-from ..pgserver import PostgresServerInfo
 from ..service import play
 from .stores import Player, play_rounds, snapshot
 

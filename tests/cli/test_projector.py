@@ -21,13 +21,13 @@ import grpc
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.harness.client import HarnessClient
-from bench.harness.driver import TableDriver, make_tables
-from bench.harness.server import ServerProcess, Store, free_port, servers
-from bench.harness.tokens import Tokens
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application.partitions import partition_of
 from pokdeng_service.projector import RESTART_FIRST, RESTART_MOST, restart_pause
+from pokdeng_testkit.harness.client import HarnessClient
+from pokdeng_testkit.harness.driver import TableDriver, make_tables
+from pokdeng_testkit.harness.server import ServerProcess, Store, free_port, servers
+from pokdeng_testkit.harness.tokens import Tokens
 
 CHILD = "pokdeng_service.projector"
 

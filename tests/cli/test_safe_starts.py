@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.server import ROOT, ServerProcess, Store, child_env, free_port
-from bench.harness.tokens import Tokens
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.cli import EXIT_UNAVAILABLE, EXIT_USAGE, main
 from pokdeng_service.compose import Deployment
 from pokdeng_service.store.lock import StoreLocked, lock_path
 from pokdeng_service.store.vault import VaultError
+from pokdeng_testkit.harness.server import ROOT, ServerProcess, Store, child_env, free_port
+from pokdeng_testkit.harness.tokens import Tokens
+from pokdeng_testkit.keys import VAULT_KEY
 
 from .stores import snapshot
 
@@ -84,13 +85,13 @@ def test_a_new_key_file_is_made_with_mode_0600(tmp_path: Path) -> None:
 
 
 def test_one_deployment_per_sqlite_file(tmp_path: Path) -> None:
-    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "pokdeng.sqlite"), partitions=2, vault_key="ab" * 32)
+    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "pokdeng.sqlite"), partitions=2, vault_key=VAULT_KEY)
     first = Deployment.open(config, clocks=False, read_models=False)
     try:
         with pytest.raises(StoreLocked, match=rf"pid {os.getpid()} on .*: pokdeng serve"):
             Deployment.open(config, clocks=False, read_models=False)
         # another partition layout over the same files is refused too (partition 1's file is locked)
-        other = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "pokdeng.p1.sqlite"), vault_key="ab" * 32)
+        other = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "pokdeng.p1.sqlite"), vault_key=VAULT_KEY)
         with pytest.raises(StoreLocked):
             Deployment.open(other, clocks=False, read_models=False)
         # applications are not servers: tests and tools may open the file as before

@@ -1,11 +1,11 @@
 """Fixtures of the reliability suite: fresh stores for ``pokdeng serve`` child processes.
 
-``harness_store`` (params sqlite, postgres): a ``bench.harness.server.Store`` on a fresh SQLite
+``harness_store`` (params sqlite, postgres): a ``pokdeng_testkit.harness.server.Store`` on a fresh SQLite
 file in the test's folder, or on a fresh PostgreSQL database (``postgres_database``: the
 session's throwaway cluster, or ``POKDENG_TEST_POSTGRES_URL``).
 
 The harnesses start and kill their own servers and end every one of them before they return,
-also when they fail (``bench.harness.server.servers``).
+also when they fail (``pokdeng_testkit.harness.server.servers``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.server import Store
-
-from ..pgserver import PostgresServerInfo
+from pokdeng_testkit.harness.server import Store
+from pokdeng_testkit.pgserver import PostgresServerInfo
 
 STORES = ("sqlite", pytest.param("postgres", marks=pytest.mark.postgres))
 

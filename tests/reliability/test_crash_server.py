@@ -1,6 +1,6 @@
 """Crash and restart at the server level: ``pokdeng serve`` SIGKILLed under concurrent clients.
 
-The short form of ``bench/harness/crash.py`` (``python -m bench.harness.crash --help`` for the
+The short form of ``pokdeng_testkit/harness/crash.py`` (``python -m pokdeng_testkit.harness.crash --help`` for the
 long form): 8 clients, each at its own table, play rounds through the gRPC API with request ids
 derived from the round's state; the server is SIGKILLed at least 30 times (a random 0.05-0.4 s
 after it serves again; now and then during its start-up too) and restarted on the same port. The
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.harness.crash import CrashConfig, run_crash
-from bench.harness.server import Store
+from pokdeng_testkit.harness.crash import CrashConfig, run_crash
+from pokdeng_testkit.harness.server import Store
 
 KILLS = 30
 CLIENTS = 8

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.harness.client import HarnessClient
-from bench.harness.driver import TableDriver, TableSpec
-from bench.harness.server import ServerProcess, Store
-from bench.harness.tokens import Tokens
+from pokdeng_testkit.harness.client import HarnessClient
+from pokdeng_testkit.harness.driver import TableDriver, TableSpec
+from pokdeng_testkit.harness.server import ServerProcess, Store
+from pokdeng_testkit.harness.tokens import Tokens
 
 
 def test_the_driver_holds_a_bid_when_a_room_start_ends_the_banker_s_role(tmp_path: Path) -> None:

@@ -1,13 +1,13 @@
 """PostgreSQL failover: the primary stops under load, its synchronous standby is promoted, the service follows.
 
-Two throwaway clusters (``tests/pgstandby.py``: a primary, a ``pg_basebackup -R`` standby streaming
+Two throwaway clusters (``pokdeng_testkit/pgstandby.py``: a primary, a ``pg_basebackup -R`` standby streaming
 synchronously, each in a temporary folder on a loopback port, stopped by pid) and one ``pokdeng serve``
 whose URL names both (``postgresql://…@127.0.0.1:P1,127.0.0.1:P2/db?target_session_attrs=read-write``).
-``bench.harness.failover`` plays rounds, stops the primary (``pg_ctl stop -m immediate``, by pid), promotes
+``pokdeng_testkit.harness.failover`` plays rounds, stops the primary (``pg_ctl stop -m immediate``, by pid), promotes
 the standby (``pg_ctl promote``), and checks: health NOT_SERVING then SERVING, commands through again within
 10 s of the stop, every acknowledged command in the store, the commands in flight retried with their request
 ids once, every command asked again answered with its first answer, ``pokdeng verify --all`` passes. The
-long form (``python -m bench.harness.failover --seconds 30 --clients 6``)
+long form (``python -m pokdeng_testkit.harness.failover --seconds 30 --clients 6``)
 plays longer with more clients.
 """
 
@@ -18,11 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.failover import FailoverConfig, FailoverReport, run_failover
+from pokdeng_testkit.harness.failover import FailoverConfig, FailoverReport, run_failover
+from pokdeng_testkit.pgserver import find_pg_bin_dir
+from pokdeng_testkit.pgstandby import ReplicatedPostgres
 from tests.needs import unavailable
-
-from ..pgserver import find_pg_bin_dir
-from ..pgstandby import ReplicatedPostgres
 
 pytestmark = pytest.mark.postgres
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.harness.server import Store
-from bench.load import SHORT_CLIENTS, SHORT_SECONDS, LoadResult, render, run_load
+from pokdeng_testkit.harness.load import SHORT_CLIENTS, SHORT_SECONDS, LoadResult, render, run_load
+from pokdeng_testkit.harness.server import Store
 
 
 def test_short_load_plays_rounds_without_errors(harness_store: Store, tmp_path: Path) -> None:

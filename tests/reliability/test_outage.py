@@ -1,7 +1,7 @@
 """PostgreSQL stops under load: health turns NOT_SERVING, calls fail fast with UNAVAILABLE, nothing is lost.
 
-The test starts a throwaway cluster of its own (``tests/pgserver.py``: it stops it, so it cannot be
-the session's), serves over it with ``pokdeng serve`` (``bench.harness``), and has three clients
+The test starts a throwaway cluster of its own (``pokdeng_testkit/pgserver.py``: it stops it, so it cannot be
+the session's), serves over it with ``pokdeng serve`` (``pokdeng_testkit.harness``), and has three clients
 play rounds at their own tables. It stops PostgreSQL (a fast shutdown) while they play: health
 must turn NOT_SERVING within 5 s and calls must fail with UNAVAILABLE within about 5 s each; then
 it starts PostgreSQL again: health turns SERVING, the clients (which retry the same request ids)
@@ -20,17 +20,17 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from bench.harness.checks import audit_api
-from bench.harness.client import HarnessClient
-from bench.harness.driver import TableDriver, all_acked, make_tables, merged_ledger
-from bench.harness.server import ServerProcess, Store
-from bench.harness.tokens import Tokens
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 from pokdeng_service.api.errors import details_of
+from pokdeng_testkit.harness.checks import audit_api
+from pokdeng_testkit.harness.client import HarnessClient
+from pokdeng_testkit.harness.driver import TableDriver, all_acked, make_tables, merged_ledger
+from pokdeng_testkit.harness.server import ServerProcess, Store
+from pokdeng_testkit.harness.tokens import Tokens
+from pokdeng_testkit.keys import VAULT_KEY
+from pokdeng_testkit.pgserver import TemporaryPostgres, find_pg_bin_dir
 from tests.needs import unavailable
-
-from ..pgserver import TemporaryPostgres, find_pg_bin_dir
 
 pytestmark = pytest.mark.postgres
 
@@ -75,7 +75,7 @@ def _bounded_without_the_probe(cluster: TemporaryPostgres, tokens: Tokens, walle
     from pokdeng_service.application.config import StoreConfig
     from pokdeng_service.auth import TokenStore
 
-    config = StoreConfig(kind="postgres", postgres_url=cluster.info.url, vault_key="c7a5" * 16)
+    config = StoreConfig(kind="postgres", postgres_url=cluster.info.url, vault_key=VAULT_KEY)
     app = PokdengApp(config.env(0), vault=config.vault())
     store = TokenStore.from_tokens([(tokens.operator, "operator", None)])
     server, port = create_server("127.0.0.1:0", app, tokens=store, probe=False)

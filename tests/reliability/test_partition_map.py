@@ -26,9 +26,9 @@ from pokdeng_service.cli.main import build_parser
 from pokdeng_service.cli.settings import ServeSettings
 from pokdeng_service.store.bounded import BoundedPostgresFactory
 from pokdeng_service.store.readonly import ReadOnlyPostgresFactory
+from pokdeng_testkit.pgserver import PostgresServerInfo
 from tests.needs import unavailable
 
-from ..pgserver import PostgresServerInfo
 from ..service import play
 
 A = "postgresql://pokdeng:secret-a@db-a.example:5432/pokdeng"

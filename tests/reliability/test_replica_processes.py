@@ -1,14 +1,14 @@
 """Partitions on separate PostgreSQL servers, served by two ``pokdeng serve`` processes, one killed mid-load.
 
-Two throwaway clusters (``tests/pgserver.py``), one per partition, and two replicas with the same
+Two throwaway clusters (``pokdeng_testkit/pgserver.py``), one per partition, and two replicas with the same
 partition map (``--partition-url 0=URL0 --partition-url 1=URL1``). Clients whose channels spread their
 calls over both replicas (gRPC round robin) play tables of both partitions; replica A is SIGKILLed
 mid-load (its calls in flight are retried with the same request ids on B) and started again.
-``bench.harness.partition_replicas`` then checks: the replicas agree, every command asked again (through
+``pokdeng_testkit.harness.partition_replicas`` then checks: the replicas agree, every command asked again (through
 either replica) gets its first answer, nothing lost or doubled in either partition (through the API and in
 each store), and ``pokdeng verify --all`` over the map passes. It measures the version conflicts in each
 store by the stream they hit, the round log (``RoundLog``) among them (docs/reliability.md). The long form:
-``python -m bench.harness.partition_replicas --seconds 30 --tables 4``.
+``python -m pokdeng_testkit.harness.partition_replicas --seconds 30 --tables 4``.
 """
 
 from __future__ import annotations
@@ -18,10 +18,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.partition_replicas import PartitionReplicaConfig, PartitionReplicaReport, run_partition_replicas
+from pokdeng_testkit.harness.partition_replicas import (
+    PartitionReplicaConfig,
+    PartitionReplicaReport,
+    run_partition_replicas,
+)
+from pokdeng_testkit.pgserver import TemporaryPostgres, find_pg_bin_dir
 from tests.needs import unavailable
-
-from ..pgserver import TemporaryPostgres, find_pg_bin_dir
 
 pytestmark = pytest.mark.postgres
 

@@ -1,4 +1,4 @@
-"""Several replicas: two ``pokdeng serve`` processes on one PostgreSQL store (bench/harness/replicas.py).
+"""Several replicas: two ``pokdeng serve`` processes on one PostgreSQL store (pokdeng_testkit/harness/replicas.py).
 
 Two clients per table, one through each replica, both taking every decision of the round with
 request ids derived from its state; wallet hammers on both replicas depositing to and withdrawing
@@ -20,15 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from bench.harness.replicas import ReplicaConfig, run_replicas
-from bench.harness.server import Store
 from pokdeng_core.machine import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.turn_clock import TurnClock
 from pokdeng_service.store.vault import SeedVault
-
-VAULT_KEY = "7c10" * 16
-
+from pokdeng_testkit.harness.replicas import ReplicaConfig, run_replicas
+from pokdeng_testkit.harness.server import Store
+from pokdeng_testkit.keys import VAULT_KEY
 
 MIN_ROUNDS = 3  # rounds every shared table must close (however long a loaded machine takes: up to 60 s more)
 

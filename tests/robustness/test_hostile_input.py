@@ -56,6 +56,7 @@ from pokdeng_service.api.server import create_server
 from pokdeng_service.application import MAX_AMOUNT, PokdengApp
 from pokdeng_service.readmodels import ReadModels
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.keys import VAULT_KEY
 from tests.api.client import TOKENS, Api, Choices, play_round
 from tests.api.conftest import sqlite_env, token_store
 from tests.service import play
@@ -173,7 +174,7 @@ def build_world(app: PokdengApp) -> Hostile:
 @pytest.fixture(scope="module")
 def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hostile]:
     env = sqlite_env(tmp_path_factory.mktemp("hostile"))
-    app = PokdengApp(env, vault=SeedVault.from_hex("40" * 32))
+    app = PokdengApp(env, vault=SeedVault.from_hex(VAULT_KEY))
     world = build_world(app)
     models = ReadModels(env)  # (as `pokdeng serve` keeps them: the List methods read them)
     models.catch_up(app)
@@ -740,7 +741,7 @@ def test_subscribe_after_the_last_int64_position_is_not_internal(hostile: Hostil
 
 
 def test_a_wallet_balance_never_leaves_int64(tmp_path: Path) -> None:
-    app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.popo"}, vault=SeedVault.from_hex("41" * 32))
+    app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.popo"}, vault=SeedVault.from_hex(VAULT_KEY))
     server, port = create_server("127.0.0.1:0", app, tokens=token_store(), max_workers=2)
     server.start()
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -773,7 +774,7 @@ def test_a_wallet_balance_never_leaves_int64(tmp_path: Path) -> None:
 
 
 def test_a_round_settles_after_its_winner_was_topped_up_to_int64_max() -> None:
-    app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.popo"}, vault=SeedVault.from_hex("42" * 32))
+    app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.popo"}, vault=SeedVault.from_hex(VAULT_KEY))
     try:
         d = play.Driver(app, prefix="top", chooser=play.Chooser(random.Random(3)))
         play.open_wallets(d, ["alice"], 1_000_000)

@@ -53,10 +53,10 @@ from pokdeng_service.application import MAX_AMOUNT, PokdengApp
 from pokdeng_service.application.errors import BankerCannotCover, DuplicateRequest
 from pokdeng_service.application.views import CommandResult
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.keys import VAULT_KEY
 
 from .model import ModelBase, view_or_none
 
-VAULT_KEY = "7e57" * 16
 PLAYERS = ("alice", "bob", "carol", "dave")
 LATE = "erin"  # a wallet the rules may open later
 GHOST = "ghost"  # never opened

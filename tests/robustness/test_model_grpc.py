@@ -46,13 +46,13 @@ from pokdeng_service.api.server import create_server
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.auth import METHOD_ROLES, Role
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.keys import VAULT_KEY
 from tests.api.client import COMMANDS, TOKENS, Api
 from tests.api.conftest import token_store
 
 from .model import ModelBase, Seeds, view_or_none
 
 Code = grpc.StatusCode
-VAULT_KEY = "9c" * 32
 PLAYERS = ("alice", "bob", "carol", "dave")
 LATE = "erin"  # has a token; a wallet the rules may open
 GHOST = "ghost"  # no token, no wallet

@@ -27,8 +27,9 @@ from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.views import CommandResult, RoundView
 from pokdeng_service.store.signing import KeyRing, SigningKey
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.keys import SIGNING_KEY as SIGNING_KEY
+from pokdeng_testkit.keys import VAULT_KEY as VAULT_KEY  # every app instance of a test opens the sealed seeds
 
-VAULT_KEY = "5eed" * 16  # a fixed test key: every app instance of a test can open the sealed seeds
 FUNDS = 1_000_000
 MAX_STEPS = 200  # commands per round, far above any real round
 
@@ -37,9 +38,6 @@ PROFILES = ("classic", "ante", "room", "kingmaker")
 
 def vault() -> SeedVault:
     return SeedVault.from_hex(VAULT_KEY)
-
-
-SIGNING_KEY = "5151" * 16  # a fixed test signing key of tree heads (SignTreeHead)
 
 
 def signing_keys() -> KeyRing:

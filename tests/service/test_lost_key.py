@@ -11,6 +11,7 @@ from pokdeng_core.machine import Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.store.vault import SeedVault
+from pokdeng_testkit.keys import OTHER_VAULT_KEY
 
 from . import play
 
@@ -36,7 +37,7 @@ def test_with_the_vault_key_lost_open_rounds_are_voided_and_the_rest_verifies(
     assert app.round_state(dealt).phase is Phase.PLAYER_TURNS
     app.close()
 
-    lost = PokdengApp(app_env, vault=SeedVault.from_hex("0f" * 32))  # another key: the old one is gone
+    lost = PokdengApp(app_env, vault=SeedVault.from_hex(OTHER_VAULT_KEY))  # another key: the old one is gone
     try:
         assert lost.get_wallet("a").reserved > 0
         voided = lost.void_round("void-1", dealt, "vault key lost")

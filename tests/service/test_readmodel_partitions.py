@@ -22,6 +22,7 @@ from pokdeng_service.application.partitions import PartitionedPokdeng, partition
 from pokdeng_service.readmodels import RoundSummary
 from pokdeng_service.readmodels.paging import check_cursor, instant, merge_rounds
 from pokdeng_service.readmodels.partitioned import PartitionedReadModels
+from pokdeng_testkit.keys import VAULT_KEY
 
 from . import play
 from .play import Chooser, Driver
@@ -37,10 +38,10 @@ def _shard(partition: int) -> str:
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
 def two_partitions(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[tuple[PartitionedPokdeng, StoreConfig]]:
     if request.param == "sqlite":
-        config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "p.sqlite"), partitions=2, vault_key="c7" * 32)
+        config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "p.sqlite"), partitions=2, vault_key=VAULT_KEY)
     else:
         info = request.getfixturevalue("postgres_database")
-        config = StoreConfig(kind="postgres", postgres_url=info.url, partitions=2, vault_key="c7" * 32)
+        config = StoreConfig(kind="postgres", postgres_url=info.url, partitions=2, vault_key=VAULT_KEY)
     service = PartitionedPokdeng.open(config)
     try:
         yield service, config

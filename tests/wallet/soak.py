@@ -40,10 +40,10 @@ import grpc
 from google.protobuf.duration_pb2 import Duration
 from grpc_status import rpc_status
 
-from bench.harness.server import FAST_RECONNECT, ServerProcess, Store, child_env
-from bench.harness.tokens import Tokens
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
+from pokdeng_testkit.harness.server import FAST_RECONNECT, ServerProcess, Store, child_env
+from pokdeng_testkit.harness.tokens import Tokens
 
 from .faults import FaultPlan, Faults
 from .platform_server import Ledger, serve_grpc

@@ -33,6 +33,7 @@ from pokdeng_service.wallet.outbox import load_transactions
 from pokdeng_service.wallet.platform import PlatformWallet, transport_for
 from pokdeng_service.wallet.reconcile import reconcile
 from pokdeng_service.wallet.switch import check_switch
+from pokdeng_testkit.keys import VAULT_KEY
 
 from ..service import play
 from .conftest import FUNDS, Platform
@@ -274,7 +275,7 @@ def test_one_writer_on_the_store_s_wallets_looks_for_a_round_s_outbox_once(tmp_p
     serve`` on SQLite) remembers the rounds that have none, since no one else can give them one."""
     from pokdeng_service.wallet.outbox import transactions_uuid
 
-    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "one.sqlite"), vault_key="ab" * 32)
+    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "one.sqlite"), vault_key=VAULT_KEY)
     app = PokdengApp(config.env(), vault=config.vault())
     try:
         assert app.single_writer and not app.wallet_port.remote

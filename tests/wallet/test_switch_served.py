@@ -25,12 +25,12 @@ import grpc
 import pytest
 from google.protobuf.duration_pb2 import Duration
 
-from bench.harness.server import FAST_RECONNECT, ServerError, ServerProcess, Store, child_env
-from bench.harness.tokens import Tokens
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
 from pokdeng_service.api.errors import details_of
 from pokdeng_service.cli.main import main
+from pokdeng_testkit.harness.server import FAST_RECONNECT, ServerError, ServerProcess, Store, child_env
+from pokdeng_testkit.harness.tokens import Tokens
 
 from .platform_server import Ledger, serve_grpc
 from .soak import WalletServer

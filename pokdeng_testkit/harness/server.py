@@ -7,7 +7,7 @@ sends SIGKILL and reaps it; ``start()`` starts it again on the same port; ``clos
 file or a PostgreSQL URL; ``Store.open_app()`` opens the same store in this process (for checks).
 
 ``postgres_databases()`` gives fresh PostgreSQL databases: from a URL (a fresh schema in its
-database per call) or, without one, from a throwaway cluster (``tests/pgserver.py``).
+database per call) or, without one, from a throwaway cluster (``pokdeng_testkit/pgserver.py``).
 """
 
 from __future__ import annotations
@@ -28,11 +28,11 @@ from urllib.parse import urlsplit, urlunsplit
 import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.pgserver import free_port as free_port  # (re-exported: the one port picker, never the same port twice)
+from ..keys import VAULT_KEY  # every server of a run (and the checks) opens the same sealed seeds
+from ..pgserver import free_port as free_port  # (re-exported: the one port picker, never the same port twice)
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"
-VAULT_KEY = "c7a5" * 16  # every server of a run (and the checks) opens the same sealed seeds
 FAST_RECONNECT = (
     ("grpc.initial_reconnect_backoff_ms", 50),
     ("grpc.min_reconnect_backoff_ms", 50),
@@ -273,7 +273,7 @@ def postgres_databases(url: str | None = None) -> Iterator[Callable[[], str]]:
     """A factory of fresh, empty PostgreSQL stores (URLs), all dropped on the way out.
 
     With ``url``: each store is a new schema in that database (``?schema=`` in the URL). Without:
-    a throwaway cluster from ``tests/pgserver.py`` (PostgreSQL binaries needed), one database each.
+    a throwaway cluster from ``pokdeng_testkit/pgserver.py`` (PostgreSQL binaries needed), one database each.
     """
     import psycopg
     from psycopg import sql
@@ -301,8 +301,7 @@ def postgres_databases(url: str | None = None) -> Iterator[Callable[[], str]]:
                     cleanup()
         return
 
-    sys.path.insert(0, str(ROOT))
-    from tests.pgserver import PostgresStartError, TemporaryPostgres, create_database, find_pg_bin_dir, unique_name
+    from ..pgserver import PostgresStartError, TemporaryPostgres, create_database, find_pg_bin_dir, unique_name
 
     bin_dir = find_pg_bin_dir()
     if bin_dir is None:

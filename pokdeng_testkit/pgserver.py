@@ -258,7 +258,7 @@ class TemporaryPostgres:
         settings: dict[str, str] | None = None,
     ) -> None:
         self.bin_dir = bin_dir
-        self.settings = dict(settings or {})  # over the defaults of _start_postmaster (tests/pgstandby.py)
+        self.settings = dict(settings or {})  # over the defaults of _start_postmaster (pokdeng_testkit/pgstandby.py)
         self.max_connections = max_connections
         self.startup_timeout = startup_timeout
         self.port_attempts = port_attempts

@@ -2,7 +2,7 @@
 
 Nothing in here is imported by the product code. ``ReplicatedPostgres(bin_dir).start()``:
 
-1. the primary, a ``TemporaryPostgres`` (``tests/pgserver.py``: a temporary folder, a loopback port, a
+1. the primary, a ``TemporaryPostgres`` (``pokdeng_testkit/pgserver.py``: a temporary folder, a loopback port, a
    direct child process stopped by its pid) with ``wal_level=replica`` and ``synchronous_commit=on``, a
    ``replicator`` role with REPLICATION and its ``pg_hba.conf`` line for 127.0.0.1;
 2. the standby: ``pg_basebackup -R -X stream`` of the primary into a second temporary folder (the

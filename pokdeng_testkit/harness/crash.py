@@ -1,6 +1,6 @@
 """Crash and restart: ``pokdeng serve`` SIGKILLed at random moments under concurrent clients.
 
-    python -m bench.harness.crash [--store sqlite|postgres] [--kills 30] [--clients 8] [--seed S]
+    python -m pokdeng_testkit.harness.crash [--store sqlite|postgres] [--kills 30] [--clients 8] [--seed S]
                                   [--postgres-url URL] [--workdir DIR] [--json FILE]
 
 One server process (an SQLite file, or a PostgreSQL store: ``--postgres-url``, else a throwaway
@@ -245,7 +245,9 @@ def fresh_store(kind: str, workdir: Path, postgres_url: str | None = None) -> It
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.harness.crash", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m pokdeng_testkit.harness.crash", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--store", choices=("sqlite", "postgres"), default="sqlite")
     parser.add_argument(
         "--postgres-url", help="a PostgreSQL database to use (a fresh schema in it); default: a throwaway cluster"

@@ -1,8 +1,8 @@
 """A PostgreSQL failover under load: the primary stops, the synchronous standby is promoted, the service follows.
 
-    python -m bench.harness.failover [--seconds 6] [--clients 3] [--fail-after 2] [--promote-after 0.5]
+    python -m pokdeng_testkit.harness.failover [--seconds 6] [--clients 3] [--fail-after 2] [--promote-after 0.5]
 
-Two throwaway clusters (``tests/pgstandby.py``): a primary and its synchronous streaming standby. One
+Two throwaway clusters (``pokdeng_testkit/pgstandby.py``): a primary and its synchronous streaming standby. One
 ``pokdeng serve`` whose store URL is libpq's multi-host form with ``target_session_attrs=read-write``
 (``postgresql://…@127.0.0.1:P1,127.0.0.1:P2/db?target_session_attrs=read-write``): its sessions go to
 whichever server takes writes. Clients (``driver.TableDriver``, one table each, request ids derived
@@ -175,7 +175,7 @@ def verify_all(url: str, partitions: list[str] | None = None) -> tuple[int, str]
 
 
 def run_failover(pair: Any, workdir: Path, config: FailoverConfig | None = None) -> FailoverReport:
-    """The failover of ``pair`` (a started ``tests.pgstandby.ReplicatedPostgres``) under load."""
+    """The failover of ``pair`` (a started ``pokdeng_testkit.pgstandby.ReplicatedPostgres``) under load."""
     config = config or FailoverConfig()
     report = FailoverReport()
     started = time.monotonic()
@@ -273,7 +273,9 @@ def run_failover(pair: Any, workdir: Path, config: FailoverConfig | None = None)
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.harness.failover", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m pokdeng_testkit.harness.failover", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--seconds", type=float, default=6.0, help="how long the clients play")
     parser.add_argument("--clients", type=int, default=3, help="tables, one client each")
     parser.add_argument("--fail-after", type=float, default=2.0, help="seconds of play before the primary stops")
@@ -285,8 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     config = FailoverConfig(
         args.seconds, args.clients, args.fail_after, args.promote_after, first_answers=args.first_answers
     )
-    sys.path.insert(0, str(ROOT))
-    from tests.pgstandby import replicated_postgres
+    from ..pgstandby import replicated_postgres
 
     with contextlib.ExitStack() as stack:
         if args.workdir:

@@ -1,6 +1,6 @@
 """Two ``pokdeng serve`` replicas on one PostgreSQL store, clients sharing tables and wallets.
 
-    python -m bench.harness.replicas [--seconds 15] [--tables 5] [--clock-tables 6] [--postgres-url URL]
+    python -m pokdeng_testkit.harness.replicas [--seconds 15] [--tables 5] [--clock-tables 6] [--postgres-url URL]
 
 * **Shared tables.** Each table is played by two drivers at once, one through each replica
   (``driver.TableDriver`` in shared mode, taking decisions in opposite orders). Both place every
@@ -457,7 +457,9 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.harness.replicas", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="python -m pokdeng_testkit.harness.replicas", description=__doc__.split("\n\n")[0]
+    )
     parser.add_argument("--seconds", type=float, default=15.0, help="how long the shared tables are played")
     parser.add_argument("--tables", type=int, default=5, help="shared tables (two clients each, one per replica)")
     parser.add_argument("--clock-tables", type=int, default=6, help="tables whose turns the clocks time out")

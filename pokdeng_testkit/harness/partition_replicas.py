@@ -1,8 +1,8 @@
 """Partitions on separate PostgreSQL servers, served by two ``pokdeng serve`` replicas, one killed under load.
 
-    python -m bench.harness.partition_replicas [--seconds 5] [--tables 2] [--kill-after 1.5]
+    python -m pokdeng_testkit.harness.partition_replicas [--seconds 5] [--tables 2] [--kill-after 1.5]
 
-Two throwaway clusters (``tests/pgserver.py``), one per partition: the replicas run with the same
+Two throwaway clusters (``pokdeng_testkit/pgserver.py``), one per partition: the replicas run with the same
 partition map (``--partitions 2 --partition-url 0=URL0 --partition-url 1=URL1``), token file and vault
 key. Tables of both partitions (``--tables`` each, their ids and wallets sharded so that each lobby lives
 in one partition) are played by ``driver.TableDriver``s whose channel spreads the calls over both
@@ -51,7 +51,7 @@ from .checks import Findings, audit_api, audit_store, findings_lines, finish
 from .client import HarnessClient
 from .driver import TableDriver, TableSpec, all_acked, make_tables, merged_ledger
 from .failover import verify_all
-from .server import ROOT, ServerProcess, Store, free_port, servers
+from .server import ServerProcess, Store, free_port, servers
 from .tokens import Tokens
 
 
@@ -332,7 +332,7 @@ def run_partition_replicas(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench.harness.partition_replicas", description=__doc__.split("\n\n")[0]
+        prog="python -m pokdeng_testkit.harness.partition_replicas", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument("--seconds", type=float, default=5.0, help="how long the clients play")
     parser.add_argument("--tables", type=int, default=2, help="tables per partition, one client each")
@@ -348,8 +348,7 @@ def main(argv: list[str] | None = None) -> int:
         args.seconds, args.tables, args.kill_after, args.down_for, args.after_restart, args.first_answers,
         not args.no_each_store,
     )  # fmt: skip
-    sys.path.insert(0, str(ROOT))
-    from tests.pgserver import temporary_postgres
+    from ..pgserver import temporary_postgres
 
     with contextlib.ExitStack() as stack:
         if args.workdir:

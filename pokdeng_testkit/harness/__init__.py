@@ -11,7 +11,7 @@
 * ``checks``  — the end-of-run audit through the API and directly in the store.
 * ``baseline`` — the raw-append baseline of a run: the same transactions appended with a minimal
   aggregate to a fresh store of the same kind (``bench/load.py``), and a served store's log read only.
-* ``crash``   — the crash-and-restart harness (``python -m bench.harness.crash --help``).
+* ``crash``   — the crash-and-restart harness (``python -m pokdeng_testkit.harness.crash --help``).
 * ``replicas`` — two servers on one PostgreSQL store, clients sharing tables and wallets.
 
 Every child process is started in its own session and killed by its pid (``ServerProcess.close``);
