@@ -7,22 +7,34 @@ reservation together with the round's events, so a stale balance is a conflict.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import ClassVar
 
 from .profiles import Profile
 
 
+def snake_case(name: str) -> str:
+    """A command's name from its type's: ``PlaceBet`` -> ``place_bet`` (the service's commands are named alike)."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
 @dataclass(frozen=True, slots=True)
 class RoundCommand:
+    """A command to the round. Its ``name`` is its type's in snake case (``PlaceBet.name == "place_bet"``):
+    what ``machine.legal_commands`` lists, the API's ``CommandKind`` (``COMMAND_KIND_PLACE_BET``) and the
+    service's command of the same name."""
+
     name: ClassVar[str] = "round_command"
+
+    def __init_subclass__(cls) -> None:  # (no zero-argument super() in a slotted dataclass: nothing to call)
+        cls.name = snake_case(cls.__name__)
 
 
 @dataclass(frozen=True, slots=True)
 class OpenRound(RoundCommand):
     """Open a round: seats and banker from the table, the shuffle committed before any card."""
 
-    name: ClassVar[str] = "open_round"
     round_id: str
     table_id: str
     round_no: int
@@ -45,7 +57,6 @@ class OpenRound(RoundCommand):
 
 @dataclass(frozen=True, slots=True)
 class PlaceBet(RoundCommand):
-    name: ClassVar[str] = "place_bet"
     seat: int
     player: str
     stake: int
@@ -60,7 +71,6 @@ class ContributeSeed(RoundCommand):
     """Contribute to the round's client seed during betting: a bettor or the player-banker (``player``),
     or the platform (``player`` None). A contributor's last contribution before the deal counts."""
 
-    name: ClassVar[str] = "contribute_seed"
     player: str | None
     client_seed: str
     by: str = ""  # its sender, when not the contributor itself (the platform's: always): in client_seed_contributed
@@ -70,13 +80,11 @@ class ContributeSeed(RoundCommand):
 class Deal(RoundCommand):
     """Close betting and deal."""
 
-    name: ClassVar[str] = "deal"
     by: str = ""  # who deals (an operator, the service): recorded in cards_dealt
 
 
 @dataclass(frozen=True, slots=True)
 class PlaceSideBet(RoundCommand):
-    name: ClassVar[str] = "place_side_bet"
     seat: int
     player: str
     available: int
@@ -85,13 +93,11 @@ class PlaceSideBet(RoundCommand):
 
 @dataclass(frozen=True, slots=True)
 class CloseSideBets(RoundCommand):
-    name: ClassVar[str] = "close_side_bets"
     by: str = ""  # who closed them: recorded in side_bets_settled
 
 
 @dataclass(frozen=True, slots=True)
 class Draw(RoundCommand):
-    name: ClassVar[str] = "draw"
     seat: int
     player: str
     by: str = ""  # its sender, when not the seat's holder itself: recorded in card_drawn
@@ -99,7 +105,6 @@ class Draw(RoundCommand):
 
 @dataclass(frozen=True, slots=True)
 class Stay(RoundCommand):
-    name: ClassVar[str] = "stay"
     seat: int
     player: str
     by: str = ""  # its sender, when not the seat's holder itself: recorded in player_stood
@@ -109,7 +114,6 @@ class Stay(RoundCommand):
 class BankerReveal(RoundCommand):
     """The banker shows and settles chosen hands against its two cards before it draws."""
 
-    name: ClassVar[str] = "banker_reveal"
     seats: tuple[int, ...]
     player: str | None = None  # the player-banker, or None when the operator acts for the house
     by: str = ""  # its sender, when not the player-banker itself (the house's: always): in hands_revealed
@@ -117,14 +121,12 @@ class BankerReveal(RoundCommand):
 
 @dataclass(frozen=True, slots=True)
 class BankerDraw(RoundCommand):
-    name: ClassVar[str] = "banker_draw"
     player: str | None = None
     by: str = ""  # its sender, when not the player-banker itself (the house's: always): in card_drawn
 
 
 @dataclass(frozen=True, slots=True)
 class BankerStay(RoundCommand):
-    name: ClassVar[str] = "banker_stay"
     player: str | None = None
     by: str = ""  # its sender, when not the player-banker itself (the house's: always): in player_stood
 
@@ -133,12 +135,10 @@ class BankerStay(RoundCommand):
 class TimeOutTurn(RoundCommand):
     """The table's turn timer ran out for whoever is to act: the automatic action applies."""
 
-    name: ClassVar[str] = "time_out_turn"
     by: str = ""  # who sent it (an operator, the turn clock): recorded in turn_timed_out
 
 
 @dataclass(frozen=True, slots=True)
 class VoidRound(RoundCommand):
-    name: ClassVar[str] = "void_round"
     reason: str
     by: str = ""  # who voids it: recorded in round_voided

@@ -7,20 +7,20 @@ round), lists every bad field at once (``violations``), names the player it acts
 fingerprint of a request (``fingerprint``: its name and fields). ``PokdengApp.handle``
 runs any of them; the handler of each type is in ``wallets``, ``tables`` or ``rounds``.
 
-Adding a command: its type here, its handler, its RPC and its tests.
+Adding a command: its type here, its handler, its RPC and its tests (docs/architecture.md, "Adding a command").
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from dataclasses import KW_ONLY, dataclass
 from typing import Any, ClassVar, Literal
 
 import orjson
 
 from pokdeng_core import currencies, limits
+from pokdeng_core.commands import snake_case
 from pokdeng_core.profiles import PROFILE_NAMES
 from pokdeng_service.application.errors import FieldViolation
 from pokdeng_service.store.codec import field_names
@@ -28,13 +28,12 @@ from pokdeng_service.store.codec import field_names
 Stream = Literal["wallet", "table", "round", "log"]
 
 
-@functools.cache
-def _snake(name: str) -> str:
-    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+_snake = functools.cache(snake_case)
 
 
 class _SnakeName:
-    """A command's name: its type's name in snake case (``PlaceBet`` -> ``place_bet``), made once per name."""
+    """A command's name: its type's name in snake case (``PlaceBet`` -> ``place_bet``, as the core's round
+    commands are named: ``pokdeng_core.commands.snake_case``), made once per name."""
 
     def __get__(self, _obj: object, owner: type) -> str:
         return _snake(owner.__name__)
