@@ -25,7 +25,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from functools import lru_cache
 from types import MappingProxyType
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import commands as c
 from . import deciding
@@ -993,75 +993,130 @@ def _void(run: _Run, cmd: c.VoidRound) -> None:
     _reveal_seed_and_close(run, "voided")
 
 
-_HANDLERS: Mapping[type[c.RoundCommand], Callable[[_Run, Any], None]] = MappingProxyType(
-    {
-        c.OpenRound: _open,
-        c.PlaceBet: _place_bet,
-        c.ContributeSeed: _contribute,
-        c.Deal: _deal,
-        c.PlaceSideBet: _place_side_bet,
-        c.CloseSideBets: _close_side_bets,
-        c.Draw: _draw,
-        c.Stay: _stay,
-        c.BankerReveal: _banker_reveal,
-        c.BankerDraw: _banker_play,
-        c.BankerStay: _banker_play,
-        c.TimeOutTurn: _time_out,
-        c.VoidRound: _void,
+# ---------------------------------------------------------------------------------------
+# the commands: each one's handler and when legal_commands lists it
+
+
+def _player_seat(state: RoundState, seat: int | None) -> bool:
+    """``seat`` is a player's seat (or an ante position) of this round: not the banker's, not the operator."""
+    return seat is not None and seat != BANKER and any(number == seat for number, _ in state.seats)
+
+
+def _staked(state: RoundState, seat: int | None) -> bool:
+    """The holder of player seat ``seat`` has its stake on it (an ante position has no holder: never)."""
+    holder = state.holder(seat) if seat is not None else None
+    return holder is not None and any(b.seat == seat and b.player == holder for b in state.bets)
+
+
+def _banker_chooses(state: RoundState, seat: int | None) -> bool:
+    """The banker's hand has a choice to make now, and ``seat`` plays it: the banker (0), or the operator
+    (None) for the house."""
+    if seat != BANKER and not (seat is None and state.banker_player is None):
+        return False
+    if state.phase is not Phase.BANKER_TURN or state.banker_done:
+        return False
+    banker_draw = state.rules.banker_draw
+    assert banker_draw is not None
+    return banker_draw.action(_taem(state.banker_cards)) == "choose"
+
+
+def _player_chooses(state: RoundState, seat: int | None) -> bool:
+    """It is player seat ``seat``'s turn and its hand has a choice to make."""
+    if seat is None or state.phase is not Phase.PLAYER_TURNS or state.turn != seat or not _player_seat(state, seat):
+        return False
+    player_draw = state.rules.player_draw
+    assert player_draw is not None
+    return player_draw.action(_taem(state.cards(seat))) == "choose"
+
+
+def _may_bet(state: RoundState, seat: int | None) -> bool:
+    return state.phase is Phase.BETTING and _player_seat(state, seat) and not _staked(state, seat)
+
+
+def _may_deal(state: RoundState, seat: int | None) -> bool:
+    return seat is None and state.phase is Phase.BETTING and bool(state.bets)
+
+
+def _may_contribute(state: RoundState, seat: int | None) -> bool:
+    """In betting, in a round with contributions: the platform (the operator), the player-banker, and
+    each seat's holder once its stake is in (before, it contributes with its stake)."""
+    if state.phase is not Phase.BETTING or not state.client_seed_rule:
+        return False
+    if seat is None:
+        return True
+    if seat == BANKER:
+        return state.banker_player is not None
+    return _player_seat(state, seat) and _staked(state, seat)
+
+
+def _may_side_bet(state: RoundState, seat: int | None) -> bool:
+    if state.phase is not Phase.SIDE_BETS or not _player_seat(state, seat) or not _staked(state, seat):
+        return False
+    return not any(b.seat == seat for b in state.side_bets)
+
+
+def _may_close_side_bets(state: RoundState, seat: int | None) -> bool:
+    return seat is None and state.phase is Phase.SIDE_BETS
+
+
+def _may_time_out(state: RoundState, seat: int | None) -> bool:
+    phase = state.phase
+    return seat is None and (
+        phase in (Phase.SIDE_BETS, Phase.PLAYER_TURNS) or (phase is Phase.BANKER_TURN and not state.banker_done)
+    )
+
+
+def _may_reveal(state: RoundState, seat: int | None) -> bool:
+    return _banker_chooses(state, seat) and state.rules.banker_selective_reveal
+
+
+def _may_void(state: RoundState, seat: int | None) -> bool:
+    return seat is None
+
+
+class _Step(NamedTuple):
+    """A round command's handler, and when it is legal for whom (None: never listed)."""
+
+    decide: Callable[[_Run, Any], None]
+    legal: Callable[[RoundState, int | None], bool] | None
+
+
+_STEPS: Mapping[type[c.RoundCommand], _Step] = MappingProxyType(
+    {  # in the order legal_commands lists them
+        c.OpenRound: _Step(_open, None),  # (the table's StartRound opens a round: never a move in one)
+        c.PlaceBet: _Step(_place_bet, _may_bet),
+        c.Deal: _Step(_deal, _may_deal),
+        c.ContributeSeed: _Step(_contribute, _may_contribute),
+        c.PlaceSideBet: _Step(_place_side_bet, _may_side_bet),
+        c.CloseSideBets: _Step(_close_side_bets, _may_close_side_bets),
+        c.Draw: _Step(_draw, _player_chooses),
+        c.Stay: _Step(_stay, _player_chooses),
+        c.TimeOutTurn: _Step(_time_out, _may_time_out),
+        c.BankerReveal: _Step(_banker_reveal, _may_reveal),
+        c.BankerDraw: _Step(_banker_play, _banker_chooses),
+        c.BankerStay: _Step(_banker_play, _banker_chooses),
+        c.VoidRound: _Step(_void, _may_void),
     }
 )
+"""Every round command: the one table of the machine (its handlers, ``legal_commands``, ``COMMANDS``)."""
+
+_HANDLERS: Mapping[type[c.RoundCommand], Callable[[_Run, Any], None]] = MappingProxyType(
+    {kind: step.decide for kind, step in _STEPS.items()}
+)
+_LEGAL = tuple((kind.name, step.legal) for kind, step in _STEPS.items() if step.legal is not None)
+_IDLE = frozenset({Phase.NEW, Phase.SHOWDOWN, Phase.SETTLED, Phase.CLOSED})  # nobody may do anything
+
+COMMANDS: tuple[type[c.RoundCommand], ...] = tuple(_STEPS)
+"""Every round command type the machine decides."""
+LISTED_COMMANDS: tuple[str, ...] = tuple(name for name, _ in _LEGAL)
+"""The names ``legal_commands`` may give (every command but the opening), in the order it lists them."""
 
 
 def legal_commands(state: RoundState, seat: int | None = None) -> tuple[str, ...]:
     """What may be asked now: by the holder of ``seat`` (0: the banker), or by the operator (None)."""
-    phase = state.phase
-    if phase in (Phase.NEW, Phase.SHOWDOWN, Phase.SETTLED, Phase.CLOSED):
+    if state.phase in _IDLE:
         return ()
-    profile = state.rules
-    if seat is None:
-        ops: list[str] = []
-        if phase is Phase.BETTING and state.bets:
-            ops.append(c.Deal.name)
-        if phase is Phase.BETTING and state.client_seed_rule:
-            ops.append(c.ContributeSeed.name)  # as the platform
-        if phase is Phase.SIDE_BETS:
-            ops.append(c.CloseSideBets.name)
-        if phase in (Phase.SIDE_BETS, Phase.PLAYER_TURNS) or (phase is Phase.BANKER_TURN and not state.banker_done):
-            ops.append(c.TimeOutTurn.name)
-        if state.banker_player is None and phase is Phase.BANKER_TURN:
-            ops.extend(legal_commands(state, BANKER))
-        ops.append(c.VoidRound.name)
-        return tuple(ops)
-    if seat == BANKER:
-        if phase is Phase.BETTING and state.client_seed_rule and state.banker_player is not None:
-            return (c.ContributeSeed.name,)
-        if phase is not Phase.BANKER_TURN or state.banker_done:
-            return ()
-        assert profile.banker_draw is not None
-        if profile.banker_draw.action(_taem(state.banker_cards)) != "choose":
-            return ()
-        out = [c.BankerDraw.name, c.BankerStay.name]
-        if profile.banker_selective_reveal:
-            out.insert(0, c.BankerReveal.name)
-        return tuple(out)
-    try:
-        holder = state.holder(seat)
-    except UnknownSeat:
-        return ()
-    if phase is Phase.BETTING:
-        if holder is not None and any(b.seat == seat and b.player == holder for b in state.bets):
-            # the holder's stake is in (a second one would be a duplicate); it may still contribute
-            return (c.ContributeSeed.name,) if state.client_seed_rule else ()
-        return (c.PlaceBet.name,)
-    if phase is Phase.SIDE_BETS:
-        has_main = any(b.seat == seat and b.player == holder for b in state.bets)
-        has_side = any(b.seat == seat for b in state.side_bets)
-        return (c.PlaceSideBet.name,) if has_main and not has_side else ()
-    if phase is Phase.PLAYER_TURNS and state.turn == seat:
-        assert profile.player_draw is not None
-        if profile.player_draw.action(_taem(state.cards(seat))) == "choose":
-            return (c.Draw.name, c.Stay.name)
-    return ()
+    return tuple(name for name, legal in _LEGAL if legal(state, seat))
 
 
 def can(state: RoundState, command: c.RoundCommand) -> bool:

@@ -24,6 +24,7 @@ from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core import currencies
 from pokdeng_core import events as re
 from pokdeng_core import table_events as te
+from pokdeng_core.machine import LISTED_COMMANDS
 from pokdeng_service.application.access import participants as participants  # re-exported
 from pokdeng_service.application.views import (
     Notification,
@@ -74,22 +75,10 @@ OUTCOME_TO_PB: dict[str, pb.RoundOutcome.ValueType] = {
 OUTCOME_FROM_PB: dict[int, str] = {int(v): k for k, v in OUTCOME_TO_PB.items()}
 
 COMMAND_TO_PB: dict[str, pb.CommandKind.ValueType] = {
-    name: pb.CommandKind.Value("COMMAND_KIND_" + name.upper())
-    for name in (
-        "place_bet",
-        "deal",
-        "place_side_bet",
-        "close_side_bets",
-        "draw",
-        "stay",
-        "banker_reveal",
-        "banker_draw",
-        "banker_stay",
-        "time_out_turn",
-        "void_round",
-        "contribute_seed",
-    )
+    name: pb.CommandKind.Value("COMMAND_KIND_" + name.upper()) for name in LISTED_COMMANDS
 }
+"""Each command ``legal_commands`` may list (the machine's table) as its ``CommandKind``: ``place_bet`` is
+``COMMAND_KIND_PLACE_BET`` (a command without its value in the proto fails here, at import)."""
 
 
 # --- wallets -----------------------------------------------------------------------------------
