@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import ClassVar
+from typing import Any, ClassVar, Protocol
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,3 +282,16 @@ ADDED_FIELDS: Mapping[str, Mapping[str, object]] = MappingProxyType(
 )
 """Fields added to an event with a default after rounds were recorded without them (docs/events.md): a
 stored payload that lacks one reads as the default, and equals a replayed event that has the default."""
+
+
+class StoredEvent(Protocol):
+    """An event as a record holds it: its position in its stream, its kind and its payload (as JSON gives it
+    back: lists for tuples; a field of ``ADDED_FIELDS`` absent from an older record). The service's stored
+    events (``store.facts.Recorded``) are these, with their cause, time and chain digest."""
+
+    @property
+    def position(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def data(self) -> dict[str, Any]: ...

@@ -1,9 +1,9 @@
 """The pure replay of a round from its record: decisions read back, chain, replay and money checks.
 
 Replay works on the record alone: the decisions are read back from the stored
-events (the first event each command caused says what the command was), the
-shoe is rebuilt from the revealed server seed (checked against the commitment),
-and the pure core decides again. Every replayed event must equal the stored one
+events (the first event each command caused says what the command was: the core's
+``decisions.decision_of``), the shoe is rebuilt from the revealed server seed
+(checked against the commitment), and the pure core decides again. Every replayed event must equal the stored one
 (kind and payload; times are not compared), and so must the money.
 
 In a round with contributions (``contributions_opened``, engines from 1.1.0) the client
@@ -30,10 +30,10 @@ import orjson
 
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
+from pokdeng_core.decisions import decision_of as decision_of  # (re-exported: its old home)
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import RoundState, attach_shoe, decide_and_fold, evolve
-from pokdeng_core.profiles import get_profile
-from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, ShuffleError, commitment, derive_client_seed
+from pokdeng_core.shuffle import CLIENT_SEED_RULE, ShuffleError, commitment, derive_client_seed
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
 from pokdeng_service.store.facts import Recorded
@@ -60,96 +60,6 @@ def group_by_command(facts: Sequence[Recorded]) -> list[list[Recorded]]:
         else:
             groups.append([event])
     return groups
-
-
-def decision_of(group: Sequence[Recorded], state: RoundState) -> rc.RoundCommand:
-    """The command that caused ``group``, read from its first event (and the state before it).
-
-    Scalar fields are read from the stored payload as they are; events with arrays (the
-    opening, a selective reveal) are decoded into their core classes first."""
-    head = group[0]
-    kind, data = head.kind, head.data
-    banker = state.banker_player
-    if kind == re.BetPlaced.kind:
-        contributed = _contribution_of(group[1]) if len(group) > 1 else None
-        seed = contributed[1] if contributed is not None and contributed[0] == data["player"] else None
-        return rc.PlaceBet(
-            data["seat"],
-            data["player"],
-            data["stake"],
-            data["reserved"],
-            data["banker_reserved"] if banker else None,
-            seed,
-            data.get("by", ""),
-        )
-    if kind == re.ClientSeedContributed.kind:
-        contributor = data["contributor"]
-        return rc.ContributeSeed(
-            None if contributor == PLATFORM else contributor, data["client_seed"], data.get("by", "")
-        )
-    if kind == re.ClientSeedFixed.kind:  # the deal of a round with contributions: its cards follow
-        dealt = next((e for e in group[1:] if e.kind == re.CardsDealt.kind), None)
-        return rc.Deal(dealt.data.get("by", "") if dealt is not None else "")
-    if kind == re.CardDrawn.kind:  # (a command's first card_drawn is a choice: the others follow one)
-        seat, by = data["seat"], data.get("by", "")
-        return rc.BankerDraw(banker, by) if seat == 0 else rc.Draw(seat, state.holder(seat) or "", by)
-    if kind == re.PlayerStood.kind:
-        seat, by = data["seat"], data.get("by", "")
-        return rc.BankerStay(banker, by) if seat == 0 else rc.Stay(seat, state.holder(seat) or "", by)
-    if kind == re.CardsDealt.kind:
-        return rc.Deal(data.get("by", ""))
-    if kind == re.SideBetPlaced.kind:
-        return rc.PlaceSideBet(data["seat"], data["player"], data["reserved"], data.get("by", ""))
-    if kind == re.SideBetsSettled.kind:
-        return rc.CloseSideBets(data.get("by", ""))
-    if kind == re.TurnTimedOut.kind:
-        return rc.TimeOutTurn(data.get("by", ""))
-    if kind == re.RoundVoided.kind:
-        return rc.VoidRound(data["reason"], data.get("by", ""))
-    if kind == re.RoundOpened.kind:
-        rest = list(group[1:])
-        rule = ""
-        if rest and rest[0].kind == re.ContributionsOpened.kind:
-            rule = rest.pop(0).data["rule"]
-        shuffle = rest[0] if rest else None
-        if shuffle is None or shuffle.kind != re.ShuffleCommitted.kind:
-            raise ValueError(
-                f"event {head.position} ({re.RoundOpened.kind}) is not followed by {re.ShuffleCommitted.kind}"
-            )
-        committed = shuffle.data
-        client_seed = committed["client_seed"]
-        if rule:  # the opening's client seed is the platform's contribution after the commitment, if any
-            platform = _contribution_of(rest[1]) if len(rest) > 1 else None
-            client_seed = platform[1] if platform is not None and platform[0] == PLATFORM else ""
-        profile = get_profile(data["profile_name"], data["profile_version"], **dict(data["profile_options"]))
-        return rc.OpenRound(
-            data["round_id"],
-            data["table_id"],
-            data["round_no"],
-            profile,
-            tuple((seat, holder) for seat, holder in data["seats"]),
-            data["banker_player"],
-            data["min_stake"],
-            data["max_stake"],
-            committed["commitment"],
-            client_seed,
-            committed["nonce"],
-            committed["algorithm"],
-            rule,
-            data.get("currency", "THB"),
-            data.get("by", ""),
-        )
-    first = _core(head) if kind in re.EVENT_BY_KIND else None
-    if isinstance(first, re.HandsRevealed) and first.selective:
-        return rc.BankerReveal(first.seats, banker, first.by)
-    raise ValueError(f"event {head.position} ({kind}) does not start a command")
-
-
-def _contribution_of(event: Recorded) -> tuple[str, str] | None:
-    """(contributor, client seed) of a ``client_seed_contributed`` event, or None for another kind."""
-    if event.kind != re.ClientSeedContributed.kind:
-        return None
-    return event.data["contributor"], event.data["client_seed"]
 
 
 def decisions(events: Iterable[Recorded]) -> list[rc.RoundCommand]:

@@ -14,17 +14,16 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple, Protocol
 
+from pokdeng_core.events import StoredEvent
+
 # The library's envelope of a stored event, not part of its payload.
 ENVELOPE = frozenset({"originator_id", "originator_version", "timestamp", "originator_topic"})
 
 
-class Recorded(Protocol):
-    @property
-    def position(self) -> int: ...
-    @property
-    def kind(self) -> str: ...
-    @property
-    def data(self) -> dict[str, Any]: ...
+class Recorded(StoredEvent, Protocol):
+    """A stored event as the audits read it: ``pokdeng_core.events.StoredEvent`` (position, kind, payload),
+    with its cause, time and chain digest."""
+
     @property
     def command_id(self) -> str: ...
     @property
