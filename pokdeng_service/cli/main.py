@@ -240,7 +240,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     app = _open_read_only(args)
     if args.all:
-        return _verify_all(app, args.quiet, len(bundles) - failed, failed)
+        return _verify_all(app, args.quiet, len(bundles) - failed, failed, _config(args))
     if not rounds:
         print("nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
         return EXIT_USAGE
@@ -257,15 +257,17 @@ def cmd_verify(args: argparse.Namespace) -> int:
     return EXIT_OK if not failed else EXIT_FAILED
 
 
-def _verify_all(app: Any, quiet: bool, passed: int, failed: int) -> int:
-    """``verify --all``: every stream of every partition (``audit.verify_store``), each verdict printed
-    (failures only with ``--quiet``); then the closed rounds' tally (with the bundles named) and the
-    tally of everything else (open rounds, tables, wallets, seeds, command records, the store)."""
+def _verify_all(app: Any, quiet: bool, passed: int, failed: int, config: StoreConfig) -> int:
+    """``verify --all``: every stream of every partition (``audit.verify_store``) and its read models against
+    the record (``audit.views``), each verdict printed (failures only with ``--quiet``); then the closed
+    rounds' tally (with the bundles named) and the tally of everything else (open rounds, tables, wallets,
+    seeds, command records, the store, the read models)."""
     from pokdeng_service import audit
 
     others: dict[str, list[int]] = {}
     for partition, part in enumerate(app.apps):
-        for verdict in audit.verify_store(part, partition=partition, partitions=len(app.apps)):
+        verdicts = audit.verify_store(part, partition=partition, partitions=len(app.apps))
+        for verdict in [*verdicts, _read_models_verdict(config, part, partition)]:
             if not verdict.ok or not quiet:
                 print(verdict.render() if len(app.apps) == 1 else f"[partition {partition}] {verdict.render()}")
             kind = verdict.subject.split(" ", 1)[0]
@@ -322,6 +324,33 @@ def cmd_recall(args: argparse.Namespace) -> int:
         print()
     print(f"{len(rounds)} round(s), oldest first")
     return EXIT_OK
+
+
+def _read_models_verdict(config: StoreConfig, app: Any, partition: int) -> Any:
+    """The partition's stored read models against its record (``audit.views``); a store without them passes."""
+    from pokdeng_service.audit.verdicts import Verdict
+    from pokdeng_service.audit.views import verify_read_models
+    from pokdeng_service.readmodels import ReadModels
+
+    try:
+        stored = ReadModels(config.read_only_env(partition))
+    except Exception as error:  # (no views in the store: it was never served)
+        if not _store_error(error):
+            raise
+        verdict = Verdict("read models")
+        verdict.add("position", True, "no read models in this store")
+        return verdict
+    try:
+        try:
+            return verify_read_models(app, stored)
+        except Exception as error:
+            if not _store_error(error):
+                raise
+            verdict = Verdict("read models")
+            verdict.add("position", True, "no read models in this store")
+            return verdict
+    finally:
+        stored.close()
 
 
 def _recall_models(config: StoreConfig, app: Any, partition: int) -> Any:

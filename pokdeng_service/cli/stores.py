@@ -12,7 +12,33 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from pokdeng_service.application.config import StoreConfig
 
-EXIT_OK, EXIT_USAGE = 0, 2
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def verify_stores(config: StoreConfig) -> list[str]:
+    """Every partition's store verified as ``pokdeng verify --all`` does it (``audit.verify_store``): the first
+    problem of each verdict that fails, named with its subject (none: the store passes)."""
+    from pokdeng_service import audit
+    from pokdeng_service.application.partitions import PartitionedPokdeng
+
+    service = PartitionedPokdeng.open_read_only(config)
+    try:
+        problems = []
+        for k, part in enumerate(service.apps):
+            for verdict in audit.verify_store(part, partition=k, partitions=len(service.apps)):
+                if not verdict.ok:
+                    where = f"partition {k}: " if len(service.apps) > 1 else ""
+                    problems.append(f"{where}{verdict.subject}: {verdict.first_difference}")
+        return problems
+    finally:
+        service.close()
+
+
+def _say_verified(problems: list[str], what: str) -> None:
+    if not problems:
+        print(f"verified {what}: every stream passes (pokdeng verify --all)")
+        return
+    print(f"pokdeng: {what} fails verification ({len(problems)} verdict(s)); the first: {problems[0]}", file=sys.stderr)
 
 
 def partition_file(first: Path, partition: int) -> Path:
@@ -62,7 +88,7 @@ def cmd_restore(args: argparse.Namespace) -> int:
             dump = source if i == 0 else partition_file(source, k)
             backup.restore_postgres(dump, env)
             print(f"restored {dump} into {readonly.postgres_place(env)}")
-        return EXIT_OK
+        return _restored(config)
     targets = [config.sqlite_file(k) for k in range(config.partitions)]
     existing = [str(target) for target in targets if target.exists()]
     if existing:
@@ -74,7 +100,14 @@ def cmd_restore(args: argparse.Namespace) -> int:
     for k, target in enumerate(targets):
         events = backup.restore_sqlite(partition_file(source, k), target)
         print(f"restored {partition_file(source, k)} to {target} ({events} events)")
-    return EXIT_OK
+    return _restored(config)
+
+
+def _restored(config: StoreConfig) -> int:
+    """What was restored, verified: exit 1 (and the first problem named) if it fails."""
+    problems = verify_stores(config)
+    _say_verified(problems, "the restored store")
+    return EXIT_OK if not problems else EXIT_FAILED
 
 
 def cmd_rebuild_read_models(args: argparse.Namespace) -> int:
@@ -84,6 +117,13 @@ def cmd_rebuild_read_models(args: argparse.Namespace) -> int:
 
     config = args.config_of(args)
     readers = [config.read_only_env(k) for k in range(config.partitions)]  # the store must be there already
+    problems = verify_stores(config)  # (views folded from a store whose events were edited would hide it)
+    if problems and not args.force:
+        _say_verified(problems, "the store")
+        print("pokdeng: nothing rebuilt: mend the store first, or rebuild anyway with --force", file=sys.stderr)
+        return EXIT_FAILED
+    if problems:
+        print(f"pokdeng: rebuilding anyway (--force): {problems[0]}", file=sys.stderr)
     locks = []
     if config.kind == "sqlite":  # not while a server runs on the file (its views would be emptied under it)
         locks = acquire_all((config.sqlite_file(k) for k in range(config.partitions)), "pokdeng rebuild-read-models")
@@ -114,11 +154,19 @@ def add_store_commands(
     store_options(backup)
     backup.set_defaults(handler=cmd_backup, config_of=config_of)
 
-    restore = sub.add_parser("restore", help="make a new store from a backup (SQLite file, or pg_restore)")
+    restore = sub.add_parser(
+        "restore", help="make a new store from a backup (SQLite file, or pg_restore), then verify it (exit 1: fails)"
+    )
     restore.add_argument("backup", metavar="BACKUP", help="a file of `pokdeng backup`")
     store_options(restore)
     restore.set_defaults(handler=cmd_restore, config_of=config_of)
 
-    rebuild = sub.add_parser("rebuild-read-models", help="empty the read models and project every event again")
+    rebuild = sub.add_parser(
+        "rebuild-read-models",
+        help="empty the read models and project every event again (a store that fails verification: refused)",
+    )
+    rebuild.add_argument(
+        "--force", action="store_true", help="rebuild even if the store fails verification (it is said which)"
+    )
     store_options(rebuild)
     rebuild.set_defaults(handler=cmd_rebuild_read_models, config_of=config_of)

@@ -196,17 +196,20 @@ class ReadModels:
                 return 0
         return position
 
-    def catch_up(self, app: Application[Any]) -> int:
-        """Project every notification after the tracked position; return how many were processed.
+    def catch_up(self, app: Application[Any], upto: int | None = None) -> int:
+        """Project every notification after the tracked position (up to position ``upto``, if given); return
+        how many were processed.
 
         Pages of ``page_size`` notifications, each in one transaction with its last position.
-        Returns once a page comes back short (the log's end when it was read).
+        Returns once a page comes back short (the log's end when it was read, or ``upto``).
         """
         done = 0
         with self._lock:
             while True:
                 after = self.recorder.position(app.name)
-                page = app.recorder.select_notifications(start=after + 1, limit=self.page_size)
+                if upto is not None and after >= upto:
+                    return done
+                page = app.recorder.select_notifications(start=after + 1, limit=self.page_size, stop=upto)
                 if not page:
                     return done
                 items = [(n.id, self._decode(app, n)) for n in page]

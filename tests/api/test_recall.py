@@ -77,3 +77,29 @@ def test_recall_by_player_from_the_read_models(indexed: Served) -> None:
         indexed.stop()
         indexed.models.close()  # type: ignore[attr-defined]
         indexed.app.close()
+
+
+def test_a_forged_view_row_never_lists_a_round_its_record_does_not_give_the_player(
+    indexed: Served, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A row of the read models that says carol played round one (a restored or edited view) does not make
+    carol's ListRounds return it: the record of each listed round decides, with an integrity alert."""
+    import sqlite3
+
+    one, two, three = _history(indexed)
+    indexed.models.catch_up(indexed.app)  # type: ignore[attr-defined]
+    try:
+        with sqlite3.connect(tmp_path / "pokdeng.sqlite") as conn:
+            position = conn.execute("SELECT closed_position FROM pokdeng_round_history WHERE round_id = ?", (one,))
+            conn.execute(
+                "INSERT INTO pokdeng_round_players (player, closed_position, round_id, table_id) VALUES (?, ?, ?, ?)",
+                ("carol", position.fetchone()[0], one, "t"),
+            )
+        assert _listed(indexed.api("carol")) == []
+        assert _listed(indexed.api("operator"), player="carol") == []
+        assert "READ MODEL DISAGREES" in caplog.text and one in caplog.text
+        assert _listed(indexed.api("bob")) == [three, two]
+    finally:
+        indexed.stop()
+        indexed.models.close()  # type: ignore[attr-defined]
+        indexed.app.close()

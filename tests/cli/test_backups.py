@@ -14,7 +14,7 @@ import pytest
 
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
-from pokdeng_service.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, main
+from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, main
 from pokdeng_service.compose import Deployment
 from pokdeng_service.readmodels import ReadModels
 from pokdeng_testkit.pgserver import PostgresServerInfo
@@ -23,13 +23,7 @@ from tests.needs import unavailable
 from ..service import play
 from .stores import Player, play_rounds, snapshot
 
-STORE_ENV = ("POKDENG_VAULT_KEY", "POKDENG_VAULT_KEY_FILE", "POKDENG_DB", "POKDENG_POSTGRES_URL")
-
-
-@pytest.fixture(autouse=True)
-def _no_store_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in STORE_ENV:
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_store_settings")  # (tests/conftest.py)
 
 
 def _closed_rounds(out: str) -> int:
@@ -167,3 +161,35 @@ def test_rebuild_read_models_from_the_events(tmp_path: Path, capsys: pytest.Capt
     assert main(["rebuild-read-models", "--db", str(tmp_path / "nope.sqlite")]) == EXIT_UNAVAILABLE
     assert f"no such database: {tmp_path / 'nope.sqlite'}" in capsys.readouterr().err
     assert snapshot(tmp_path) == before_files
+
+
+def test_a_store_whose_events_were_edited_is_named_by_restore_and_refused_by_rebuild(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``restore`` verifies what it restored and says so (exit 1 when it fails); ``rebuild-read-models`` refuses
+    to fold views from a store that fails verification, unless ``--force``."""
+    db = tmp_path / "pokdeng.sqlite"
+    config = StoreConfig.from_args(db=str(db))
+    service = PartitionedPokdeng.open(config)
+    try:
+        play_rounds(service.apps[0], rounds=2)
+    finally:
+        service.close()
+    assert main(["backup", "--db", str(db), str(tmp_path / "good.sqlite")]) == EXIT_OK
+    assert main(["restore", str(tmp_path / "good.sqlite"), "--db", str(tmp_path / "copy.sqlite")]) == EXIT_OK
+    assert "verified the restored store: every stream passes" in capsys.readouterr().out
+    with sqlite3.connect(db) as connection:  # a deposit's amount changed in place
+        row = connection.execute(
+            "SELECT rowid, state FROM stored_events WHERE topic LIKE '%Wallet.Deposited'"
+        ).fetchone()
+        edited = row[1].replace(b'"amount":', b'"amount":1', 1)
+        assert edited != row[1]
+        connection.execute("UPDATE stored_events SET state = ? WHERE rowid = ?", (edited, row[0]))
+    assert main(["backup", "--db", str(db), str(tmp_path / "bad.sqlite")]) == EXIT_OK
+    assert main(["restore", str(tmp_path / "bad.sqlite"), "--db", str(tmp_path / "copy2.sqlite")]) == EXIT_FAILED
+    assert "the restored store fails verification" in capsys.readouterr().err
+    assert main(["rebuild-read-models", "--db", str(db)]) == EXIT_FAILED
+    err = capsys.readouterr().err
+    assert "the store fails verification" in err and "nothing rebuilt" in err and "wallet" in err
+    assert main(["rebuild-read-models", "--db", str(db), "--force"]) == EXIT_OK
+    assert "rebuilding anyway (--force)" in capsys.readouterr().err

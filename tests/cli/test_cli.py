@@ -193,3 +193,46 @@ def test_serve_checks_its_token_file_before_it_makes_a_store(
         assert main(["serve", "--db", str(db), "--port", "0", "--tokens", str(tokens)]) == EXIT_USAGE
         assert "token file" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.json"]
+
+
+def test_read_models_are_checked_against_the_record(
+    played: tuple[Path, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows of the read models edited in the database (a restored backup, say) leave every event as it was:
+    ``verify --all`` compares every row with a fold of the events and names the first difference, and a
+    player's list of rounds is decided by the record, never by a view row alone."""
+    import sqlite3
+
+    from pokdeng_service.readmodels import ReadModels
+
+    db, rounds = played
+    config = StoreConfig.from_args(db=str(db))
+    service = PartitionedPokdeng.open(config)
+    with ReadModels(config.env(0)) as models:
+        models.catch_up(service.apps[0])
+        assert [r.round_id for r in models.list_rounds(player="ben")] == rounds[::-1]
+    service.close()
+    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_OK
+    assert "FAIL  read models" not in capsys.readouterr().out  # (passed: --quiet prints failures only)
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE pokdeng_wallets SET balance = 77777777 WHERE wallet_id = 'ann'")
+    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_FAILED
+    out = capsys.readouterr().out
+    assert "FAIL  read models" in out and "wallet 'ann': the views say balance 77777777" in out
+    with sqlite3.connect(db) as conn:
+        conn.execute("DELETE FROM pokdeng_wallets")  # (the balances put right: rebuilt below)
+        position = conn.execute("SELECT closed_position FROM pokdeng_round_history").fetchone()[0]
+        conn.execute(
+            "INSERT INTO pokdeng_round_players (player, closed_position, round_id, table_id) VALUES (?, ?, ?, ?)",
+            ("zoe", position, "km#1", "km"),
+        )
+    assert main(["rebuild-read-models", "--db", str(db)]) == EXIT_OK
+    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_OK
+    with sqlite3.connect(db) as conn:  # a player's row for a round she never played
+        conn.execute(
+            "INSERT INTO pokdeng_round_players (player, closed_position, round_id, table_id) VALUES (?, ?, ?, ?)",
+            ("ann", position + 10_000, rounds[0], "km"),
+        )
+    capsys.readouterr()
+    assert main(["verify", "--all", "--quiet", "--db", str(db)]) == EXIT_FAILED
+    assert "players' rounds" in capsys.readouterr().out
