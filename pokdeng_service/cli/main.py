@@ -314,16 +314,30 @@ def cmd_recall(args: argparse.Namespace) -> int:
         summaries = models.last_rounds(table_id=args.table, player=args.player, limit=args.limit)
     finally:
         models.close()
-    rounds = [r.round_id for r in summaries]
     home = app.apps[partition]  # (the rounds recalled live in the partition of the table or player)
+    views = [home.get_round(r.round_id) for r in summaries]
+    left = [v for v in views if _recalled(v, args.table, args.player)]  # (the record decides, not a view row)
     if args.json:
-        print(json.dumps([home.get_round(r).model_dump() for r in rounds], indent=2))
+        print(json.dumps([view.model_dump() for view in left], indent=2))
         return EXIT_OK
-    for round_id in rounds:
-        print(replay_view.text(home.get_round(round_id)))
+    for view in left:
+        print(replay_view.text(view))
         print()
-    print(f"{len(rounds)} round(s), oldest first")
+    print(f"{len(left)} round(s), oldest first")
+    if len(left) < len(views):
+        print(
+            f"pokdeng: {len(views) - len(left)} round(s) the read models list are not in the record as asked: "
+            "left out (pokdeng verify --all names the rows)",
+            file=sys.stderr,
+        )
     return EXIT_OK
+
+
+def _recalled(view: Any, table_id: str | None, player: str | None) -> bool:
+    """Whether the round's record gives it the table and the player a recall asked for."""
+    from pokdeng_service.application.access import participants
+
+    return (table_id is None or view.table_id == table_id) and (player is None or player in participants(view))
 
 
 def _read_models_verdict(config: StoreConfig, app: Any, partition: int) -> Any:
