@@ -193,3 +193,35 @@ def test_a_store_whose_events_were_edited_is_named_by_restore_and_refused_by_reb
     assert "the store fails verification" in err and "nothing rebuilt" in err and "wallet" in err
     assert main(["rebuild-read-models", "--db", str(db), "--force"]) == EXIT_OK
     assert "rebuilding anyway (--force)" in capsys.readouterr().err
+
+
+@pytest.mark.postgres
+def test_on_postgres_the_layout_is_kept_and_the_views_are_checked_against_the_record(
+    make_postgres_database: Callable[[], PostgresServerInfo], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The two store-side checks of the hardening on PostgreSQL: the layout recorded at the first start refuses
+    another ``--partitions``, and ``verify --all`` names a read-model row that the events do not give."""
+    import psycopg
+
+    from pokdeng_service.application.config import ConfigError
+    from pokdeng_service.store.bounded import connect_kwargs
+
+    url = make_postgres_database().url
+    config = StoreConfig(kind="postgres", postgres_url=url, vault_key=play.VAULT_KEY)
+    service = PartitionedPokdeng.open(config)
+    try:
+        play_rounds(service.apps[0], rounds=2)
+        with ReadModels(config.env(0)) as models:
+            models.catch_up(service.apps[0])
+    finally:
+        service.close()
+    with pytest.raises(ConfigError, match="partition 0 of 1"):
+        PartitionedPokdeng.open(StoreConfig(kind="postgres", postgres_url=url, vault_key=play.VAULT_KEY, partitions=2))
+    assert main(["verify", "--all", "--quiet", "--postgres-url", url]) == EXIT_OK
+    env = config.env(0)
+    table = f'"{env["POSTGRES_SCHEMA"]}".pokdeng_wallets' if env.get("POSTGRES_SCHEMA") else "pokdeng_wallets"
+    with psycopg.connect(**connect_kwargs(env), autocommit=True) as conn:
+        conn.execute(f"UPDATE {table} SET balance = 77777777 WHERE wallet_id = 'ann'")
+    capsys.readouterr()
+    assert main(["verify", "--all", "--quiet", "--postgres-url", url]) == EXIT_FAILED
+    assert "wallet 'ann': the views say balance 77777777" in capsys.readouterr().out
