@@ -7,9 +7,9 @@ The names below are loaded when first read (``__getattr__``, PEP 562): importing
 
 from __future__ import annotations
 
-import importlib
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pokdeng_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .cards import Card, CardError, Rank, Suit, canonical_deck, format_cards, parse_card, parse_cards
@@ -39,28 +39,6 @@ _EXPORTS = (
         "settle", "settle_round", "settle_side_bet",
     )),
 )  # fmt: skip
-_HOMES = MappingProxyType({name: module for module, names in _EXPORTS for name in names})
-"""Each public name's module."""
-
-
-def __getattr__(name: str) -> Any:
-    """A public name from its module (imported on first use), or a submodule (``pokdeng_core.machine``)."""
-    home = _HOMES.get(name)
-    if home is not None:
-        return getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    if not name.startswith("_"):
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
-
 __all__ = (
     "ENGINE_VERSION",
     "PROFILE_NAMES",
@@ -94,3 +72,5 @@ __all__ = (
     "settle_side_bet",
     "taem",
 )
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, [*globals(), *__all__])

@@ -25,9 +25,9 @@ import audit; audit.verify_round(...)`` works as before).
 
 from __future__ import annotations
 
-import importlib
-from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from pokdeng_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from pokdeng_service.audit.anchors import audit_log, check_anchor, verify_consistency, verify_head
@@ -59,28 +59,6 @@ _EXPORTS = (
     ("table_pins", ("TablePins", "table_finish")),
     ("verdicts", ("Check", "Verdict")),
 )  # fmt: skip
-_HOMES = MappingProxyType({name: module for module, names in _EXPORTS for name in names})
-"""Each public name's module."""
-
-
-def __getattr__(name: str) -> Any:
-    """A public name from its module (imported on first use), or a submodule (``audit.bundle``)."""
-    home = _HOMES.get(name)
-    if home is not None:
-        return getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    if not name.startswith("_"):
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as error:
-            if error.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
-
-
 __all__ = [
     "BUNDLE_FORMAT",
     "BUNDLE_VERSION",
@@ -110,3 +88,5 @@ __all__ = [
     "verify_rounds",
     "verify_store",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, [*globals(), *__all__])

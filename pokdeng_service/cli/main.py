@@ -346,25 +346,19 @@ def _read_models_verdict(config: StoreConfig, app: Any, partition: int) -> Any:
     from pokdeng_service.audit.views import verify_read_models
     from pokdeng_service.readmodels import ReadModels
 
+    stored = None
     try:
         stored = ReadModels(config.read_only_env(partition))
+        return verify_read_models(app, stored)
     except Exception as error:  # (no views in the store: it was never served)
         if not _store_error(error):
             raise
         verdict = Verdict("read models")
         verdict.add("position", True, "no read models in this store")
         return verdict
-    try:
-        try:
-            return verify_read_models(app, stored)
-        except Exception as error:
-            if not _store_error(error):
-                raise
-            verdict = Verdict("read models")
-            verdict.add("position", True, "no read models in this store")
-            return verdict
     finally:
-        stored.close()
+        if stored is not None:
+            stored.close()
 
 
 def _recall_models(config: StoreConfig, app: Any, partition: int) -> Any:
