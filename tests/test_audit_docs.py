@@ -352,10 +352,16 @@ def test_merkle_proofs_are_the_services(wr: ModuleType) -> None:
         for index in range(size):
             path = merkle.inclusion_proof(leaves[:size], index)
             assert wr.root_from_inclusion(leaves[index], index, size, path) == root, (size, index)
+            assert wr.verify_inclusion(leaves[index], index, size, path, root)
+            assert merkle.verify_inclusion(leaves[index], index, size, path, root)
+            assert not wr.verify_inclusion(leaves[index], index, size, path, root[:31])
+            assert not wr.verify_inclusion(leaves[index][:31], index, size, path, root)
             assert wr.root_from_inclusion(leaves[index], index, size + 1, path) != merkle.root(leaves[: size + 1])
             if path:
                 assert wr.root_from_inclusion(leaves[index], index, size, path[:-1]) != root
-        for first in range(size + 1):
+        assert not wr.verify_consistency(0, size, wr.merkle_root([]), root, [])  # no proof from the empty tree
+        assert not merkle.verify_consistency(0, size, merkle.EMPTY_ROOT, root, [])
+        for first in range(1, size + 1):
             proof = merkle.consistency_proof(leaves[:size], first)
             old = merkle.root(leaves[:first])
             assert wr.verify_consistency(first, size, old, root, proof), (first, size)

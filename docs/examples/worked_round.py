@@ -210,11 +210,15 @@ def merkle_root(leaves: Sequence[bytes]) -> bytes:
     return node_hash(merkle_root(leaves[:k]), merkle_root(leaves[k:]))
 
 
+HASH_SIZE = 32  # every leaf, node and root is a SHA-256 digest
+
+
 def root_from_inclusion(
     leaf: bytes, index: int, size: int, path: Sequence[bytes], trace: list[str] | None = None
 ) -> bytes | None:
-    """RFC 9162 section 2.1.3.2: the root a leaf and its path (leaf to root) lead to, or None."""
-    if not 0 <= index < size:
+    """RFC 9162 section 2.1.3.2: the root a leaf and its path (leaf to root) lead to, or None
+    (0 <= index < size; the leaf and every hash of the path 32 bytes)."""
+    if not 0 <= index < size or len(leaf) != HASH_SIZE or any(len(p) != HASH_SIZE for p in path):
         return None
     fn, sn, r = index, size - 1, leaf
     for p in path:
@@ -236,15 +240,22 @@ def root_from_inclusion(
     return r if sn == 0 else None
 
 
+def verify_inclusion(leaf: bytes, index: int, size: int, path: Sequence[bytes], root: bytes) -> bool:
+    """RFC 9162 section 2.1.3.2: whether ``path`` proves ``leaf`` is leaf ``index`` of the tree of ``size``
+    leaves whose root is ``root`` (a 32-byte root)."""
+    return len(root) == HASH_SIZE and root_from_inclusion(leaf, index, size, path) == root
+
+
 def verify_consistency(first: int, second: int, first_root: bytes, second_root: bytes, path: Sequence[bytes]) -> bool:
     """RFC 9162 section 2.1.4.2: whether ``path`` proves the tree of ``second`` leaves extends the one of
-    ``first`` leaves (sizes equal: an empty path and equal roots; from size 0: an empty path)."""
-    if not 0 <= first <= second:
+    ``first`` leaves, for 0 < first <= second (from the empty tree there is no proof: refused). Sizes equal:
+    an empty path and equal roots; else the roots and every hash of the path are 32 bytes."""
+    if not 0 < first <= second:
         return False
     if first == second:
         return not path and first_root == second_root
-    if first == 0:
-        return not path
+    if len(first_root) != HASH_SIZE or len(second_root) != HASH_SIZE or any(len(c) != HASH_SIZE for c in path):
+        return False
     nodes = list(path)
     if first & (first - 1) == 0:  # first is an exact power of 2: its root starts the path
         nodes.insert(0, first_root)

@@ -161,11 +161,16 @@ class LogQueries(Application[UUID]):
         }
 
     def consistency_proof(self, first: int, second: int = 0) -> dict[str, Any]:
-        """RFC 9162 PROOF(first, D[second]) over the log (``second`` 0: the log's size)."""
+        """RFC 9162 PROOF(first, D[second]) over the log (``second`` 0: the log's size), for 0 < first <= second:
+        the RFC defines no proof from the empty tree (section 2.1.4), and verifiers refuse one."""
         log = self.read_log()
         size = len(log.leaves)
         second = second or size
-        if not 0 <= first <= second <= size:
-            raise InvalidCommand(f"the sizes must satisfy 0 <= first <= second <= {size}", field="first")
+        if not 0 < first <= second <= size:
+            raise InvalidCommand(
+                f"the sizes must satisfy 0 < first <= second <= {size} (no consistency proof starts from the empty "
+                "tree: RFC 9162 section 2.1.4)",
+                field="first",
+            )
         proof = merkle.consistency_proof(log.hashes[:second], first)
         return {"log_id": log.log_id, "first": first, "second": second, "path": [h.hex() for h in proof]}

@@ -7,16 +7,21 @@ of sibling hashes from the leaf up to the root.
 
 The store's log of closed rounds (``store/roundlog.py``, docs/checkpoints.md) uses the same
 tree with RFC 9162 proofs: ``inclusion_proof`` is PATH(m, D[n]) (section 2.1.3.1),
-``consistency_proof`` is PROOF(m, D[n]) (section 2.1.4.1) and ``verify_consistency`` the
-verification of section 2.1.4.2. A *frontier* (``frontier_append``, ``frontier_root``) is the
-roots of the perfect subtrees a tree of n leaves is made of, largest first (one per set bit
-of n): the log keeps it so that its current root costs O(log n), not a pass over every leaf.
+``consistency_proof`` is PROOF(m, D[n]) (section 2.1.4.1, for 0 < m <= n) and ``verify_consistency``
+the verification of section 2.1.4.2; ``verify_inclusion`` is that of section 2.1.3.2. Both verifiers
+are tested against transparency-dev/merkle's published probes (tests/service/test_merkle_probes.py).
+A *frontier* (``frontier_append``, ``frontier_root``) is the roots of the perfect subtrees a tree of
+n leaves is made of, largest first (one per set bit of n): the log keeps it so that its current root
+costs O(log n), not a pass over every leaf.
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
+
+HASH_SIZE = 32
+"""Every hash of the tree (leaf, node, root) is a SHA-256 digest: 32 bytes."""
 
 
 def leaf_hash(round_id: str, digest: str) -> bytes:
@@ -56,8 +61,11 @@ def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
 
 
 def verify_inclusion(leaf: bytes, index: int, size: int, proof: Sequence[bytes], expected_root: bytes) -> bool:
-    """Recompute the root from a leaf and its proof (RFC 6962 section 2.1.1)."""
-    if not 0 <= index < size:
+    """Recompute the root from a leaf and its proof (RFC 9162 section 2.1.3.2): 0 <= index < size, and the leaf,
+    the root and every hash of the proof 32 bytes (a hash of another length is refused, never hashed)."""
+    if not 0 <= index < size or len(leaf) != HASH_SIZE or len(expected_root) != HASH_SIZE:
+        return False
+    if any(len(node) != HASH_SIZE for node in proof):
         return False
     computed = _climb(leaf, index, size, list(proof))
     return computed is not None and computed == expected_root
@@ -104,13 +112,16 @@ def frontier_root(frontier: Sequence[bytes]) -> bytes:
 
 
 def consistency_proof(leaves: Sequence[bytes], old_size: int) -> list[bytes]:
-    """PROOF(m, D[n]) of RFC 9162 section 2.1.4.1, for m = ``old_size`` and n = ``len(leaves)``.
+    """PROOF(m, D[n]) of RFC 9162 section 2.1.4.1, for m = ``old_size`` and n = ``len(leaves)``: 0 < m <= n.
 
-    Empty when m is 0 or n (nothing to prove: every tree extends the empty one, and a tree itself).
+    Empty when m = n (a tree is consistent with itself). From the empty tree (m = 0) there is no proof: the
+    RFC defines none, and a verifier refuses one (``verify_consistency``); ``ValueError``.
     """
     if not 0 <= old_size <= len(leaves):
         raise IndexError(old_size)
-    if old_size in (0, len(leaves)):
+    if old_size == 0:
+        raise ValueError("no consistency proof from the empty tree (RFC 9162 section 2.1.4: 0 < m <= n)")
+    if old_size == len(leaves):
         return []
     return _subproof(old_size, leaves, True)
 
@@ -128,15 +139,16 @@ def _subproof(m: int, leaves: Sequence[bytes], complete: bool) -> list[bytes]:
 def verify_consistency(old_size: int, new_size: int, old_root: bytes, new_root: bytes, proof: Sequence[bytes]) -> bool:
     """Whether ``proof`` shows the tree of ``new_size`` leaves extends the one of ``old_size`` (RFC 9162 2.1.4.2).
 
-    Equal sizes need an empty proof and equal roots; from the empty tree (size 0) any tree
-    follows, with an empty proof.
+    The sizes must be 0 < ``old_size`` <= ``new_size``: from the empty tree there is nothing to prove, and a
+    "proof" of it is refused (as transparency-dev/merkle's ``VerifyConsistency`` refuses it). Equal sizes need an
+    empty proof and equal roots. Otherwise the roots and every hash of the proof must be 32 bytes.
     """
-    if not 0 <= old_size <= new_size:
+    if not 0 < old_size <= new_size:
         return False
     if old_size == new_size:
         return not proof and old_root == new_root
-    if old_size == 0:
-        return not proof and old_root == EMPTY_ROOT
+    if len(old_root) != HASH_SIZE or len(new_root) != HASH_SIZE or any(len(node) != HASH_SIZE for node in proof):
+        return False
     path = list(proof)
     if not path:
         return False

@@ -234,9 +234,10 @@ def test_consistency_proofs_are_rfc_9162(n: int, salt: int, data: st.DataObject)
         changed[data.draw(st.integers(0, m - 1))] += b"!"
         rewritten = _hashes(changed)
         assert not merkle.verify_consistency(m, n, old_root, rfc_mth(changed), merkle.consistency_proof(rewritten, m))
-    assert merkle.consistency_proof(hashes, 0) == [] and merkle.verify_consistency(
-        0, n, merkle.EMPTY_ROOT, new_root, []
-    )
+    with pytest.raises(ValueError, match="empty tree"):  # RFC 9162 defines no proof from the empty tree
+        merkle.consistency_proof(hashes, 0)
+    assert not merkle.verify_consistency(0, n, merkle.EMPTY_ROOT, new_root, [])
+    assert not merkle.verify_consistency(0, 0, merkle.EMPTY_ROOT, merkle.EMPTY_ROOT, [])
 
 
 # --- signed tree heads ------------------------------------------------------------------------------
