@@ -166,15 +166,27 @@ def find_pg_bin_dir() -> Path | None:
 _GIVEN_PORTS: set[int] = set()  # the ports this process was handed so far
 
 
+def _port_share() -> tuple[int, int]:
+    """(index, count) of this process among the parallel workers of a test run (pytest-xdist's
+    ``PYTEST_XDIST_WORKER`` gw0, gw1, ... of ``PYTEST_XDIST_WORKER_COUNT``), else (0, 1)."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    count = os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if worker.startswith("gw") and worker[2:].isdigit() and count.isdigit() and int(count) > 1:
+        return int(worker[2:]) % int(count), int(count)
+    return 0, 1
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago, and not one this process was handed before: the
     operating system may give the same free port to two binds in a row (it once gave a test's metrics port
-    to its server's gRPC port as well, and the server could not listen)."""
+    to its server's gRPC port as well, and the server could not listen). Parallel test workers never get the
+    same port: worker k of n takes only the ports p with p % n == k."""
+    index, count = _port_share()
     while True:
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
             s.bind(("127.0.0.1", 0))
             port: int = s.getsockname()[1]
-        if port not in _GIVEN_PORTS:
+        if port % count == index and port not in _GIVEN_PORTS:
             _GIVEN_PORTS.add(port)
             return port
 

@@ -1,4 +1,30 @@
-"""Shared pytest fixtures: a PostgreSQL server for the test session.
+"""The suite's shared set-up: its markers and the fast loop, Hypothesis profiles, ``--long``, a PostgreSQL server.
+
+Markers and the fast loop
+-------------------------
+Each test that needs something beyond Python and SQLite, or that runs long, carries the marker of its
+kind; every one of those kinds is also ``slow`` (added here), so the fast loop is
+``python -m pytest -m "not slow"``: the unit, property, API and CLI tests on SQLite.
+
+``postgres``     a PostgreSQL server (added by fixture too, see below)
+``browser``      headless Chromium (the dispute pages in a real browser)
+``node``         Node.js, with npm for the packages of ``tests/node`` (the Node client, the pinned buf)
+``packaging``    builds or installs the package (the wheel; the dependency floors from the package index)
+``reliability``  ``pokdeng serve`` or a worker killed and restarted under load, outages, replicas, load runs
+``soak``         long model and soak runs (hypothesis state machines, faults and kills against the platform)
+
+``--long`` runs the long forms of the volume tests (more examples, kills, rounds): ``long_run()`` in
+``tests/needs.py``. The default sizes are those that prove each property.
+
+Hypothesis profiles
+-------------------
+``dev`` (the default) and ``ci`` (under ``CI=true``); ``HYPOTHESIS_PROFILE`` chooses either. Both have no
+deadline: an example's time on a loaded machine says nothing about the code. ``ci`` is derandomized (the
+same examples every run, so a red CI is the code's, never the draw's), keeps no example database and
+prints the blob that reproduces a failure; it also lets slow data generation pass (``too_slow``).
+
+Fixtures: a PostgreSQL server for the test session
+--------------------------------------------------
 
 Fixtures
 --------
@@ -41,11 +67,13 @@ from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from typing import Any
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, settings
 
 from pokdeng_testkit.pgserver import (
     PostgresServerInfo,
@@ -59,7 +87,7 @@ from pokdeng_testkit.pgserver import (
     unique_name,
     wait_until_ready,
 )
-from tests.needs import unavailable, under_ci
+from tests.needs import LONG_ENV, unavailable, under_ci
 
 POSTGRES_URL_ENV = "POKDENG_TEST_POSTGRES_URL"
 _POSTGRES_FIXTURES = frozenset(
@@ -67,16 +95,71 @@ _POSTGRES_FIXTURES = frozenset(
 )
 
 
-_under_ci = under_ci
+STORE_FIXTURES = ("app_env", "store_env")  # parametrized over the stores by pytest_generate_tests
+SLOW_KINDS = ("postgres", "browser", "node", "packaging", "reliability", "soak")  # each is also ``slow``
+STORE_ENV = (  # the store settings of ``pokdeng`` from the environment (no_store_settings removes them)
+    "POKDENG_VAULT_KEY",
+    "POKDENG_VAULT_KEY_FILE",
+    "POKDENG_DB",
+    "POKDENG_POSTGRES_URL",
+    "POKDENG_PARTITION_URLS",
+    "POKDENG_PARTITIONS",
+)
+
+settings.register_profile("dev", deadline=None, print_blob=True)
+settings.register_profile(
+    "ci", deadline=None, derandomize=True, database=None, print_blob=True, suppress_health_check=[HealthCheck.too_slow]
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "").strip() or ("ci" if under_ci() else "dev"))
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--long",
+        action="store_true",
+        default=False,
+        help="run the long forms of the volume tests (more examples, kills and rounds; tests/needs.py long_run)",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.getoption("--long"):
+        os.environ[LONG_ENV] = "1"  # (read at import by the test modules, in every xdist worker alike)
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Before ``-m`` deselects: the ``postgres`` marker by fixture, then ``slow`` for every slow kind."""
     for item in items:
         if _POSTGRES_FIXTURES.intersection(getattr(item, "fixturenames", ())) and not item.get_closest_marker(
             "postgres"
         ):
             item.add_marker(pytest.mark.postgres)
+        if not item.get_closest_marker("slow") and any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
+            item.add_marker(pytest.mark.slow)
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The store of ``app_env`` (tests/service) and ``store_env`` (tests/api): SQLite for every test, and
+    PostgreSQL too for the tests whose subject is the store (``@pytest.mark.each_store``)."""
+    chosen = {n.strip() for m in metafunc.definition.iter_markers("parametrize") for n in _argnames(m.args[0])}
+    for name in STORE_FIXTURES:
+        if name in metafunc.fixturenames and name not in chosen:  # (a test may choose its store itself)
+            kinds: list[Any] = ["sqlite"]
+            if metafunc.definition.get_closest_marker("each_store"):
+                kinds.append(pytest.param("postgres", marks=pytest.mark.postgres))
+            metafunc.parametrize(name, kinds, indirect=True)
+
+
+def _argnames(names: str | Sequence[str]) -> list[str]:
+    return names.split(",") if isinstance(names, str) else list(names)
+
+
+@pytest.fixture
+def no_store_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No store setting reaches ``pokdeng`` from the environment (the machine's own ``POKDENG_*``)."""
+    for name in STORE_ENV:
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(autouse=True)

@@ -11,9 +11,9 @@ bundle checked offline), writes a dispute page, settles a batch with numpy and r
 
 It runs on every supported Python, 3.11, 3.12 and 3.13 alike (CI runs it on the machine's default one).
 Where the oldest release that works has no wheel for a newer Python, pyproject.toml gives that Python its
-own floor with a ``python_version`` marker. Marked ``slow``: it installs some 60 MB of packages. Without
-``packaging`` (pytest's own dependency; pip's vendored copy will do) or without a reachable package index
-it is skipped, except under ``CI=true``, where that is a failure (tests/needs.py).
+own floor with a ``python_version`` marker. Marked ``packaging`` (so ``slow``): it installs some 60 MB of
+packages. Without ``packaging`` (pytest's own dependency; pip's vendored copy will do) or without a reachable
+package index it is skipped, except under ``CI=true``, where that is a failure (tests/needs.py).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def test_each_supported_python_gets_one_floor_per_dependency() -> None:
         assert sorted(applying) == sorted(names), f"Python {python}: {sorted(applying)} is not one of each"
 
 
-@pytest.mark.slow
+@pytest.mark.packaging
 def test_the_floors_install_and_run(tmp_path: Path) -> None:
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
     wanted = requirements()  # the floors of this interpreter, markers evaluated here

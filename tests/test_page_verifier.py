@@ -84,11 +84,13 @@ def documented(wr: ModuleType, raw: bytes, key: str) -> set[str]:
     return {name for name, ok, _detail in wr.verify(raw, keys).checks if not ok}
 
 
+@pytest.mark.node
 def test_the_worked_example_passes_in_node(node: str) -> None:
     (verdict,) = page(node, [(BUNDLE.read_bytes(), TEST_KEY)])["verdicts"]
     assert verdict["ok"] and not verdict["warnings"], verdict["rendered"]
 
 
+@pytest.mark.node
 def test_what_a_bundle_restates_is_compared_whole_in_node(node: str, wr: ModuleType) -> None:
     """The attacker's bundles (tests/forgery.py, ``RESTATED``): the page passed them (its `copies` compared only
     each decision's command name, `chain` and `shuffle` were read member by member, no event's data members
@@ -108,6 +110,7 @@ def test_what_a_bundle_restates_is_compared_whole_in_node(node: str, wr: ModuleT
         assert set(edited["failed"]) == expected == documented(wr, *cases[2 * i + 1]), (name, edited["rendered"])
 
 
+@pytest.mark.node
 def test_nothing_rides_along_in_node(node: str, wr: ModuleType) -> None:
     """Every ``RIDE_ALONG`` edit fails in the page's scripts, the same checks as the docs' verifier."""
     names = list(forgery.RIDE_ALONG)
@@ -116,6 +119,7 @@ def test_nothing_rides_along_in_node(node: str, wr: ModuleType) -> None:
         assert not verdict["ok"] and set(verdict["failed"]) == documented(wr, *case), (name, verdict["rendered"])
 
 
+@pytest.mark.node
 def test_the_page_knows_every_events_data_members(node: str) -> None:
     """`form` holds each event's data to docs/events.md's members: the core's, less those added later."""
     known = page(node, [])["eventData"]
@@ -127,6 +131,7 @@ def test_the_page_knows_every_events_data_members(node: str) -> None:
     }
 
 
+@pytest.mark.node
 def test_bundles_of_older_engines_pass_in_node(node: str, wr: ModuleType) -> None:
     """Bundles recorded before `by`, `currency` and contributions (tests/service/legacy): their events lack the
     members added since, which `form` allows, and their decisions are read back as they were."""

@@ -99,6 +99,7 @@ def dist_info(archive: zipfile.ZipFile) -> str:
     return folder
 
 
+@pytest.mark.packaging
 def test_wheel_holds_every_subpackage(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
     packages = source_packages()
@@ -116,12 +117,14 @@ def test_wheel_holds_every_subpackage(wheel: zipfile.ZipFile) -> None:
     assert not [n for n in names if n.startswith(("tests/", "bench/", "pokdeng_testkit/"))]
 
 
+@pytest.mark.packaging
 def test_wheel_carries_the_proto_file(wheel: zipfile.ZipFile) -> None:
     packaged = wheel.read(gen.PACKAGED_PROTO.as_posix())
     assert packaged == (gen.PROTO_ROOT / gen.PROTO_FILE).read_bytes()
     assert b"package pokdeng.v1;" in packaged
 
 
+@pytest.mark.packaging
 def test_wheel_carries_the_typing_markers(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
     for top in PACKAGES:
@@ -130,6 +133,7 @@ def test_wheel_carries_the_typing_markers(wheel: zipfile.ZipFile) -> None:
     assert "pokdeng_client/v1/pokdeng_pb2.pyi" in names
 
 
+@pytest.mark.packaging
 def test_wheel_carries_the_license(wheel: zipfile.ZipFile) -> None:
     folder = dist_info(wheel)
     candidates = [f"{folder}/licenses/LICENSE", f"{folder}/LICENSE"]  # (older setuptools: no licenses/ folder)
@@ -142,6 +146,7 @@ def test_wheel_carries_the_license(wheel: zipfile.ZipFile) -> None:
     assert "LICENSE" in (metadata.get_all("License-File") or [])
 
 
+@pytest.mark.packaging
 def test_wheel_version_is_the_package_s_one_version(wheel: zipfile.ZipFile) -> None:
     """pyproject.toml's version is dynamic: ``pokdeng_service.version.__version__``, the one place."""
     from pokdeng_service.version import __version__
@@ -152,6 +157,7 @@ def test_wheel_version_is_the_package_s_one_version(wheel: zipfile.ZipFile) -> N
     assert dist_info(wheel) == f"pokdeng-{__version__}.dist-info"
 
 
+@pytest.mark.packaging
 def test_wheel_declares_the_console_script(wheel: zipfile.ZipFile) -> None:
     entry_points = configparser.ConfigParser()
     entry_points.read_string(wheel.read(f"{dist_info(wheel)}/entry_points.txt").decode("utf-8"))
@@ -161,6 +167,7 @@ def test_wheel_declares_the_console_script(wheel: zipfile.ZipFile) -> None:
     assert function == "main"
 
 
+@pytest.mark.packaging
 def test_wheel_carries_the_web_pages(wheel: zipfile.ZipFile) -> None:
     """The dispute page's templates, scripts and style sheet are package data: every file of them."""
     names = set(wheel.namelist())
@@ -170,6 +177,7 @@ def test_wheel_carries_the_web_pages(wheel: zipfile.ZipFile) -> None:
     assert not missing, f"not in the wheel: {', '.join(missing)}"
 
 
+@pytest.mark.packaging
 def test_the_installed_wheel_renders_the_pages(wheel: zipfile.ZipFile, tmp_path: Path) -> None:
     """Installed from the wheel alone (not this source tree), the package finds its templates and scripts."""
     target = tmp_path / "site"

@@ -373,7 +373,9 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
             threads += [threading.Thread(target=h.run, args=(deadline,), daemon=True) for h in hammers]
             threads += [
                 threading.Thread(
-                    target=_run_clock_table, args=(d, config.clock_rounds, deadline + 30, clock_closed), daemon=True
+                    target=_run_clock_table,
+                    args=(d, config.clock_rounds, deadline + config.extra_seconds, clock_closed),
+                    daemon=True,
                 )
                 for d in clock_drivers
             ]

@@ -1,7 +1,8 @@
 """Fixtures of the API suite: a real gRPC server on 127.0.0.1 (port 0) over a real application.
 
-``served``      a running server on a fresh store: an SQLite file, and (``postgres`` param,
-                through ``postgres_env``) a fresh PostgreSQL database.
+``served``      a running server on a fresh store: an SQLite file; for the tests whose subject is the
+                store (marked ``each_store``) a fresh PostgreSQL database too (``postgres_env``;
+                tests/conftest.py parametrizes ``store_env``).
 ``local``       the same on SQLite only (for tests whose subject does not depend on the store).
 ``start_server`` a factory for tests that need their own server (another app, other limits).
 
@@ -27,8 +28,6 @@ from pokdeng_service.store.vault import SeedVault
 from pokdeng_testkit.keys import VAULT_KEY
 
 from .client import PLAYERS, TOKENS, Api
-
-STORES = ("sqlite", pytest.param("postgres", marks=pytest.mark.postgres))
 
 
 def token_store() -> TokenStore:
@@ -103,7 +102,7 @@ def start_server() -> Iterator[StartServer]:
         served.stop()
 
 
-@pytest.fixture(params=STORES)
+@pytest.fixture
 def store_env(request: pytest.FixtureRequest, tmp_path: Path) -> dict[str, str]:
     if request.param == "sqlite":
         return sqlite_env(tmp_path)

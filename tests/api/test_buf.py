@@ -60,22 +60,26 @@ def copy_of_proto(folder: Path) -> Path:
     return target
 
 
+@pytest.mark.node
 def test_buf_is_the_pinned_version(buf: list[str], cache: Path) -> None:
     version = run(buf, "--version", cache=cache)
     assert version.returncode == 0, version.stderr
     assert version.stdout.strip() == "1.75.0"
 
 
+@pytest.mark.node
 def test_buf_lint_reports_nothing(buf: list[str], cache: Path) -> None:
     result = run(buf, "lint", "proto", cache=cache)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", ""), result.stdout + result.stderr
 
 
+@pytest.mark.node
 def test_buf_breaking_against_the_baseline_reports_nothing(buf: list[str], cache: Path) -> None:
     result = run(buf, "breaking", "proto", "--against", str(BASELINE.relative_to(ROOT)), cache=cache)
     assert (result.returncode, result.stdout, result.stderr) == (0, "", ""), result.stdout + result.stderr
 
 
+@pytest.mark.node
 def test_buf_breaking_catches_a_removed_field(buf: list[str], cache: Path, tmp_path: Path) -> None:
     edited = copy_of_proto(tmp_path)
     api = edited / API_PROTO
@@ -88,6 +92,7 @@ def test_buf_breaking_catches_a_removed_field(buf: list[str], cache: Path, tmp_p
     assert "OpenWalletRequest" in result.stdout and "currency_code" in result.stdout, result.stdout + result.stderr
 
 
+@pytest.mark.node
 def test_buf_lint_catches_a_badly_named_message(buf: list[str], cache: Path, tmp_path: Path) -> None:
     edited = copy_of_proto(tmp_path)
     api = edited / API_PROTO

@@ -18,7 +18,7 @@ import pytest
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.errors import details_of
-from pokdeng_service.application.errors import Conflict
+from pokdeng_service.application.errors import Conflict, NotFound
 from pokdeng_testkit.keys import OTHER_VAULT_KEY
 
 from .client import Api, error_of, kind_of, open_table, open_wallets, seat, start_round
@@ -240,29 +240,41 @@ def test_an_unexpected_error_is_internal_with_a_reference_and_no_trace(
 
 
 def test_a_call_whose_deadline_passed_is_not_started(faulty: Callable[..., Served]) -> None:
-    """Two slow calls hold both workers; a third call's deadline passes while it waits: the app never runs it."""
+    """Two slow calls (of two callers: one worker a caller) hold both workers; a third call's deadline passes
+    while it waits: the app never runs it, not even once a worker is free."""
     release = threading.Event()
     calls: list[str] = []
 
     def slow_wallet(wallet_id: str) -> Any:
         calls.append(wallet_id)
-        release.wait(5)
-        raise Conflict("busy")
+        if wallet_id.startswith("slow"):
+            release.wait(60)
+            raise Conflict("busy")
+        raise NotFound(f"no wallet {wallet_id}")
 
     served = faulty(get_wallet=slow_wallet)
-    ops = served.api("operator")
-    stub = ops.method("WalletService", "GetWallet")
-    busy = [stub.future(pb.GetWalletRequest(wallet_id=f"slow{i}"), metadata=ops.metadata) for i in range(2)]
-    deadline = time.monotonic() + 5
-    while len(calls) < 2 and time.monotonic() < deadline:
+    ops, auditor = served.api("operator"), served.api("auditor")
+    busy = [
+        api.method("WalletService", "GetWallet").future(
+            pb.GetWalletRequest(wallet_id=f"slow{i}"), metadata=api.metadata
+        )
+        for i, api in enumerate((ops, auditor))
+    ]
+    deadline = time.monotonic() + 30  # (a hang guard)
+    while len(calls) < 2:
+        assert time.monotonic() < deadline, calls
         time.sleep(0.01)
+    stub = ops.method("WalletService", "GetWallet")
     late = details_of(error_of(lambda: stub(pb.GetWalletRequest(wallet_id="late"), metadata=ops.metadata, timeout=0.2)))
     assert late.code == Code.DEADLINE_EXCEEDED
     release.set()
     for future in busy:
-        assert future.exception() is not None
-    time.sleep(0.2)
-    assert "late" not in calls
+        assert future.exception(timeout=30) is not None
+    # the operator's next call waits behind anything of the operator's still in line: had the late call been
+    # kept, it would have run first
+    after = details_of(error_of(lambda: stub(pb.GetWalletRequest(wallet_id="after"), metadata=ops.metadata)))
+    assert after.code == Code.NOT_FOUND
+    assert "late" not in calls and calls[-1] == "after", calls
 
 
 def test_a_timeout_for_a_turn_already_played_is_refused(local: Served, ops: Api) -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,8 @@ from tests.node.packages import NodePackages, install
 
 from .client import PLAYERS, TOKENS, kind_of
 from .conftest import Served
+
+pytestmark = pytest.mark.node
 
 PACKAGED_PROTO = Path(pokdeng_client.__file__).resolve().parent / "pokdeng.proto"
 PROFILES = ("classic", "ante", "room", "kingmaker")
@@ -52,13 +53,10 @@ def play(
 
 
 def test_the_node_client_plays_a_round_of_every_profile(node_packages: NodePackages, local: Served) -> None:
-    started = time.monotonic()
-    result = play(node_packages, local.target, "--prefix", "node")
-    elapsed = time.monotonic() - started
+    result = play(node_packages, local.target, "--prefix", "node")  # (RUN_TIMEOUT ends a hang)
     assert result.returncode == 0, f"play.js exited {result.returncode}:\n{result.stderr}\n{result.stdout}"
     lines: list[dict[str, Any]] = [json.loads(line) for line in result.stdout.splitlines() if line.strip()]
     assert [line["profile"] for line in lines] == list(PROFILES), result.stdout
-    assert elapsed < 60, f"play.js took {elapsed:.1f} s"
 
     ops, auditor = local.api("operator"), local.api("auditor")
     for line in lines:

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +138,7 @@ def test_graceful_shutdown(tmp_path: Path, start_server: StartServer) -> None:
     app.close()
 
 
+SERVE_GRACE = 5.0
 SERVE_SCRIPT = textwrap.dedent(
     """
     import sys
@@ -146,7 +146,7 @@ SERVE_SCRIPT = textwrap.dedent(
     from pokdeng_service.api.server import serve
 
     app = PokdengApp({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": sys.argv[1]})
-    code = serve("127.0.0.1:0", app, tokens=sys.argv[2], grace=5,
+    code = serve("127.0.0.1:0", app, tokens=sys.argv[2], grace=float(sys.argv[3]),
                  ready=lambda server, port: print(f"PORT {port}", flush=True))
     app.close()
     print("STOPPED", flush=True)
@@ -181,11 +181,11 @@ def test_serve_stops_gracefully_on_a_signal(tmp_path: Path, signum: signal.Signa
                 pb.OpenWalletRequest(request_id="r", wallet_id="w"), metadata=metadata, timeout=10
             )
             assert opened.wallet.wallet_id == "w"
-        started = time.monotonic()
         process.send_signal(signum)
-        out, err = process.communicate(timeout=20)
+        # nothing is in flight: it stops at once, well within its grace (the timeout only ends a hang)
+        out, err = process.communicate(timeout=SERVE_GRACE * 12)
         assert process.returncode == 0, err
-        assert "STOPPED" in out and time.monotonic() - started < 10
+        assert "STOPPED" in out
     finally:
         if process.poll() is None:
             process.kill()

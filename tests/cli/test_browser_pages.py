@@ -28,7 +28,7 @@ from pokdeng_service.cli import EXIT_OK, main
 from .browser import Browser, Page, needs_chromium
 from .pages import EDITS, HOSTILE, Store, make_store, worked_round
 
-pytestmark = needs_chromium
+pytestmark = [pytest.mark.browser, needs_chromium]
 ROOT = Path(__file__).resolve().parents[2]
 PROFILES = ("classic", "ante", "room", "kingmaker")
 WIDTH = 360

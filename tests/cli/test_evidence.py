@@ -24,13 +24,7 @@ from pokdeng_testkit.pgserver import PostgresServerInfo, free_port
 from ..service import play
 from .stores import Played, play_rounds, run_cli, snapshot, world_readable_folder
 
-STORE_ENV = ("POKDENG_VAULT_KEY", "POKDENG_VAULT_KEY_FILE", "POKDENG_DB", "POKDENG_POSTGRES_URL")
-
-
-@pytest.fixture(autouse=True)
-def _no_store_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in STORE_ENV:
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_store_settings")  # (tests/conftest.py)
 
 
 @pytest.fixture

@@ -24,14 +24,10 @@ from pokdeng_testkit.keys import VAULT_KEY
 
 from .stores import snapshot
 
-STORE_ENV = ("POKDENG_VAULT_KEY", "POKDENG_VAULT_KEY_FILE", "POKDENG_DB", "POKDENG_POSTGRES_URL")
 UNREACHABLE = "postgresql://pokdeng:pokdeng@127.0.0.1:9/pokdeng"  # never connected to: refused before
 
 
-@pytest.fixture(autouse=True)
-def _no_store_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in STORE_ENV:
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_store_settings")  # (tests/conftest.py)
 
 
 def test_serve_on_postgres_needs_an_explicit_vault_key(

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from pokdeng_testkit.harness.load import SHORT_CLIENTS, SHORT_SECONDS, LoadResult, render, run_load
 from pokdeng_testkit.harness.server import Store
 
 
+@pytest.mark.reliability
 def test_short_load_plays_rounds_without_errors(harness_store: Store, tmp_path: Path) -> None:
     results = []
     for clients in SHORT_CLIENTS:
@@ -34,6 +37,7 @@ def test_the_budget_splits_the_servers_cpu_a_round() -> None:
     assert LoadResult("sqlite", 8, 10.0, 100, 1000, {}, []).budget() is None  # (no baseline: nothing to say)
 
 
+@pytest.mark.reliability
 def test_a_run_with_its_baselines_reads_the_servers_cpu(tmp_path: Path) -> None:
     result = run_load(
         Store.sqlite(tmp_path / "load.sqlite"), tmp_path, 1, 1.0, raw_store=Store.sqlite(tmp_path / "raw.sqlite")

@@ -34,19 +34,9 @@ from ..service import play
 A = "postgresql://pokdeng:secret-a@db-a.example:5432/pokdeng"
 B = "postgresql://pokdeng:secret-b@db-b.example:6432/pokdeng"
 C = "postgresql://pokdeng:secret-c@db-c.example:5432/games"
-STORE_ENV = (
-    "POKDENG_VAULT_KEY",
-    "POKDENG_VAULT_KEY_FILE",
-    "POKDENG_DB",
-    "POKDENG_POSTGRES_URL",
-    "POKDENG_PARTITION_URLS",
-)
 
 
-@pytest.fixture(autouse=True)
-def _no_store_settings(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in (*STORE_ENV, "POKDENG_PARTITIONS"):
-        monkeypatch.delenv(name, raising=False)
+pytestmark = pytest.mark.usefixtures("no_store_settings")  # (tests/conftest.py)
 
 
 def _place(config: StoreConfig, k: int) -> tuple[str, str, str, str]:

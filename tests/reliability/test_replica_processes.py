@@ -26,7 +26,7 @@ from pokdeng_testkit.harness.partition_replicas import (
 from pokdeng_testkit.pgserver import TemporaryPostgres, find_pg_bin_dir
 from tests.needs import unavailable
 
-pytestmark = pytest.mark.postgres
+pytestmark = [pytest.mark.postgres, pytest.mark.reliability]
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from pokdeng_testkit.keys import VAULT_KEY
 MIN_ROUNDS = 3  # rounds every shared table must close (however long a loaded machine takes: up to 60 s more)
 
 
+@pytest.mark.reliability
 def test_two_replicas_share_tables_and_wallets(postgres_store: Store, tmp_path: Path) -> None:
     config = ReplicaConfig(seconds=6.0, tables=5, clock_tables=8, clock_rounds=1, min_rounds=MIN_ROUNDS)
     report = run_replicas(postgres_store, tmp_path, config)

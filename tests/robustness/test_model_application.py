@@ -54,6 +54,7 @@ from pokdeng_service.application.errors import BankerCannotCover, DuplicateReque
 from pokdeng_service.application.views import CommandResult
 from pokdeng_service.store.vault import SeedVault
 from pokdeng_testkit.keys import VAULT_KEY
+from tests.needs import long_run
 
 from .model import ModelBase, view_or_none
 
@@ -688,8 +689,8 @@ MUST_BE_ACCEPTED = (
     "void_round",
 )
 
-RUN = settings(
-    max_examples=80,
+RUN = settings(  # (--long: ten times the examples)
+    max_examples=800 if long_run() else 80,
     stateful_step_count=200,
     deadline=None,
     derandomize=True,
@@ -705,6 +706,7 @@ def _check_coverage(stats: Counter[str], names: tuple[str, ...]) -> None:
     assert stats["closed rounds verified"] > 0
 
 
+@pytest.mark.soak
 def test_application_model_in_memory() -> None:
     STATS.clear()
     run_state_machine_as_test(ApplicationModel, settings=RUN)

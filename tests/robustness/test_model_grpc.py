@@ -49,6 +49,7 @@ from pokdeng_service.store.vault import SeedVault
 from pokdeng_testkit.keys import VAULT_KEY
 from tests.api.client import COMMANDS, TOKENS, Api
 from tests.api.conftest import token_store
+from tests.needs import long_run
 
 from .model import ModelBase, Seeds, view_or_none
 
@@ -639,8 +640,8 @@ class GrpcModel(ModelBase):
             STATS["hidden hands checked"] += 1
 
 
-RUN = settings(
-    max_examples=40,
+RUN = settings(  # (--long: ten times the examples)
+    max_examples=400 if long_run() else 40,
     stateful_step_count=100,
     deadline=None,
     derandomize=True,
@@ -649,6 +650,7 @@ RUN = settings(
 )
 
 
+@pytest.mark.soak
 def test_grpc_model() -> None:
     STATS.clear()
     run_state_machine_as_test(GrpcModel, settings=RUN)

@@ -1,4 +1,5 @@
-"""Fixtures of the service suite: every scenario runs on an SQLite file and on PostgreSQL.
+"""Fixtures of the service suite: every scenario runs on an SQLite file; those whose subject is the store
+(marked ``each_store``) on PostgreSQL too (tests/conftest.py parametrizes ``app_env``).
 
 ``app_env``   the eventsourcing settings of a fresh store: ``sqlite`` (a file in the test's
               tmp dir) or ``postgres`` (``postgres_env``: a fresh database per test).
@@ -19,10 +20,8 @@ from pokdeng_service.application import PokdengApp
 
 from . import play
 
-STORES = ("sqlite", pytest.param("postgres", marks=pytest.mark.postgres))
 
-
-@pytest.fixture(params=STORES)
+@pytest.fixture
 def app_env(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     if request.param == "sqlite":
         folder = tmp_path_factory.mktemp("store")

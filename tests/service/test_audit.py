@@ -205,6 +205,7 @@ TAMPERING: dict[str, Callable[[Rows], None]] = {
 
 
 @pytest.mark.parametrize("kind", sorted(TAMPERING))
+@pytest.mark.each_store
 def test_direct_row_tampering_is_detected(
     make_app: Callable[..., PokdengApp], app_env: dict[str, str], kind: str
 ) -> None:
@@ -222,6 +223,7 @@ def test_direct_row_tampering_is_detected(
 
 
 @pytest.mark.parametrize("kind", ["edited", "retimed_chain_rewritten", "deleted_tail", "reordered"])
+@pytest.mark.each_store
 def test_batch_verification_finds_the_one_tampered_round(
     make_app: Callable[..., PokdengApp], app_env: dict[str, str], kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -248,6 +250,7 @@ def test_batch_verification_finds_the_one_tampered_round(
             assert {r: v.as_dict() for r, v in verdicts.items()} == alone
 
 
+@pytest.mark.each_store
 def test_batch_verification_fails_a_bad_round_id_at_its_turn(make_app: Callable[..., PokdengApp]) -> None:
     """Rounds read ahead in a batch are verified in turn: an invalid or unknown round id raises
     (as ``verify_round`` does) when its turn comes, after the verdicts of the rounds before it."""
@@ -322,6 +325,7 @@ def test_checkpoint_roots_and_inclusion_proofs(app: PokdengApp, driver: play.Dri
         driver.call("checkpoint_table", "cp")
 
 
+@pytest.mark.each_store
 def test_table_record_is_found_whatever_the_audit_hint(app: PokdengApp, driver: play.Driver) -> None:
     """Seatings between rounds move each round's ``round_finished`` on in the table's stream;
     the audit's per-table hint of where to look is only a hint: wrong, stale or missing, every
@@ -391,6 +395,7 @@ def test_replay_compares_payloads_by_their_json_form() -> None:
     assert len(seen) >= 12, seen
 
 
+@pytest.mark.each_store
 def test_rounds_of_an_older_profile_and_engine_version_still_replay(
     app: PokdengApp, driver: play.Driver, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -349,6 +349,7 @@ def _keys() -> PublicKeys:
     return play.signing_keys().public
 
 
+@pytest.mark.each_store
 def test_every_closed_round_is_logged_in_the_transaction_that_closes_it(app: PokdengApp, driver: play.Driver) -> None:
     _setup(driver, "a")
     _setup(driver, "b", "kingmaker")

@@ -22,6 +22,8 @@ from pokdeng_service.application.errors import Conflict
 from . import play
 from .play import Driver, Ledger
 
+pytestmark = pytest.mark.each_store  # (the store is the subject: PostgreSQL too)
+
 Outcome = tuple[str, str]  # (request id, "ok" | "insufficient" | "conflict")
 
 

@@ -22,7 +22,8 @@ After the last (uninterrupted) run, which completes the plan:
   CommandRecord, each command's events form one block, each reservation is released once;
 * each wallet's balance is the sum of its statement lines.
 
-``POKDENG_CRASH_KILLS`` (default 6) and ``POKDENG_CRASH_ROUNDS`` (default 32) make a longer run.
+``POKDENG_CRASH_KILLS`` (default 6) and ``POKDENG_CRASH_ROUNDS`` (default 32) make a longer run; ``--long``
+makes 30 kills over 128 rounds.
 """
 
 from __future__ import annotations
@@ -47,14 +48,17 @@ from pokdeng_core.machine import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.store import aggregates as ag
+from tests.needs import long_run
 
 from . import crash_worker as plan
 from . import play
 
+pytestmark = [pytest.mark.reliability, pytest.mark.each_store]  # (a crash of the store's own writes: PostgreSQL too)
+
 ROOT = Path(__file__).resolve().parents[2]
-KILLS = int(os.environ.get("POKDENG_CRASH_KILLS", "6"))
-ROUNDS = int(os.environ.get("POKDENG_CRASH_ROUNDS", "32"))
-RUN_TIMEOUT = 60.0
+KILLS = int(os.environ.get("POKDENG_CRASH_KILLS", "30" if long_run() else "6"))
+ROUNDS = int(os.environ.get("POKDENG_CRASH_ROUNDS", "128" if long_run() else "32"))
+RUN_TIMEOUT = 300.0  # a hang guard for one run of the worker (a loaded machine plays slowly)
 
 
 @dataclass

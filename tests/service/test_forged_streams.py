@@ -42,6 +42,8 @@ from pokdeng_service.store.vault import AAD_ROUND_ID, AAD_ROUND_STREAM, SeedVaul
 from . import play
 from .test_audit import Rows
 
+pytestmark = pytest.mark.each_store  # (the store is the subject: PostgreSQL too)
+
 LONG_AGO = "2020-01-01T00:00:00+00:00"
 # Every player on taem 0 (10 + K), the banker on 3 (10 + 3): each draws at its timeout.
 DEAL = [[1, "10H"], [2, "10D"], [0, "10S"], [1, "KH"], [2, "KD"], [0, "3C"]]

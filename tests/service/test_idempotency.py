@@ -20,6 +20,8 @@ from pokdeng_service.application.errors import DuplicateRequest
 from . import play
 from .play import Call, Chooser, Driver
 
+pytestmark = pytest.mark.each_store  # (the store is the subject: PostgreSQL too)
+
 COMMANDS = {
     "open_wallet",
     "deposit",

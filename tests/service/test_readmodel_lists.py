@@ -27,6 +27,8 @@ from . import play
 from .play import Driver
 from .test_readmodels import TABLES, WALLETS, notifications, play_round, play_rounds, scenario, void_a_round
 
+pytestmark = pytest.mark.each_store  # (the store is the subject: PostgreSQL too)
+
 USD_TABLE = "Zeta"
 EXTRA_TABLES = ("b-1", "b1", "\u00f6-lounge", "A.x")  # code point order: "A.x" < "Zeta" < "b-1" < "b1" < "ö-lounge"
 USD_WALLET = "\u00c9mile"

@@ -16,6 +16,7 @@ import random
 from collections.abc import Callable
 from uuid import UUID
 
+import pytest
 from eventsourcing.application import project_aggregate
 
 from pokdeng_core import events as core_events
@@ -26,6 +27,8 @@ from pokdeng_service.store.codec import from_data
 
 from . import play
 from .play import Chooser, Driver, Ledger
+
+pytestmark = pytest.mark.each_store  # (the store is the subject: PostgreSQL too)
 
 WALLETS = ["a", "b", "c", "d", "e"]
 TABLES = ["cl", "an", "rm", "km"]

@@ -28,6 +28,8 @@ from . import play
 from .rows import StoredRows
 from .test_audit import play_rounds
 
+pytestmark = pytest.mark.each_store  # (the store is the subject: PostgreSQL too)
+
 # --- direct access to the stored rows --------------------------------------------------------------
 
 

@@ -72,7 +72,7 @@ class SoakConfig:
     seed: int = 7
     wallet_timeout: float = 0.25
     void_every: int = 12  # about one round in this many is voided after its bets
-    max_seconds: float = 150.0
+    max_seconds: float = 900.0  # a hang guard: what is checked is the rounds, however long a loaded machine takes
 
 
 @dataclass

@@ -2,16 +2,21 @@
 
 The short form runs in CI (``SoakConfig`` defaults: 200 rounds on 4 tables, about 5% of the
 wallet calls faulted, 4 SIGKILLs of pokdeng inside a debit or a credit: well under two minutes);
-the long form (``python -m tests.wallet.test_faults --rounds 1000``, a script outside the suite)
-plays 1000 rounds on 6 tables with 10 kills. Both require: no difference between the platform's
-ledger and pokdeng's record (``reconcile``), nothing pending, every balance to the minor unit,
-no credit twice, every void rolled back, no platform transaction without pokdeng's record, and
-``pokdeng verify --all`` passing. The figures are printed (``pytest -s``).
+the long form (``python -m pytest --long tests/wallet/test_faults.py``, or the script
+``python -m tests.wallet.test_faults --rounds 1000``) plays 1000 rounds on 6 tables with 10 kills.
+Both require: no difference between the platform's ledger and pokdeng's record (``reconcile``),
+nothing pending, every balance to the minor unit, no credit twice, every void rolled back, no
+platform transaction without pokdeng's record, and ``pokdeng verify --all`` passing. The figures
+are printed (``pytest -s``).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+import pytest
+
+from tests.needs import long_run
 
 from .soak import SoakConfig, SoakReport, run_soak
 
@@ -28,13 +33,14 @@ def _checked(report: SoakReport, config: SoakConfig) -> None:
     assert faulted >= set(config.rates) | {"kill"}, report.faults
 
 
+@pytest.mark.soak
 def test_the_platform_and_pokdeng_agree_after_faults_and_kills(tmp_path: Path) -> None:
-    config = SoakConfig()
+    config = SoakConfig(rounds=1000, tables=6, kills=10, max_seconds=3600) if long_run() else SoakConfig()
     _checked(run_soak(tmp_path, config), config)
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The long form, outside the suite: ``python -m tests.wallet.test_faults --rounds 1000``."""
+    """The long form, outside the suite: ``python -m tests.wallet.test_faults --rounds 1000`` (in it: ``--long``)."""
     import argparse
     import tempfile
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import random
-import socket
 import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -27,6 +26,7 @@ from pokdeng_service.wallet.outbox import Tx, credit_tx_id
 from pokdeng_service.wallet.platform import PlatformWallet
 from pokdeng_service.wallet.reconcile import reconcile
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
+from pokdeng_testkit.pgserver import free_port
 
 from ..service import play
 from .conftest import FUNDS, PLAYERS, Platform
@@ -96,9 +96,7 @@ def test_every_difference_is_listed(
                  "--until", until.isoformat(), "--json"])  # fmt: skip
     assert code == 1
     # a platform that does not answer: exit 4 and one line, not a traceback nor "differences" (found from the outside)
-    with socket.socket() as free:
-        free.bind(("127.0.0.1", 0))
-        silent = f"127.0.0.1:{free.getsockname()[1]}"
+    silent = f"127.0.0.1:{free_port()}"
     capsys.readouterr()
     code = main(["wallet", "reconcile", "--db", store, "--wallet-url", silent, "--timeout", "0.5"])
     assert code == 4 and "did not answer" in capsys.readouterr().err
