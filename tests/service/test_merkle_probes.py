@@ -45,8 +45,6 @@ def _probe_dir() -> Path:
         if (candidate / "inclusion").is_dir() and (candidate / "consistency").is_dir():
             return candidate
     raise FileNotFoundError(f"transparency-dev/merkle's probes are not in {base} (testdata/inclusion and consistency)")
-        f"transparency-dev/merkle's probes are not in {base} (testdata/inclusion, testdata/consistency)"
-    )
 
 
 def _probes(kind: str) -> list[Any]:
