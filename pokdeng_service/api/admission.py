@@ -1,9 +1,11 @@
 """Admission: the limits no caller may exceed, the workers, the open streams and the store's state.
 
 ``Limits`` are the server's caps (docs/operations.md, sizing); ``Runtime`` applies them to every
-call on behalf of the one wrapper (``rpcs.wrap``): admission of unary calls (in flight, per caller),
-the blocking bodies' workers, the caps on open streams by kind and the reaping of idle ones, the
-store probe's verdict, and the observer that hears how each call ended.
+call on behalf of the one wrapper (``rpcs.wrap``): each caller's rates (``api/rates.py``), admission of
+unary calls (in flight, per caller), the blocking bodies' workers, the caps on open streams by kind
+(each caller's share of them, and the room a caller with fewer is made by ending one of a caller with
+more) and the ending of streams idle or stalled past their limit, the store probe's verdict, and the
+observer that hears how each call ended.
 """
 
 from __future__ import annotations
@@ -19,9 +21,21 @@ from typing import Any, NoReturn, Protocol, TypeVar
 import grpc
 from grpc_status import rpc_status
 
-from pokdeng_service.api.errors import DeadlineExpired, ResourceExhausted, StoreDown, reason_of, status_for
+from pokdeng_service.api.errors import (
+    ApiError,
+    DeadlineExpired,
+    RateLimited,
+    ResourceExhausted,
+    StoreDown,
+    StreamIdle,
+    StreamPreempted,
+    StreamStalled,
+    reason_of,
+    status_for,
+)
 from pokdeng_service.api.fairness import FairWorkers
-from pokdeng_service.application.principal import Principal
+from pokdeng_service.api.rates import DEFAULT_RATES, Buckets, Rate
+from pokdeng_service.application.principal import Principal, Role
 
 log = logging.getLogger("pokdeng.api")
 
@@ -35,7 +49,11 @@ class Limits:
     max_calls_per_caller: int = 32  # of those, one caller's (``caller_key``)
     max_streams: Mapping[str, int] = field(default_factory=dict)  # open streams by kind (one caller's: half)
     default_max_streams: int = 8  # for a kind not named
-    stream_idle: float = 60.0  # seconds a stream may wait on its client (a reply not taken, a request not sent)
+    # seconds a stream may wait on its client (a reply not taken, a request not sent), and a watch or feed may
+    # have nothing but heartbeats to send (then it ends: the client calls again with its last token)
+    stream_idle: float = 60.0
+    # each caller's rate by class of methods (``api/rates.py``; a rate of 0: none); the operator has none
+    rates: Mapping[str, Rate] = field(default_factory=lambda: dict(DEFAULT_RATES))
     costly_workers: int = 1  # costly bodies (the audits, ``Rpc.costly``) running at once, whoever calls
     # the largest request message taken (grpc refuses a larger one, RESOURCE_EXHAUSTED, before it is read): the
     # largest of the API's requests is a few kilobytes (ids of 128 characters, reasons of 500), and every byte
@@ -60,7 +78,8 @@ class Limits:
 
     def streams_per_caller(self, kind: str) -> int:
         """One caller's share of a kind's streams: half (at least one), so that no token, and no host
-        without one, can hold every stream of a kind."""
+        without one, can hold every stream of a kind. Two callers can still hold them all: then a third
+        caller's stream is made room for by ending one of theirs (``Runtime.open_stream``)."""
         return max(1, self.streams(kind) // 2)
 
     @property
@@ -131,17 +150,66 @@ def _peer_host(peer: str) -> str:
     return peer
 
 
+NUDGE = 1.0
+"""Seconds a stream told to end (``StreamWatch.end``) has to end by itself before it is cancelled."""
+
+
+def cancel_with(context: grpc.ServicerContext, error: ApiError) -> None:
+    """Cancel a call, telling its client ``error``'s code and message when grpc lets us.
+
+    A stream blocked in grpc's send (its client takes nothing) cannot end itself with a status; grpc's
+    servicer context only cancels (the client sees a bare CANCELLED). Its call object can cancel with a
+    status (``grpc_call_cancel_with_status``: the code and message, no details); where the context has no
+    such call (another grpc, a test's stand-in), a plain cancel."""
+    call = getattr(getattr(context, "_rpc_event", None), "call", None)
+    if call is not None:
+        try:
+            call.cancel(error.code.value[0], error.message)
+            return
+        except Exception:  # (another grpc: the plain cancel below)
+            log.debug("cancel with a status failed; cancelling plainly", exc_info=True)
+    context.cancel()
+
+
 class StreamWatch:
-    """One open stream, as the reaper sees it: since when it waits on its client (None: it does not)."""
+    """One open stream, as the reaper sees it.
 
-    __slots__ = ("context", "idle", "key", "reaped", "waiting_since")
+    ``waiting_since``: since when it waits on its client (a reply not taken, a request not sent; None: it
+    does not). ``progressed``: when it last sent something other than a heartbeat (or opened). ``quiet``:
+    the idle limit also ends it when it has had nothing else to send for that long (its body stops when
+    ``end`` is set: ``rpcs.Call.active``). ``end``: the error it ends with, once told to; ``handed``: its
+    place in the kind's count was given to another caller's stream (``Runtime.open_stream``)."""
 
-    def __init__(self, context: grpc.ServicerContext, idle: float, key: str = "") -> None:
+    __slots__ = (
+        "cancelled",
+        "context",
+        "end",
+        "ended_at",
+        "handed",
+        "idle",
+        "key",
+        "kind",
+        "progressed",
+        "quiet",
+        "reaped",
+        "waiting_since",
+    )
+
+    def __init__(
+        self, context: grpc.ServicerContext, idle: float, key: str = "", kind: str = "", quiet: bool = False
+    ) -> None:
         self.context = context
         self.idle = idle
         self.key = key  # whose share of the kind's streams it counts against (``caller_key``)
+        self.kind = kind
+        self.quiet = quiet
         self.waiting_since: float | None = None
-        self.reaped = False
+        self.progressed = time.monotonic()
+        self.end: ApiError | None = None
+        self.ended_at = 0.0
+        self.handed = False
+        self.cancelled = False
+        self.reaped = False  # ended by the server: idle, stalled or preempted
 
     def waiting(self) -> None:
         self.waiting_since = time.monotonic()
@@ -149,14 +217,30 @@ class StreamWatch:
     def working(self) -> None:
         self.waiting_since = None
 
+    def progress(self) -> None:
+        """The client took something other than a heartbeat (or sent a request)."""
+        self.progressed = time.monotonic()
+
+    @property
+    def active(self) -> bool:
+        return self.end is None
+
+    def _tell(self, error: ApiError, now: float) -> None:
+        self.end, self.ended_at, self.reaped = error, now, True
+
+    def _must_cancel(self) -> bool:
+        """Whether the stream cannot end by itself: blocked on its client, or a body that does not look."""
+        return self.waiting_since is not None or not self.quiet
+
 
 class Runtime:
     """The server's side of every call: the limits, the workers, the store's state and the observer.
 
     Admission counters are kept under one lock. ``store_up`` is set by the store probe
     (``api/health.py``); while it is False, methods that need the store are refused at once. ``reap``
-    (run by the server's housekeeping thread) cancels the streams that waited on their client longer
-    than their idle limit: a reply the client does not take, a request it does not send."""
+    (run by the server's housekeeping thread) ends the streams that waited on their client longer
+    than their idle limit (a reply the client does not take, a request it does not send) and the
+    quiet ones that had nothing but heartbeats to send for that long."""
 
     def __init__(self, limits: Limits | None = None, observer: Observer | None = None) -> None:
         self.limits = limits or Limits()
@@ -172,6 +256,22 @@ class Runtime:
         # the costly slots, taken before a worker: one a caller, the waiting callers in turn
         self._costly = FairWorkers(min(self.limits.costly_workers, self.limits.workers), 1)
         self._watches: set[StreamWatch] = set()
+        self.buckets = Buckets(self.limits.rates)
+
+    def throttle(self, rate_class: str, principal: Principal | None, context: grpc.ServicerContext | None) -> None:
+        """A token of the caller's bucket of ``rate_class`` (``api/rates.py``), or ``RateLimited``
+        (RESOURCE_EXHAUSTED with RetryInfo). The operator has no bucket."""
+        if principal is not None and principal.role is Role.OPERATOR:
+            return
+        delay = self.buckets.wait(caller_key(principal, context), rate_class)
+        if delay > 0:
+            rate = self.buckets.rates[rate_class]
+            who = principal.describe() if principal is not None else "an unauthenticated caller of this host"
+            raise RateLimited(
+                f"{who} sends more {rate_class} than its rate, {rate.describe()}: try again in {delay:.3f} s",
+                retry_after=delay,
+                **{"class": rate_class, "rate": f"{rate.per_second:g}", "burst": str(rate.burst)},
+            )
 
     def admit(self, principal: Principal | None, context: grpc.ServicerContext | None = None) -> str:
         """Count a unary call in flight against the server's cap and its caller's (``caller_key``); the
@@ -222,44 +322,118 @@ class Runtime:
         finally:
             self._workers.release(key)
 
-    def open_stream(self, kind: str, context: grpc.ServicerContext, key: str = "") -> StreamWatch:
-        """Count an open stream of ``kind`` for caller ``key`` (``caller_key``): within the kind's cap,
-        and within the caller's share of it (``Limits.streams_per_caller``)."""
+    def open_stream(self, kind: str, context: grpc.ServicerContext, key: str = "", quiet: bool = False) -> StreamWatch:
+        """Count an open stream of ``kind`` for caller ``key`` (``caller_key``): within the caller's share
+        of the kind (``Limits.streams_per_caller``) and within the kind's cap. At the cap, a caller that
+        holds at least two streams fewer than the caller holding the most gets the place of one of that
+        caller's streams (the one waiting longest on its client, else the one quiet longest), which ends
+        with RESOURCE_EXHAUSTED (``StreamPreempted``): two callers' shares cannot shut a third out.
+        ``quiet``: the stream's body ends itself when told (``StreamWatch.quiet``)."""
         cap = self.limits.streams(kind)
         share = self.limits.streams_per_caller(kind)
+        victim = None
         with self._lock:
-            if self.streams[kind] >= cap:
-                raise ResourceExhausted(f"this server serves at most {cap} {kind} streams at once", limit=str(cap))
             if self.caller_streams[kind, key] >= share:
                 raise ResourceExhausted(
                     f"one caller may hold at most {share} of this server's {cap} {kind} streams at once",
                     limit=str(share),
                 )
+            if self.streams[kind] >= cap:
+                victim = self._victim(kind, key)
+                if victim is None:
+                    raise ResourceExhausted(f"this server serves at most {cap} {kind} streams at once", limit=str(cap))
+                held = self.caller_streams[kind, victim.key]
+                victim._tell(
+                    StreamPreempted(
+                        f"this server's {cap} {kind} streams were all open and this caller held {held} of them: "
+                        "this one was ended to make room for a caller that held fewer; try again later",
+                        limit=str(cap),
+                    ),
+                    time.monotonic(),
+                )
+                victim.handed = True  # its place is the newcomer's from now
+                _decrement(self.streams, kind)
+                _decrement(self.caller_streams, (kind, victim.key))
             self.streams[kind] += 1
             self.caller_streams[kind, key] += 1
-            watch = StreamWatch(context, self.limits.stream_idle, key)
+            watch = StreamWatch(context, self.limits.stream_idle, key, kind, quiet)
             self._watches.add(watch)
+        if victim is not None:
+            log.info("a %s stream of %s was ended to make room for %s", kind, victim.key, key)
+            if victim._must_cancel():
+                victim.cancelled = True
+                assert victim.end is not None
+                cancel_with(victim.context, victim.end)
         return watch
+
+    def _victim(self, kind: str, key: str) -> StreamWatch | None:
+        """(Under the lock.) The stream that makes room for ``key``: one of the caller holding the most streams
+        of ``kind``, if it holds at least two more than ``key`` (then ``key`` never holds more than it after)."""
+        holders = {k: n for (each, k), n in self.caller_streams.items() if each == kind and k != key}
+        if not holders:
+            return None
+        top = max(holders, key=lambda k: (holders[k], k))
+        if holders[top] < self.caller_streams[kind, key] + 2:
+            return None
+        theirs = [w for w in self._watches if w.kind == kind and w.key == top and w.end is None]
+        if not theirs:
+            return None
+        # a stream blocked on its client first (longest first), then the one quiet longest
+        return min(theirs, key=lambda w: (w.waiting_since is None, w.waiting_since or w.progressed))
 
     def close_stream(self, kind: str, watch: StreamWatch) -> None:
         with self._lock:
             self._watches.discard(watch)
-            _decrement(self.streams, kind)
-            _decrement(self.caller_streams, (kind, watch.key))
+            if not watch.handed:
+                _decrement(self.streams, kind)
+                _decrement(self.caller_streams, (kind, watch.key))
 
     def reap(self) -> int:
-        """Cancel the streams that waited on their client longer than their idle limit; how many."""
+        """End the streams past their idle limit; how many. A stream that waited on its client longer than
+        its limit is cancelled (``StreamStalled``: its thread is blocked in grpc's send, or waits for a
+        request); a quiet one (``StreamWatch.quiet``) that had nothing but heartbeats to send for that long
+        is told to end (``StreamIdle``: its body stops within its poll and the wrapper answers the status);
+        one told to end that has not within ``NUDGE`` seconds is cancelled. Also forgets the rate buckets
+        that filled up again."""
         now = time.monotonic()
+        ended, cancel = 0, []
         with self._lock:
-            idle = [
-                w
-                for w in self._watches
-                if w.waiting_since is not None and now - w.waiting_since > w.idle and not w.reaped
-            ]
-        for watch in idle:
-            watch.reaped = True
-            watch.context.cancel()
-        return len(idle)
+            for w in self._watches:
+                if w.end is None:
+                    if w.waiting_since is not None and now - w.waiting_since > w.idle:
+                        w._tell(self._stalled(w), now)
+                        cancel.append(w)
+                        ended += 1
+                    elif w.quiet and now - w.progressed > w.idle:
+                        w._tell(self._idle(w), now)
+                        ended += 1
+                        if w._must_cancel():
+                            cancel.append(w)
+                elif not w.cancelled and now - w.ended_at > NUDGE:
+                    cancel.append(w)
+            for w in cancel:
+                w.cancelled = True
+        for w in cancel:
+            assert w.end is not None
+            cancel_with(w.context, w.end)
+        self.buckets.forget_full(now)
+        return ended
+
+    @staticmethod
+    def _stalled(watch: StreamWatch) -> StreamStalled:
+        return StreamStalled(
+            f"the client took no message (or sent no request) for {watch.idle:g} s, this server's idle limit "
+            "for a stream: it was ended; call again (with the last resume token) and read what it sends",
+            seconds=f"{watch.idle:g}",
+        )
+
+    @staticmethod
+    def _idle(watch: StreamWatch) -> StreamIdle:
+        return StreamIdle(
+            f"nothing but heartbeats to send for {watch.idle:g} s, this server's idle limit for a stream: "
+            "call again with the last resume token (a feed: after its last position)",
+            seconds=f"{watch.idle:g}",
+        )
 
     def require_store(self) -> None:
         if not self.store_up:

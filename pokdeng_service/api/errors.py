@@ -39,13 +39,25 @@ debit, docs/wallet.md)                                      the same request id)
 store driver's connection errors                            same request id once the store answers: health says
 (``OperationalError``, ``InterfaceError``                   when). Nothing was written: a command is one
 of the library, psycopg's, sqlite3's)                       transaction
-(a stream whose client took no reply,  CANCELLED            the server cancels it (``Runtime.reap``); resume a
-or sent no request, for                                     feed from its last position, a watch from its token
-``Limits.stream_idle`` seconds)
+``StreamIdle`` (a watch or feed that    CANCELLED            ErrorInfo ``STREAM_IDLE`` with ``seconds``; the
+had nothing but heartbeats to send for                      server ends it (``Runtime.reap``): call again with the
+``Limits.stream_idle`` seconds)                             last resume token (a feed: after its last position)
+``StreamStalled`` (a stream whose       CANCELLED            the server cancels it (``Runtime.reap``) with this
+client took no reply, or sent no                            code and message (no details: its thread is blocked
+request, for ``Limits.stream_idle``                         in grpc's send); resume as above
+seconds)
+``StreamPreempted`` (a full kind of     RESOURCE_EXHAUSTED   ErrorInfo ``STREAM_PREEMPTED`` with ``limit``: the
+streams, and a caller holding at least                      stream was ended to make room for a caller that held
+two more of them than a newcomer)                           fewer (``Runtime.open_stream``); try again later
 ``DeadlineExpired``                    DEADLINE_EXCEEDED    (the call's deadline passed before the app ran)
 ``ResourceExhausted``                  RESOURCE_EXHAUSTED   ErrorInfo ``RESOURCE_EXHAUSTED`` with ``limit``
 (calls in flight, per caller, streams                       metadata
 of a kind)
+``RateLimited`` (a caller past its     RESOURCE_EXHAUSTED   ErrorInfo ``RATE_LIMITED`` with ``class``, ``rate``,
+class's rate: ``Limits.rates``)                             ``burst``; RetryInfo: the time until its bucket holds
+                                                            a token again
+``OutOfRange`` (SubscribeEvents after   OUT_OF_RANGE         ErrorInfo ``OUT_OF_RANGE`` with ``position``, ``head``
+a position past the log's head)
 anything else                          INTERNAL             "internal error (reference <id>)"; the traceback is
                                                             logged with that reference, never sent
 =====================================  ===================  ===============================================
@@ -119,6 +131,43 @@ class ResourceExhausted(ApiError):
     reason = "RESOURCE_EXHAUSTED"
 
 
+class RateLimited(ResourceExhausted):
+    """A caller past the rate of its class of methods (``Limits.rates``): ``retry_after`` seconds until a token."""
+
+    reason = "RATE_LIMITED"
+
+    def __init__(self, message: str, retry_after: float, **metadata: str) -> None:
+        super().__init__(message, **metadata)
+        self.retry_after = retry_after
+
+
+class StreamPreempted(ResourceExhausted):
+    """A stream ended to make room for a caller that held fewer of its kind (``Runtime.open_stream``)."""
+
+    reason = "STREAM_PREEMPTED"
+
+
+class StreamIdle(ApiError):
+    """A stream that had nothing but heartbeats to send for its idle limit: the client calls again."""
+
+    code = grpc.StatusCode.CANCELLED
+    reason = "STREAM_IDLE"
+
+
+class StreamStalled(ApiError):
+    """A stream whose client took no reply (or sent no request) for its idle limit."""
+
+    code = grpc.StatusCode.CANCELLED
+    reason = "STREAM_STALLED"
+
+
+class OutOfRange(ApiError):
+    """A position past the end of what is recorded (SubscribeEvents' ``after_position`` past the head)."""
+
+    code = grpc.StatusCode.OUT_OF_RANGE
+    reason = "OUT_OF_RANGE"
+
+
 class StoreDown(ApiError):
     """The event store does not answer (the store probe says so, or the driver could not reach it)."""
 
@@ -178,7 +227,9 @@ def _resource(exc: DomainError) -> error_details_pb2.ResourceInfo:
 
 
 def _retry(seconds: float = 0.5) -> error_details_pb2.RetryInfo:
-    return error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=int(seconds * 1e9)))
+    whole = int(seconds)
+    delay = duration_pb2.Duration(seconds=whole, nanos=min(999_999_999, round((seconds - whole) * 1e9)))
+    return error_details_pb2.RetryInfo(retry_delay=delay)
 
 
 def _one_line(exc: BaseException) -> str:
@@ -201,6 +252,8 @@ def status_for(exc: BaseException) -> status_pb2.Status:
         exc = SealedShoe(str(exc))
     if isinstance(exc, StoreDown):
         return _status(exc.code, exc.message, _info(exc.reason, exc.metadata), _retry())
+    if isinstance(exc, RateLimited):
+        return _status(exc.code, exc.message, _info(exc.reason, exc.metadata), _retry(exc.retry_after))
     if isinstance(exc, ApiError):
         return _status(exc.code, exc.message, _info(exc.reason, exc.metadata))
     if isinstance(exc, STORE_ERRORS):  # the driver's message names the host, never a password
@@ -287,6 +340,7 @@ class ErrorDetails:
     field_violations: tuple[FieldViolation, ...] = ()
     precondition_types: tuple[str, ...] = ()
     resource: tuple[str, str] | None = None
+    retry_delay: float | None = None  # RetryInfo's, in seconds
 
 
 def details_of(error: grpc.RpcError) -> ErrorDetails:
@@ -302,6 +356,7 @@ def details_of(error: grpc.RpcError) -> ErrorDetails:
     violations: list[FieldViolation] = []
     preconditions: list[str] = []
     resource = None
+    retry_delay = None
     for packed in status.details:
         if packed.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
             info = error_details_pb2.ErrorInfo()
@@ -319,6 +374,10 @@ def details_of(error: grpc.RpcError) -> ErrorDetails:
             info_r = error_details_pb2.ResourceInfo()
             packed.Unpack(info_r)
             resource = (info_r.resource_type, info_r.resource_name)
+        elif packed.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+            retry = error_details_pb2.RetryInfo()
+            packed.Unpack(retry)
+            retry_delay = retry.retry_delay.seconds + retry.retry_delay.nanos / 1e9
     return ErrorDetails(
         code=code,
         message=status.message,
@@ -327,4 +386,5 @@ def details_of(error: grpc.RpcError) -> ErrorDetails:
         field_violations=tuple(violations),
         precondition_types=tuple(preconditions),
         resource=resource,
+        retry_delay=retry_delay,
     )

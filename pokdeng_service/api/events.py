@@ -36,10 +36,10 @@ def _read(env: Env, after: int, batch: int, partition: int) -> Sequence[Notifica
 def _follow(
     env: Env, call: Call, after: int, batch: int, stop_at_head: bool, partition: int
 ) -> Iterator[pb.SubscribeEventsResponse]:
-    hub, context = env.hub, call.context
+    hub = env.hub
     told_caught_up = False
     last_sent = time.monotonic()
-    while context.is_active():
+    while call.active():
         if hub.closing.is_set():
             raise Unavailable(f"the server is shutting down: resume after position {after}", position=str(after))
         generation = hub.generation
@@ -64,4 +64,10 @@ def _follow(
         hub.wait(generation, env.poll)
 
 
-RPCS: tuple[Rpc, ...] = (stream("EventService", "SubscribeEvents", AUDITORS, subscribe_events, kind="events"),)
+def _heartbeat(reply: pb.SubscribeEventsResponse) -> bool:
+    return not reply.events
+
+
+RPCS: tuple[Rpc, ...] = (
+    stream("EventService", "SubscribeEvents", AUDITORS, subscribe_events, kind="events", heartbeat=_heartbeat),
+)

@@ -21,18 +21,26 @@ order:
 4. malformed bytes: INVALID_ARGUMENT;
 5. the deadline: a call whose deadline has passed is not started (DEADLINE_EXCEEDED), also
    when it passed while the call waited for a worker;
-6. admission (``Runtime``): at most ``Limits.max_concurrent_rpcs`` unary calls in flight, of
+6. the caller's rate (``Runtime.throttle``, ``api/rates.py``): a token of its bucket of the
+   method's class (``Rpc.rate_class``: reads, commands, streams opened), else RESOURCE_EXHAUSTED
+   at once with RetryInfo (the operator has no bucket);
+7. admission (``Runtime``): at most ``Limits.max_concurrent_rpcs`` unary calls in flight, of
    which ``max_calls_per_caller`` for one principal, and per kind of stream at most
-   ``Limits.streams(kind)`` open streams (RESOURCE_EXHAUSTED beyond); a method that needs the
-   store is refused at once while the store probe finds the store unreachable (UNAVAILABLE);
-7. the body, once a worker is free for its caller (``api/fairness.py``), and for a costly method
+   ``Limits.streams(kind)`` open streams, half of them one caller's; at the cap a caller holding
+   fewer gets the place of a stream of the caller holding the most (RESOURCE_EXHAUSTED when none
+   can be had); a method that needs the store is refused at once while the store probe finds the
+   store unreachable (UNAVAILABLE);
+8. the body, once a worker is free for its caller (``api/fairness.py``), and for a costly method
    (the audits: ``Rpc.costly``) once one of the few costly slots is free too (a call whose deadline
    passes while it waits is not started);
    any error it raises ends the call through the one error map (``pokdeng_service.api.errors``).
    A stream whose client keeps it waiting longer than ``Limits.stream_idle`` seconds (a reply it
    does not take, a request it does not send) is cancelled by the server's housekeeping thread
-   (``Runtime.reap``);
-8. the call's outcome (method, code, latency, who, the ids it names) goes to the observer
+   (``Runtime.reap``), and a watch or feed (``Rpc.heartbeat``) that had nothing but heartbeats to
+   send for that long is ended (CANCELLED, ``STREAM_IDLE``): a reader that stopped reading is not
+   told apart from one that waits, since grpc's transport takes a few megabytes of replies before
+   a send waits, so neither holds its place longer than that;
+9. the call's outcome (method, code, latency, who, the ids it names) goes to the observer
    (``api/observe.py``: the metrics and the one log line per call).
 """
 
@@ -135,10 +143,16 @@ class Env:
 
 @dataclass(frozen=True)
 class Call:
-    """One call: who makes it, and grpc's context of it."""
+    """One call: who makes it, grpc's context of it, and for a stream what the server's housekeeping sees."""
 
     principal: Principal
     context: grpc.ServicerContext
+    watch: StreamWatch | None = None
+
+    def active(self) -> bool:
+        """Whether the call goes on: its client is there and the server has not told the stream to end
+        (idle, or its place given to another caller). A stream's body looks before each wait."""
+        return self.context.is_active() and (self.watch is None or self.watch.active)
 
 
 Body = Callable[[Env, Any, Any], Any]
@@ -159,7 +173,10 @@ class Rpc:
     ``costly``: the body replays or proves a whole stream (the audits), or, a predicate of the request,
     reads a large page (``larger_than``): it runs only in one of the few costly slots
     (``Limits.costly_workers``), so that such calls, many times a cheap call's work, never take more
-    than those slots' share of the interpreter from everyone else's calls.
+    than those slots' share of the interpreter from everyone else's calls. ``writes``: a command (its
+    rate class). ``heartbeat``: of a server stream that follows a log, which replies are heartbeats;
+    such a stream ends when it had nothing else to send for ``Limits.stream_idle`` seconds (its body
+    checks ``Call.active`` before each wait).
     """
 
     service: str
@@ -177,6 +194,13 @@ class Rpc:
     kind: str = ""
     log_level: int = logging.INFO
     costly: bool | Callable[[Any], bool] = False
+    writes: bool = False
+    heartbeat: Callable[[Any], bool] | None = None
+
+    @property
+    def rate_class(self) -> str:
+        """Whose bucket a call takes a token of (``api/rates.py``): ``streams``, ``commands`` or ``reads``."""
+        return "streams" if self.streaming else "commands" if self.writes else "reads"
 
     def is_costly(self, request: Any) -> bool:
         return self.costly(request) if callable(self.costly) else self.costly
@@ -225,7 +249,7 @@ def command(
             env.hub.notify()
         return response(**reply(env, call, result))
 
-    return Rpc(service, method, roles, body)
+    return Rpc(service, method, roles, body, writes=True)
 
 
 def query(
@@ -243,9 +267,18 @@ def larger_than(size: int) -> Callable[[Any], bool]:
     return large
 
 
-def stream(service: str, method: str, roles: frozenset[Role], body: Body, kind: str = "") -> Rpc:
-    """A server stream: ``body`` returns an async iterator of replies (capped with the other streams of ``kind``)."""
-    return Rpc(service, method, roles, body, streaming=True, kind=kind)
+def stream(
+    service: str,
+    method: str,
+    roles: frozenset[Role],
+    body: Body,
+    kind: str = "",
+    heartbeat: Callable[[Any], bool] | None = None,
+) -> Rpc:
+    """A server stream: ``body`` returns an iterator of replies (capped with the other streams of ``kind``);
+    ``heartbeat``: which replies are heartbeats (then the stream ends when it had nothing else to send for
+    its idle limit, and ``body`` checks ``Call.active`` before each wait)."""
+    return Rpc(service, method, roles, body, streaming=True, kind=kind, heartbeat=heartbeat)
 
 
 # --- the wrapper --------------------------------------------------------------------------------
@@ -284,14 +317,15 @@ def _authenticate(
     return principal
 
 
-def _call(principal: Principal | None, context: grpc.ServicerContext) -> Any:
-    return context if principal is None else Call(principal, context)
+def _call(principal: Principal | None, context: grpc.ServicerContext, watch: StreamWatch | None = None) -> Any:
+    return context if principal is None else Call(principal, context, watch)
 
 
 def _ended(context: grpc.ServicerContext, watch: StreamWatch | None = None) -> tuple[str, str]:
-    """The code (and reason) of a call that ended under the wrapper's feet: idle, gone, or past its deadline."""
-    if watch is not None and watch.reaped:
-        return "CANCELLED", "STREAM_IDLE"
+    """The code (and reason) of a call that ended under the wrapper's feet: ended by the server (idle,
+    stalled, preempted), gone, or past its deadline."""
+    if watch is not None and watch.end is not None:
+        return watch.end.code.name, watch.end.reason
     remaining = context.time_remaining()
     return ("DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"), ""
 
@@ -306,6 +340,7 @@ def _requests(source: Iterator[Any], watch: StreamWatch) -> Iterator[Any]:
             return
         finally:
             watch.working()
+        watch.progress()
         if isinstance(request, _Malformed):
             raise InvalidCommand("the request is not a valid protobuf message of this method", field="request")
         yield request
@@ -325,29 +360,39 @@ def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> 
     deserialize = _tolerant(request_class.FromString)
     serialize = response_class.SerializeToString
     kind = rpc.stream_kind
+    rate_class = rpc.rate_class
 
     if rpc.streaming:
 
         def run_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
             started = time.perf_counter()
-            principal, watch, error = None, None, None
+            principal, watch, gone = None, None, False
+            error: Exception | None = None
+            heartbeat = rpc.heartbeat
             try:
                 principal = _authenticate(rpc, authenticator, None if rpc.client_streaming else request, context)
+                runtime.throttle(rate_class, principal, context)
                 if rpc.store:
                     runtime.require_store()
-                watch = runtime.open_stream(kind, context, caller_key(principal, context))
+                watch = runtime.open_stream(kind, context, caller_key(principal, context), quiet=heartbeat is not None)
                 source = _requests(request, watch) if rpc.client_streaming else request
-                for reply in rpc.body(env, _call(principal, context), source):
+                for reply in rpc.body(env, _call(principal, context, watch), source):
                     watch.waiting()  # until the client took it
                     yield reply
                     watch.working()
+                    if heartbeat is None or not heartbeat(reply):
+                        watch.progress()
+                if watch.end is not None:  # the body stopped as told: idle, or its place given to another
+                    error = watch.end
+            except GeneratorExit:  # grpc dropped the stream (cancelled, or its send failed): no more replies
+                gone = True
             except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
                 error = exc
             finally:
                 if watch is not None:
                     runtime.close_stream(kind, watch)
             logged = None if rpc.client_streaming else request
-            if not context.is_active() or (watch is not None and watch.reaped):
+            if gone or not context.is_active() or (watch is not None and watch.cancelled):
                 code, reason = _ended(context, watch)
                 runtime.done(rpc, principal, logged, None, code, reason, started, context)
                 return
@@ -365,6 +410,7 @@ def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> 
         principal, key, error, response = None, None, None, None
         try:
             principal = _authenticate(rpc, authenticator, request, context)
+            runtime.throttle(rate_class, principal, context)
             call = _call(principal, context)
             if rpc.on_loop:
                 response = rpc.body(env, call, request)

@@ -8,9 +8,11 @@ subscriptions end with UNAVAILABLE (clients resume from their last position), ne
 refused, and calls in flight get ``grace`` seconds to finish. A command is one transaction in the
 store, so a stopped server leaves nothing half written.
 
-Nobody can exhaust it (``rpcs.Limits``): unary calls in flight are bounded, overall and per caller
-(RESOURCE_EXHAUSTED beyond), and their blocking bodies run on at most ``max_workers`` at a time;
-every kind of stream has its cap and its idle limit; the server's threads are sized so that every
+Nobody can exhaust it (``rpcs.Limits``): each caller's calls are held to a rate by class of methods
+(RESOURCE_EXHAUSTED with RetryInfo beyond; the operator has none); unary calls in flight are bounded,
+overall and per caller (RESOURCE_EXHAUSTED beyond), and their blocking bodies run on at most
+``max_workers`` at a time; every kind of stream has its cap, one caller's share of it (and room made
+for a caller with fewer), and its idle limit; the server's threads are sized so that every
 admitted call and every stream within its cap has one, and a few more answer refused calls at once;
 connections with no call are closed after ``connection_idle`` seconds; reflection needs a token
 outside development mode. The store probe (``api.health.StoreMonitor``) turns health NOT_SERVING
@@ -42,6 +44,7 @@ from pokdeng_service.api.health import SERVICE_NAME as HEALTH_SERVICE
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.methods import RPCS
 from pokdeng_service.api.observe import CallObserver, MetricsEndpoint
+from pokdeng_service.api.rates import DEFAULT_RATES, Rate
 from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service, generic_handlers
 from pokdeng_service.application.telemetry import STORE_SECONDS
 from pokdeng_service.store.vault import VaultError
@@ -51,6 +54,7 @@ log = logging.getLogger("pokdeng.server")
 DEFAULT_HOST = "127.0.0.1"
 SERVICE_NAMES: tuple[str, ...] = tuple(s.full_name for s in pb.DESCRIPTOR.services_by_name.values())
 REFLECTION_SERVICE = "grpc.reflection.v1alpha.ServerReflection"
+HOUSEKEEPING = 0.2  # seconds between two rounds of the housekeeping thread (the streams' reaper, the store's state)
 
 
 def bind_address(address: str) -> str:
@@ -112,8 +116,9 @@ class PokdengServer(grpc.Server):
     """A ``grpc.Server`` whose ``stop`` shuts down gracefully (health, subscriptions, then the server) and
     releases everything: the threads, the store probe, the housekeeping thread, the metrics endpoint.
 
-    Its housekeeping thread, a few times a second, cancels the streams idle past their limit
-    (``Runtime.reap``) and turns health and the wrapper's refusals by what the store probe found."""
+    Its housekeeping thread, a few times a second (``HOUSEKEEPING`` seconds apart), ends the streams
+    idle or stalled past their limit (``Runtime.reap``) and turns health and the wrapper's refusals by
+    what the store probe found."""
 
     def __init__(
         self,
@@ -161,7 +166,7 @@ class PokdengServer(grpc.Server):
         self._housekeeping.start()
 
     def _keep_house(self) -> None:
-        while not self._stopping.wait(0.2):
+        while not self._stopping.wait(HOUSEKEEPING):
             try:
                 self.runtime.reap()
                 if self.monitor is not None:
@@ -267,6 +272,7 @@ def create_server(
     max_streams: Mapping[str, int] | None = None,
     costly_workers: int = 1,
     stream_idle: float = 60.0,
+    rates: Mapping[str, Rate] | None = None,
     connection_idle: float = 300.0,
     poll_interval: float = 0.2,
     heartbeat: float = 15.0,
@@ -292,8 +298,11 @@ def create_server(
     Limits (docs/operations.md, sizing): ``max_workers`` threads run the blocking bodies; at most
     ``max_concurrent_rpcs`` unary calls in flight (default 8 a worker), ``max_calls_per_caller`` of
     them for one principal (default half); streams by kind (``max_streams``: ``events`` default
-    ``max_subscriptions`` or half the workers, ``health`` 32, ``reflection`` 8), each ended when its
-    client keeps it waiting ``stream_idle`` seconds; a connection with no call for ``connection_idle``
+    ``max_subscriptions`` or half the workers, ``health`` 32, ``reflection`` 8, ``watch`` the workers), each
+    ended when its client keeps it waiting ``stream_idle`` seconds (a watch or feed also when it had
+    nothing but heartbeats to send that long); ``rates``: each caller's rate by class of methods
+    (``api/rates.py``: ``reads``, ``commands``, ``streams``; a class not named keeps its default,
+    ``DEFAULT_RATES``; ``Rate(0, 0)``: none); a connection with no call for ``connection_idle``
     seconds is closed. ``tls``: TLS (mutual with a client CA) instead of plaintext. ``metrics_port``:
     the Prometheus endpoint (0: a free port; None: none) on ``metrics_host``. ``probe``: the store
     probe (``probes``, default one ``StoreProbe`` per partition) every ``probe_interval`` seconds.
@@ -316,6 +325,7 @@ def create_server(
         max_calls_per_caller=max_calls_per_caller or max(1, concurrent // 2),
         max_streams=streams,
         stream_idle=stream_idle,
+        rates={**DEFAULT_RATES, **(rates or {})},
         costly_workers=costly_workers,
     )
     observer = CallObserver(access_log=access_log)

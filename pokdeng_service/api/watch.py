@@ -8,7 +8,10 @@ round again once it is over: everything is shown then). Each stream is read thro
 load path (the round's or table's chain), capped with the other watch streams
 (``Limits.streams("watch")``), ends with UNAVAILABLE when the server shuts down (resume with the
 last token), and sends a heartbeat (a message with no event, the same token) when nothing happened
-for ``Env.heartbeat`` seconds. A round's stream ends after its ``round_closed``.
+for ``Env.heartbeat`` seconds. A round's stream ends after its ``round_closed``. A stream that had
+nothing but heartbeats to send for ``Limits.stream_idle`` seconds ends (CANCELLED, ``STREAM_IDLE``:
+call again with the last token), and so does one whose place went to another caller's
+(RESOURCE_EXHAUSTED, ``STREAM_PREEMPTED``): the wrapper tells it (``Call.active``).
 """
 
 from __future__ import annotations
@@ -49,10 +52,10 @@ def _start(env: Env, method: str, key: str, ident: str, token: str) -> int:
 def _follow(
     env: Env, call: Call, method: str, key: str, ident: str, position: int, batch: Batch, reply: Any
 ) -> Iterator[Any]:
-    hub, context = env.hub, call.context
+    hub = env.hub
     last_sent = time.monotonic()
     history = True  # the first page, and every page after a full one, read what is stored: a costly read
-    while context.is_active():
+    while call.active():
         if hub.closing.is_set():
             raise Unavailable(f"the server is shutting down: resume {method} with the last token")
         generation = hub.generation
@@ -108,7 +111,11 @@ def watch_table(env: Env, call: Call, request: pb.WatchTableRequest) -> Iterator
     yield from _follow(env, call, "WatchTable", "table_id", table_id, position, batch, pb.WatchTableResponse)
 
 
+def _heartbeat(reply: Any) -> bool:
+    return not reply.HasField("event")
+
+
 RPCS: tuple[Rpc, ...] = (
-    stream("TableService", "WatchTable", READERS, watch_table, kind="watch"),
-    stream("RoundService", "WatchRound", READERS, watch_round, kind="watch"),
+    stream("TableService", "WatchTable", READERS, watch_table, kind="watch", heartbeat=_heartbeat),
+    stream("RoundService", "WatchRound", READERS, watch_round, kind="watch", heartbeat=_heartbeat),
 )

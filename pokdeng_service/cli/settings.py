@@ -16,6 +16,8 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from pokdeng_service.api.rates import DEFAULT_RATES as _RATES
+from pokdeng_service.api.rates import Rate
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.cli.serve_flags import FLAGS, add_serve_flags
 
@@ -47,7 +49,16 @@ class ServeSettings(BaseSettings):
     max_watches: int | None = Field(None, ge=1, description="WatchTable and WatchRound streams (default the workers)")
     max_reflection_streams: int = Field(8, ge=0, description="reflection streams")
     costly_workers: int = Field(1, ge=1, le=1024, description="audits (replay, verify, export, proofs) running at once")
-    stream_idle: float = Field(60.0, gt=0, description="seconds a stream may wait on its client")
+    stream_idle: float = Field(
+        60.0, gt=0, description="seconds a stream may wait on its client, or have only heartbeats to send"
+    )
+    # each caller's rates (api/rates.py; the operator has none): calls a second (0: no limit), and at once
+    rate_reads: float = Field(_RATES["reads"].per_second, ge=0, description="unary reads a second, per caller")
+    rate_reads_burst: int = Field(_RATES["reads"].burst, ge=1, description="unary reads a caller may send at once")
+    rate_commands: float = Field(_RATES["commands"].per_second, ge=0, description="commands a second, per caller")
+    rate_commands_burst: int = Field(_RATES["commands"].burst, ge=1, description="commands a caller may send at once")
+    rate_streams: float = Field(_RATES["streams"].per_second, ge=0, description="streams opened a second, per caller")
+    rate_streams_burst: int = Field(_RATES["streams"].burst, ge=1, description="streams a caller may open at once")
     connection_idle: float = Field(300.0, gt=0, description="seconds before a connection with no call is closed")
     probe_interval: float = Field(1.0, gt=0, le=60, description="seconds between store probes")
     # operations
@@ -104,6 +115,14 @@ class ServeSettings(BaseSettings):
 
         return WalletConfig(self.wallet, self.wallet_url or "", self.wallet_timeout, self.wallet_attempts)
 
+    def rates(self) -> dict[str, Rate]:
+        """Each caller's rates by class of methods (``api.rates.Rate``)."""
+        return {
+            "reads": Rate(self.rate_reads, self.rate_reads_burst),
+            "commands": Rate(self.rate_commands, self.rate_commands_burst),
+            "streams": Rate(self.rate_streams, self.rate_streams_burst),
+        }
+
     def server_options(self) -> dict[str, Any]:
         """``api.server.create_server``'s keyword arguments."""
         from pokdeng_service.api.auth import TokenStore
@@ -123,6 +142,7 @@ class ServeSettings(BaseSettings):
                 **({"watch": self.max_watches} if self.max_watches else {}),
             },
             "stream_idle": self.stream_idle,
+            "rates": self.rates(),
             "connection_idle": self.connection_idle,
             "tls": TlsFiles.of(self.tls_cert, self.tls_key, self.tls_client_ca),
             "metrics_port": self.metrics_port,

@@ -95,9 +95,15 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+NO_RATES = ("--rate-reads", "0", "--rate-commands", "0", "--rate-streams", "0")
+"""No caller's rate (docs/operations.md, "Settings"): the harness's bots play at machine speed and its
+baselines hammer the health check, as no person at a table does; a run's ``extra_args`` may set them again."""
+
+
 @dataclass
 class ServerProcess:
-    """One ``pokdeng serve`` on 127.0.0.1:``port``; restartable on the same port."""
+    """One ``pokdeng serve`` on 127.0.0.1:``port``, without callers' rates (``NO_RATES``); restartable on the
+    same port."""
 
     store: Store
     tokens_file: Path
@@ -149,6 +155,7 @@ class ServerProcess:
             str(self.tokens_file),
             "--workers",
             str(self.workers),
+            *NO_RATES,
             *self.extra_args,
         ]
 

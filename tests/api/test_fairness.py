@@ -451,7 +451,7 @@ def test_a_watch_reads_its_history_in_costly_slots_and_its_tail_in_plain_turns(
     def batch(after: int) -> tuple[list[Any], bool]:
         return [pb.RecordedEvent(sequence=n) for n in pages.pop(0)], False
 
-    call: Any = type("C", (), {"context": _Context()})()
+    call: Any = type("C", (), {"context": _Context(), "active": lambda self: self.context.is_active()})()
     sent = list(watch._follow(_Env(), call, "WatchTable", "table_id", "t", 1, batch, pb.WatchTableResponse))  # type: ignore[arg-type]
     assert [r.event.sequence for r in sent if r.HasField("event")] == [1, 2, 3, 4, 5, 6]
     assert asked == [True, True, True, False, False]  # history while pages are full, then the tail
