@@ -12,7 +12,8 @@ While a deployment runs, the metrics endpoint also shows each partition's open r
 clock's lag (``pokdeng_open_rounds``, ``pokdeng_turn_clock_lag_seconds``: seconds since the clock's
 last tick ended beyond its interval, which grows while a tick runs late or the clock is stuck), how
 far each partition's read models are behind its log (``pokdeng_read_models_behind``, notifications)
-and how often the read models' child process was started again (``pokdeng_read_models_restarts``).
+and how often the read models' child process was started again (the counter
+``pokdeng_read_models_restarts_total``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from prometheus_client import REGISTRY
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from pokdeng_service.api.server import PokdengServer, create_server
@@ -85,7 +86,7 @@ class _Running(Collector):
             "Notifications in the partition's log that its read models have not taken in yet",
             labels=["partition"],
         )
-        restarts = GaugeMetricFamily(
+        restarts = CounterMetricFamily(  # (a count that only grows: exposed as pokdeng_read_models_restarts_total)
             "pokdeng_read_models_restarts",
             "Times the read models' child process was started again after it exited (since the server started)",
         )

@@ -76,7 +76,7 @@ class ProjectorProcess:
 
     @property
     def restarts(self) -> int:
-        """Children started again after one exited (the metric ``pokdeng_read_models_restarts``)."""
+        """Children started again after one exited (the counter ``pokdeng_read_models_restarts_total``)."""
         return max(0, self.starts - 1)
 
     def start(self) -> None:

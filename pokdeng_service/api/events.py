@@ -1,5 +1,7 @@
 """The Events service: a resumable server stream of every event of a partition's log (capped with the
-other event streams: ``Limits.streams("events")``, and ``EventHub.max_subscribers``)."""
+other event streams: ``Limits.streams("events")``, and ``EventHub.max_subscribers``). A position past
+the log's head is OUT_OF_RANGE; a feed that had nothing but heartbeats to send for
+``Limits.stream_idle`` seconds ends (CANCELLED, ``STREAM_IDLE``: subscribe again after its last position)."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from collections.abc import Iterator, Sequence
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core.limits import MAX_EVENT_BATCH, MAX_POSITION
 from pokdeng_service.api import convert
-from pokdeng_service.api.errors import Unavailable
+from pokdeng_service.api.errors import OutOfRange, Unavailable
 from pokdeng_service.api.requests import Fields
 from pokdeng_service.api.rpcs import AUDITORS, Call, Env, Rpc, stream
 from pokdeng_service.application.views import Notification
@@ -22,6 +24,14 @@ def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -
     batch = f.between("batch_size", request.batch_size, 1, MAX_EVENT_BATCH, default=100)
     f.between("partition", request.partition, 0, len(env.service.apps) - 1)
     f.done()
+    head = env.service.apps[request.partition].max_position
+    if request.after_position > head:
+        raise OutOfRange(
+            f"after_position {request.after_position} is past the head of partition {request.partition}'s log, "
+            f"{head}: resume after a position this log has delivered",
+            position=str(request.after_position),
+            head=str(head),
+        )
     env.hub.enter()
     try:
         yield from _follow(env, call, request.after_position, batch, request.stop_at_head, request.partition)

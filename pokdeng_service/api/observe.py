@@ -36,7 +36,7 @@ STREAMS = Gauge("pokdeng_streams_open", "Open streams, by kind", ["kind"])
 STORE_UP = Gauge("pokdeng_store_up", "1 while the store probe finds every store answering, else 0")
 
 _ID_FIELDS = ("request_id", "round_id", "table_id", "wallet_id")
-_STREAM_KINDS = ("events", "health", "reflection")
+_STREAM_KINDS = ("events", "health", "reflection", "watch")
 
 
 def _ids(request_type: Any) -> tuple[str, ...]:
@@ -57,7 +57,7 @@ class CallObserver:
         """The gauges that read the server's counters when scraped (the last server bound wins)."""
         IN_FLIGHT.set_function(lambda: runtime.in_flight)
         STORE_UP.set_function(lambda: 1.0 if runtime.store_up else 0.0)
-        for kind in _STREAM_KINDS:
+        for kind in sorted({*_STREAM_KINDS, *runtime.limits.max_streams}):
             STREAMS.labels(kind).set_function(lambda kind=kind: runtime.streams.get(kind, 0))  # type: ignore[misc]
 
     def finished(
