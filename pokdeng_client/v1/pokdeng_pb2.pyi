@@ -5683,6 +5683,7 @@ class LogHeadSigned(_message.Message):
     ROOT_HASH_FIELD_NUMBER: _builtins.int
     TIME_MS_FIELD_NUMBER: _builtins.int
     SIGNATURE_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
     log_id: _builtins.str
     """The log."""
     key_id: _builtins.str
@@ -5695,6 +5696,8 @@ class LogHeadSigned(_message.Message):
     """The time signed, in milliseconds since the epoch."""
     signature: _builtins.str
     """The signature (hex)."""
+    note: _builtins.str
+    """The same head as a C2SP tlog-checkpoint signed note (docs/checkpoints.md); empty in heads signed before notes."""
     def __init__(
         self,
         *,
@@ -5704,10 +5707,11 @@ class LogHeadSigned(_message.Message):
         root_hash: _builtins.str = ...,
         time_ms: _builtins.int = ...,
         signature: _builtins.str = ...,
+        note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_id", b"key_id", "log_id", b"log_id", "root_hash", b"root_hash", "signature", b"signature", "time_ms", b"time_ms", "tree_size", b"tree_size"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_id", b"key_id", "log_id", b"log_id", "note", b"note", "root_hash", b"root_hash", "signature", b"signature", "time_ms", b"time_ms", "tree_size", b"tree_size"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -6091,6 +6095,7 @@ class SignedTreeHead(_message.Message):
     SIGNATURE_FIELD_NUMBER: _builtins.int
     HEAD_JSON_FIELD_NUMBER: _builtins.int
     SIGN_TIME_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
     log_id: _builtins.str
     """The log's id (one log per store)."""
     key_id: _builtins.str
@@ -6105,6 +6110,10 @@ class SignedTreeHead(_message.Message):
     """The Ed25519 signature of its signed bytes (hex)."""
     head_json: _builtins.str
     """The head as JSON, in the form bundles carry (`pokdeng checkpoints check` reads it)."""
+    note: _builtins.str
+    """The same head as a C2SP tlog-checkpoint: a signed note by the same key, under the log's origin
+    (docs/checkpoints.md, "Checkpoints"); empty for a head signed before notes were.
+    """
     @_builtins.property
     def sign_time(self) -> _timestamp_pb2.Timestamp:
         """When it was signed (the same instant as timestamp_ms)."""
@@ -6120,10 +6129,11 @@ class SignedTreeHead(_message.Message):
         signature: _builtins.str = ...,
         head_json: _builtins.str = ...,
         sign_time: _timestamp_pb2.Timestamp | None = ...,
+        note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["sign_time", b"sign_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["head_json", b"head_json", "key_id", b"key_id", "log_id", b"log_id", "root_hash", b"root_hash", "sign_time", b"sign_time", "signature", b"signature", "timestamp_ms", b"timestamp_ms", "tree_size", b"tree_size"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["head_json", b"head_json", "key_id", b"key_id", "log_id", b"log_id", "note", b"note", "root_hash", b"root_hash", "sign_time", b"sign_time", "signature", b"signature", "timestamp_ms", b"timestamp_ms", "tree_size", b"tree_size"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -21,7 +21,8 @@ from pokdeng_service.store.roundlog import HEAD_SIGNED
 from pokdeng_service.store.signing import TreeHead
 
 
-def signed_tree_head(head: TreeHead) -> pb.SignedTreeHead:
+def signed_tree_head(head: TreeHead, note: str = "") -> pb.SignedTreeHead:
+    """The head as the API gives it, with its C2SP checkpoint note (docs/checkpoints.md)."""
     return pb.SignedTreeHead(
         log_id=head.log_id,
         key_id=head.key_id,
@@ -31,13 +32,15 @@ def signed_tree_head(head: TreeHead) -> pb.SignedTreeHead:
         signature=head.signature,
         head_json=json.dumps(head.as_dict(), sort_keys=True, separators=(",", ":")),
         sign_time=Timestamp(seconds=head.timestamp // 1000, nanos=head.timestamp % 1000 * 1_000_000),
+        note=note,
     )
 
 
 def head_reply(_env: Env, _call: Call, result: CommandResult) -> dict[str, pb.SignedTreeHead]:
     data = next(e.data for e in reversed(result.events) if e.kind == HEAD_SIGNED)
     fields = {k: v for k, v in data.items() if k != "time_ms"}
-    return {"head": signed_tree_head(TreeHead.from_dict({**fields, "timestamp": data["time_ms"]}))}
+    head = TreeHead.from_dict({**fields, "timestamp": data["time_ms"]})
+    return {"head": signed_tree_head(head, str(data.get("note") or ""))}
 
 
 def _store_key(f: Fields, shard: str) -> str:
@@ -51,7 +54,8 @@ def get_signed_tree_head(env: Env, _call: Call, request: pb.GetSignedTreeHeadReq
     key = _store_key(f, request.shard)
     size = f.between("tree_size", request.tree_size, 0, limits.MAX_POSITION)
     f.done()
-    return pb.GetSignedTreeHeadResponse(head=signed_tree_head(env.service.app_for(key, "log").tree_head(size)))
+    head, note = env.service.app_for(key, "log").tree_head_note(size)
+    return pb.GetSignedTreeHeadResponse(head=signed_tree_head(head, note))
 
 
 def get_consistency_proof(

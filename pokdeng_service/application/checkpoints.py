@@ -6,7 +6,10 @@
   close in a store writes this one stream: two closes at once conflict on it, and the pipeline
   retries the later one, as for any version conflict.
 * ``SignTreeHead``'s handler: the operator's signed tree head over the log as it is (operator
-  only; the key is the application's ``signing_keys``, never stored in the database).
+  only; the key is the application's ``signing_keys``, never stored in the database), and the
+  same head as a C2SP checkpoint note (``store/notes.py``), signed by the same key under the log's
+  origin: ``$POKDENG_LOG_ORIGIN`` (the application's environment; default ``pokdeng.example``)
+  and ``/`` and the log id, fixed by the log's first note.
 * ``LogQueries`` (a mixin of ``PokdengApp``): the log's leaves and heads read afresh from the
   store, a round's *anchor* (the latest signed head that covers it, and the inclusion proof),
   and consistency proofs between two tree sizes (RFC 9162).
@@ -30,6 +33,7 @@ from pokdeng_service.application.pipeline import Outcome, handler
 from pokdeng_service.store import fastpaths, merkle
 from pokdeng_service.store.aggregates import RoundRecord
 from pokdeng_service.store.facts import RecordedEvent
+from pokdeng_service.store.notes import ORIGIN_ENV, NoteError
 from pokdeng_service.store.roundlog import (
     ROUND_LOG_UUID,
     LogRecord,
@@ -89,7 +93,10 @@ def sign_tree_head(attempt: Attempt, command: SignTreeHead) -> Outcome:
             f"the store's log is not what this server wrote ({problem}): nothing is signed; audit it (`pokdeng "
             "checkpoints audit`, docs/operations.md) before any head is signed again"
         )
-    log.sign(key, now_ms())
+    try:
+        log.sign(key, now_ms(), attempt.app.log_origin_prefix())
+    except NoteError as error:
+        raise DomainError(f"no head is signed: {error}") from None
     return Outcome((log,), log, "log", log.log_id)
 
 
@@ -128,16 +135,27 @@ class LogQueries(Application[UUID]):
         """The log's stored events, read afresh (an edit of the stored rows is seen by a running server)."""
         return fastpaths.facts_of_rows(self.mapper, self.recorder.select_events(ROUND_LOG_UUID))
 
+    def log_origin_prefix(self) -> str:
+        """``$POKDENG_LOG_ORIGIN`` (the application's environment): the prefix of a log's origin, "" for the
+        default (``store/notes.py``); a log's first note fixes its origin."""
+        return str(self.env.get(ORIGIN_ENV, "") or "")
+
     def read_log(self) -> LogRecord:
         return read_log(self.log_events())
 
     def tree_head(self, tree_size: int = 0) -> TreeHead:
         """The latest signed head (``tree_size`` 0), or the latest one of exactly that size."""
-        heads = [head for _p, head in self.read_log().heads if not tree_size or head.tree_size == tree_size]
+        return self.tree_head_note(tree_size)[0]
+
+    def tree_head_note(self, tree_size: int = 0) -> tuple[TreeHead, str]:
+        """``tree_head`` and its C2SP checkpoint note ("" for a head signed before notes were)."""
+        log = self.read_log()
+        heads = [(p, head) for p, head in log.heads if not tree_size or head.tree_size == tree_size]
         if not heads:
             which = f" of size {tree_size}" if tree_size else ""
             raise NotFound(f"no signed tree head{which} in this store yet (SignTreeHead)", tree_size=str(tree_size))
-        return heads[-1]
+        position, head = heads[-1]
+        return head, log.notes.get(position, "")
 
     def log_anchor(self, round_id: str) -> dict[str, Any] | None:
         """A closed round's anchor: the latest signed head covering its leaf, and the inclusion proof.

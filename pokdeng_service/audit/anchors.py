@@ -8,9 +8,12 @@
 * ``verify_head``: one signed head against public keys.
 * ``verify_consistency(old_head, new_head, proof, keys)``: the RFC 9162 consistency proof
   that the newer head's log extends the older one's (and, with keys, both signatures).
+* ``verify_note``: a C2SP checkpoint note (``store/notes.py``) against verifier keys: the
+  note's form, its signature as ``note.Open`` checks it, the checkpoint it states.
 * ``audit_log``: a store's whole log (``pokdeng checkpoints audit``): every leaf recomputed
   and matched with its round's stored last digest, every head's root recomputed from the
-  leaves, every signature checked.
+  leaves, every signature checked, and every head's note: the checkpoint of that head, under
+  one origin, signed by the head's key.
 
 docs/checkpoints.md describes the formats.
 """
@@ -22,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import merkle
+from pokdeng_service.store.notes import Checkpoint, NoteError, Verifier, open_note
 from pokdeng_service.store.signing import PublicKeys, SigningError, TreeHead
 
 if TYPE_CHECKING:  # (the store's log is read by audit_log alone: a bundle's anchor is checked without the library)
@@ -123,6 +127,71 @@ def verify_consistency(
     return verdict
 
 
+def verify_note(raw: str | bytes, verifiers: Sequence[Verifier], origin: str = "") -> Verdict:
+    """A checkpoint note against verifier keys: signed by one of them (as ``note.Open`` checks: unknown keys'
+    signatures ignored, a known key's failing signature fails the note), by the log's key (a verified signature
+    whose key name is the checkpoint's origin), and a well-formed checkpoint; ``origin``: the origin it must
+    name."""
+    verdict = Verdict("checkpoint note")
+    try:
+        opened = open_note(raw, verifiers)
+    except NoteError as error:
+        verdict.add("signature", False, str(error))
+        return verdict
+    names = ", ".join(f"{s.name}+{s.key_hash:08x}" for s in opened.verified)
+    verdict.add("signature", True, f"Ed25519 signature of {names}")
+    try:
+        checkpoint = Checkpoint.parse(opened.text)
+    except NoteError as error:
+        verdict.add("checkpoint", False, str(error))
+        return verdict
+    verdict.subject = f"checkpoint of {checkpoint.origin}, size {checkpoint.size}"
+    verdict.add("checkpoint", True, f"size {checkpoint.size}, root {checkpoint.root.hex()}")
+    by_log = any(s.name == checkpoint.origin for s in opened.verified)
+    verdict.add("log signature", by_log, f"signed under the origin's name {checkpoint.origin}")
+    if origin:
+        verdict.add("origin", checkpoint.origin == origin, f"the note names {checkpoint.origin}, expected {origin}")
+    if opened.unverified:
+        others = ", ".join(f"{s.name}+{s.key_hash:08x}" for s in opened.unverified)
+        verdict.warn(f"signatures by keys not given were not checked: {others}")
+    return verdict
+
+
+def _note_problem(head: TreeHead, note: str, origin: str, keys: PublicKeys | None) -> str:
+    """What is wrong with a head's stored note, or "": it is the checkpoint of that head, under the log's origin,
+    signed (with ``keys``) by the head's key under the origin's name."""
+    try:
+        checkpoint = Checkpoint.parse(note[: note.rfind("\n\n") + 1])
+    except NoteError as error:
+        return f"the note of the head of size {head.tree_size} is malformed: {error}"
+    if checkpoint.origin != origin:
+        return f"the note of the head of size {head.tree_size} names {checkpoint.origin}, not the log's {origin}"
+    if (checkpoint.size, checkpoint.root.hex()) != (head.tree_size, head.root_hash):
+        return f"the note of the head of size {head.tree_size} is not that head's size and root"
+    if keys is not None:
+        if head.key_id not in keys:
+            return f"the note of the head of size {head.tree_size}: its key {head.key_id} was not given"
+        try:
+            open_note(note, [Verifier(origin, bytes.fromhex(keys.hex(head.key_id)))])
+        except NoteError as error:
+            return f"the note of the head of size {head.tree_size}: {error}"
+    return ""
+
+
+def _audit_notes(verdict: Verdict, log_id: str, heads: list[tuple[int, TreeHead]], notes: dict[int, str],
+                 keys: PublicKeys | None) -> None:  # fmt: skip
+    noted = [(head, notes[p]) for p, head in heads if p in notes]
+    if not noted:
+        verdict.warn("no head has a checkpoint note (heads signed before notes were)")
+        return
+    origin = noted[0][1].split("\n", 1)[0]
+    problem = "" if origin.endswith("/" + log_id) else f"the notes' origin {origin} does not end with /{log_id}"
+    for head, note in noted:
+        problem = problem or _note_problem(head, note, origin, keys)
+    signed = ", each signed by its head's key" if keys else ""
+    verdict.add("notes", not problem, problem or f"{len(noted)} checkpoint notes of origin {origin}{signed}")
+
+
 class LogAudited(Protocol):
     """What ``audit_log`` reads of an application: the log's events and the rounds' stored rows."""
 
@@ -185,6 +254,7 @@ def audit_log(app: LogAudited, keys: PublicKeys | None = None, subject: str = ""
             break
         previous = head.tree_size
     verdict.add("heads", not bad_head, bad_head or f"{len(log.heads)} signed heads, each the root of its leaves")
+    _audit_notes(verdict, log.log_id, log.heads, log.notes, keys)
     if not log.heads:
         detail = f"{UNANCHORED}: the log holds no signed tree head (none signed yet, or deleted: see the published)"
         if keys:

@@ -7,6 +7,10 @@
   print the latest one, print a consistency proof between two tree sizes.
 * ``pokdeng checkpoints check OLD NEW PROOF --key K``: offline, that the newer head's log
   extends the older one's; ``pokdeng checkpoints audit --key K``: a store's whole log.
+* C2SP checkpoints (docs/checkpoints.md, "Checkpoints"): ``pokdeng checkpoints note`` prints a
+  head as its signed note (``sign --note`` signs one and prints it so); ``pokdeng checkpoints
+  vkey`` prints the log's verifier keys (``<origin>+<key hash>+<base64 key>``); ``pokdeng
+  checkpoints verify-note FILE --key VKEY`` checks a note offline, as Go's ``note.Open`` does.
 
 Exit codes as the rest of the CLI: 0 verified (without ``--key``: with an "unanchored"
 warning), 1 a check failed (with ``--key``: a head missing, or a signature that does not
@@ -141,8 +145,70 @@ def cmd_sign(args: argparse.Namespace) -> int:
     data = next(e.data for e in result.events if e.kind == HEAD_SIGNED)
     fields = {k: v for k, v in data.items() if k != "time_ms"}
     head = TreeHead.from_dict({**fields, "timestamp": data["time_ms"]})
-    _write(_json(head.as_dict()), args.output)
+    _write(str(data["note"]) if args.note else _json(head.as_dict()), args.output)
     return EXIT_OK
+
+
+def cmd_note(args: argparse.Namespace) -> int:
+    from pokdeng_service.application.errors import NotFound
+
+    service = _open(args)
+    try:
+        head, note = service.app_for(_store_key(args.shard), "log").tree_head_note(args.size)
+    finally:
+        service.close()
+    if not note:
+        raise NotFound(
+            f"the head of size {head.tree_size} was signed before heads had checkpoint notes: sign a new head "
+            "(`pokdeng checkpoints sign --note`)"
+        )
+    _write(note, args.output)
+    return EXIT_OK
+
+
+def cmd_vkey(args: argparse.Namespace) -> int:
+    from pokdeng_service.store import notes
+    from pokdeng_service.store.signing import KeyRing
+
+    keys = public_keys(args.key) or KeyRing.from_file(_key_path(args)).public
+    service = _open(args)
+    try:
+        app = service.app_for(_store_key(args.shard), "log")
+        log = app.read_log()
+        prefix = app.log_origin_prefix()
+    finally:
+        service.close()
+    if not log.log_id:
+        raise ValueError("no round has closed in this store yet: its log has no id, so no origin")
+    noted = [log.notes[p] for p, _head in log.heads if p in log.notes]
+    origin = noted[-1].split("\n", 1)[0] if noted else notes.origin_of(prefix, log.log_id)
+    lines = [f"# verifier keys of the log {log.log_id}, origin {origin} (one per signing key)"]
+    lines += [f"{notes.Verifier(origin, bytes.fromhex(keys.hex(key_id)))}  # key {key_id}" for key_id in keys]
+    _write("\n".join(lines) + "\n", args.output)
+    return EXIT_OK
+
+
+def cmd_verify_note(args: argparse.Namespace) -> int:
+    from pokdeng_service.audit.anchors import verify_note
+    from pokdeng_service.store.notes import Verifier, parse_verifiers
+
+    verifiers: list[Verifier] = []
+    for value in args.key:
+        path = Path(value)
+        if "+" not in value and path.exists():
+            try:
+                verifiers += parse_verifiers(path.read_text(encoding="utf-8"))
+            except OSError as error:
+                raise ValueError(f"cannot read {value}: {error.strerror or error}") from None
+        else:
+            verifiers.append(Verifier.parse(value))
+    try:
+        raw = Path(args.note).read_bytes()
+    except OSError as error:
+        raise ValueError(f"cannot read {args.note}: {error.strerror or error}") from None
+    verdict = verify_note(raw, verifiers, args.origin or "")
+    print(verdict.render())
+    return EXIT_OK if verdict.ok else EXIT_FAILED
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -231,6 +297,21 @@ def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
     sign.add_argument(
         "--key-file", help="the signing key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)"
     )
+    sign.add_argument("--note", action="store_true", help="print the head as its C2SP checkpoint note, not JSON")
+    note = store_command("note", "print the latest signed head as a C2SP checkpoint (a signed note)", cmd_note)
+    note.add_argument("--size", type=int, default=0, help="the latest head of this tree size (default: the latest)")
+    vkey = store_command("vkey", "print the log's C2SP verifier keys (what verify-note and Go's note read)", cmd_vkey)
+    vkey.add_argument("--key", action="append", help="public key (hex) or key file (default: the signing key file's)")
+    vkey.add_argument(
+        "--key-file", help="the signing key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)"
+    )
+    verify_note = actions.add_parser("verify-note", help="offline: a C2SP checkpoint note's signature and form")
+    verify_note.add_argument("note", help="the note (a file of `checkpoints note`)")
+    verify_note.add_argument(
+        "--key", action="append", required=True, help="a verifier key (<name>+<hash>+<key>), or a file of them"
+    )
+    verify_note.add_argument("--origin", help="the origin the note must name (default: any)")
+    verify_note.set_defaults(handler=cmd_verify_note)
     show = store_command("show", "print the latest signed tree head", cmd_show)
     show.add_argument("--size", type=int, default=0, help="the latest head of this tree size (default: the latest)")
     prove = store_command("prove", "print the consistency proof between two tree sizes", cmd_prove)

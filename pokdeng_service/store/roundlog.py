@@ -9,9 +9,11 @@ every store). Its events:
   voided), saved in the transaction that closes the round (with the table's
   ``round_finished``); ``round_digest`` is the round's last chain digest and ``leaf`` =
   ``merkle.leaf_hash(round_id, round_digest)`` in hex; ``index`` counts the leaves from 0.
-* ``HeadSigned(log_id, key_id, tree_size, root_hash, time_ms, signature)``: a signed tree
+* ``HeadSigned(log_id, key_id, tree_size, root_hash, time_ms, signature, note)``: a signed tree
   head (``store/signing.py``; ``time_ms`` is its ``timestamp``, which names the library's own
-  time of an event) over the first ``tree_size`` leaves.
+  time of an event) over the first ``tree_size`` leaves, and ``note``: the same head as a C2SP
+  checkpoint, a signed note by the same key (``store/notes.py``; empty in heads signed before
+  notes were). The log's *origin* (the note's first line) is fixed by its first note.
 
 The state is the log's size, its *frontier* (``merkle.frontier_append``: the roots of its
 perfect subtrees, so the current root costs O(log n)) and the last head. Proofs need the
@@ -27,7 +29,7 @@ from typing import Any, NamedTuple
 
 from eventsourcing.domain import Aggregate, event
 
-from pokdeng_service.store import fastpaths, merkle
+from pokdeng_service.store import fastpaths, merkle, notes
 from pokdeng_service.store.facts import RecordedEvent
 from pokdeng_service.store.signing import SigningError, SigningKey, TreeHead
 
@@ -87,15 +89,24 @@ class RoundLog(Aggregate):
         self.frontier = [h.hex() for h in frontier]
         self.size += 1
 
-    def sign(self, key: SigningKey, timestamp: int) -> TreeHead:
-        """Sign a head over every leaf so far."""
+    @property
+    def origin(self) -> str:
+        """The log's origin as its notes name it (the first line of its last head's note), or "" before any."""
+        note = (self.head or {}).get("note") or ""
+        return str(note).split("\n", 1)[0]
+
+    def sign(self, key: SigningKey, timestamp: int, origin_prefix: str = "") -> TreeHead:
+        """Sign a head over every leaf so far, and the same head as a C2SP checkpoint note (under the log's
+        origin: that of its notes, or ``<origin_prefix>/<log id>`` for its first note)."""
         head = key.sign(self.log_id, self.size, self.root, timestamp)
-        self.head_signed(head.log_id, head.key_id, head.tree_size, head.root_hash, head.timestamp, head.signature)
+        origin = self.origin or notes.origin_of(origin_prefix, self.log_id)
+        note = notes.checkpoint_note(key, origin, self.size, self.root)
+        self.head_signed(head.log_id, head.key_id, head.tree_size, head.root_hash, head.timestamp, head.signature, note)
         return head
 
     @event("HeadSigned")
     def head_signed(
-        self, log_id: str, key_id: str, tree_size: int, root_hash: str, time_ms: int, signature: str
+        self, log_id: str, key_id: str, tree_size: int, root_hash: str, time_ms: int, signature: str, note: str = ""
     ) -> None:
         self.head = {
             "log_id": log_id,
@@ -104,6 +115,7 @@ class RoundLog(Aggregate):
             "root_hash": root_hash,
             "timestamp": time_ms,
             "signature": signature,
+            "note": note,
         }
 
 
@@ -118,11 +130,13 @@ class Leaf(NamedTuple):
 
 
 class LogRecord(NamedTuple):
-    """The log's stream read once: its id, leaves and signed heads (with their stream positions)."""
+    """The log's stream read once: its id, leaves and signed heads (with their stream positions), and the heads'
+    notes by stream position (a head signed before notes has none)."""
 
     log_id: str
     leaves: list[Leaf]
     heads: list[tuple[int, TreeHead]]
+    notes: dict[int, str]
 
     @property
     def hashes(self) -> list[bytes]:
@@ -158,6 +172,7 @@ def read_log(events: Iterable[RecordedEvent]) -> LogRecord:
     log_id = ""
     leaves: list[Leaf] = []
     heads: list[tuple[int, TreeHead]] = []
+    head_notes: dict[int, str] = {}
     for stored in events:
         data = stored.data
         if stored.kind == LEAF_APPENDED:  # (a malformed leaf is kept, with what it has: the log's audit names it)
@@ -177,6 +192,9 @@ def read_log(events: Iterable[RecordedEvent]) -> LogRecord:
                 heads.append((stored.position, TreeHead.from_dict({**fields, "timestamp": data.get("time_ms")})))
             except SigningError:
                 continue  # a malformed head is no head (the log's audit names it)
+            note = data.get("note")
+            if note:
+                head_notes[stored.position] = str(note)
         elif stored.position == 1:
             log_id = str(data.get("log_id", ""))
-    return LogRecord(log_id, leaves, heads)
+    return LogRecord(log_id, leaves, heads, head_notes)

@@ -13,6 +13,7 @@ import pytest
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.audit.anchors import verify_consistency
+from pokdeng_service.store.notes import Checkpoint, Verifier, open_note, origin_of
 from pokdeng_service.store.signing import KeyRing, SigningKey, TreeHead
 from pokdeng_service.store.vault import SeedVault
 from pokdeng_testkit.keys import VAULT_KEY
@@ -72,6 +73,20 @@ def test_sign_read_and_prove_over_grpc(signing: Served) -> None:
         lambda: ops.get("AuditService", "GetConsistencyProof", pb.GetConsistencyProofRequest(first=6, second=5))
     )
     assert bad.code() == grpc.StatusCode.INVALID_ARGUMENT
+    empty_tree = error_of(  # RFC 9162 defines no proof from the empty tree
+        lambda: ops.get("AuditService", "GetConsistencyProof", pb.GetConsistencyProofRequest(first=0, second=5))
+    )
+    assert empty_tree.code() == grpc.StatusCode.INVALID_ARGUMENT and "empty" in (empty_tree.details() or "")
+    # each head is also a C2SP checkpoint note, signed by the same key under the log's origin
+    verifier = Verifier(origin_of("", head.log_id), bytes.fromhex(RING.public.hex(head.key_id)))
+    for answer in (first, second):
+        opened = open_note(answer.note, [verifier])
+        checkpoint = Checkpoint.parse(opened.text)
+        assert (checkpoint.origin, checkpoint.size, checkpoint.root.hex()) == (
+            f"pokdeng.example/{head.log_id}",
+            answer.tree_size,
+            answer.root_hash,
+        )
     missing = error_of(lambda: ops.get("AuditService", "GetSignedTreeHead", pb.GetSignedTreeHeadRequest(tree_size=4)))
     assert missing.code() == grpc.StatusCode.NOT_FOUND
     for who in ("auditor", "alice"):
