@@ -34,6 +34,8 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
+from pokdeng_service.logs import stderr_for_children
+
 log = logging.getLogger("pokdeng.readmodels")
 
 RESTART_FIRST = 1.0  # seconds before the first restart of a child that exited
@@ -95,6 +97,7 @@ class ProjectorProcess:
             child = subprocess.Popen(
                 [sys.executable, "-P", "-m", "pokdeng_service.projector"],  # -P: not the working folder's modules
                 stdin=subprocess.PIPE,
+                stderr=stderr_for_children(),  # (the real standard error, not the pipe of the server's C code)
                 start_new_session=True,
                 close_fds=True,
             )
