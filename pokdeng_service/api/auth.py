@@ -42,6 +42,7 @@ from typing import IO, Any
 
 from pokdeng_service.api.errors import Unauthenticated
 from pokdeng_service.application.principal import Principal, Role, TokenConfigError
+from pokdeng_service.store.secret_files import SecretFileError, read_secret
 
 __all__ = [
     "Authenticator",
@@ -113,12 +114,15 @@ class TokenStore:
 
     @classmethod
     def from_file(cls, path: str | Path) -> TokenStore:
-        """A JSON (``.json``) or TOML (any other suffix) token file."""
+        """A JSON (``.json``) or TOML (any other suffix) token file; one its group or others may access is
+        refused (``store.secret_files``: it names every token's digest and role)."""
         file = Path(path)
         try:
-            text = file.read_text(encoding="utf-8")
+            text = read_secret(file, "token file").decode("utf-8")
         except OSError as error:
             raise TokenConfigError(f"cannot read token file {file}: {error.strerror}") from None
+        except SecretFileError as error:  # (the one rule of secret files: store/secret_files.py)
+            raise TokenConfigError(str(error)) from None
         try:
             data = json.loads(text) if file.suffix.lower() == ".json" else tomllib.loads(text)
         except (ValueError, tomllib.TOMLDecodeError) as error:

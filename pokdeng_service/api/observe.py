@@ -15,10 +15,14 @@ and the library's process collector) over HTTP on 127.0.0.1 unless told otherwis
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import grpc
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from pokdeng_service.api.rpcs import Rpc, Runtime
 from pokdeng_service.application.principal import Principal
@@ -34,6 +38,29 @@ VERIFICATION_FAILURES = Counter(
 IN_FLIGHT = Gauge("pokdeng_rpcs_in_flight", "Unary calls running or waiting for a worker")
 STREAMS = Gauge("pokdeng_streams_open", "Open streams, by kind", ["kind"])
 STORE_UP = Gauge("pokdeng_store_up", "1 while the store probe finds every store answering, else 0")
+
+
+class _TlsCertificate(Collector):
+    """``pokdeng_tls_certificate_expiry_days``: the days until the gRPC port's certificate expires (negative once
+    it has), read when scraped; no series while no server in this process serves TLS."""
+
+    def __init__(self) -> None:
+        self.not_after: datetime | None = None
+
+    def collect(self) -> Iterator[Metric]:
+        not_after = self.not_after
+        if not_after is None:
+            return
+        family = GaugeMetricFamily(
+            "pokdeng_tls_certificate_expiry_days",
+            "Days until the gRPC port's TLS certificate expires (negative: expired)",
+        )
+        family.add_metric([], (not_after - datetime.now(UTC)).total_seconds() / 86400)
+        yield family
+
+
+TLS_CERTIFICATE = _TlsCertificate()
+REGISTRY.register(TLS_CERTIFICATE)
 
 _ID_FIELDS = ("request_id", "round_id", "table_id", "wallet_id")
 _STREAM_KINDS = ("events", "health", "reflection", "watch")
@@ -153,6 +180,7 @@ class MetricsEndpoint:
 
 __all__ = [
     "CALLS",
+    "TLS_CERTIFICATE",
     "CallObserver",
     "MetricsEndpoint",
     "verification_failed",

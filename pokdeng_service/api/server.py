@@ -31,11 +31,13 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import grpc
+from cryptography import x509
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.auth import Authenticator, TokenStore
@@ -43,10 +45,11 @@ from pokdeng_service.api.health import NOT_SERVING, SERVING, Health, StoreMonito
 from pokdeng_service.api.health import SERVICE_NAME as HEALTH_SERVICE
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.methods import RPCS
-from pokdeng_service.api.observe import CallObserver, MetricsEndpoint
+from pokdeng_service.api.observe import TLS_CERTIFICATE, CallObserver, MetricsEndpoint
 from pokdeng_service.api.rates import DEFAULT_RATES, Rate
 from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service, generic_handlers
 from pokdeng_service.application.telemetry import STORE_SECONDS
+from pokdeng_service.store.secret_files import read_secret
 from pokdeng_service.store.vault import VaultError
 
 log = logging.getLogger("pokdeng.server")
@@ -80,7 +83,11 @@ def _token_store(tokens: TokenStore | str | os.PathLike[str] | None) -> TokenSto
 @dataclass(frozen=True)
 class TlsFiles:
     """TLS on the gRPC port: the server's certificate chain and key (PEM); with ``client_ca``, mutual TLS:
-    a client must present a certificate that CA signed, else its handshake is refused."""
+    a client must present a certificate that CA signed, else its handshake is refused.
+
+    The key is a secret file (``store.secret_files``): one its group or others may access is refused. The
+    chain's first certificate (the server's) must be valid now: one that has expired or is not valid yet
+    is refused at the start (``check``), rather than served to clients that would each refuse it."""
 
     cert: Path
     key: Path
@@ -97,19 +104,44 @@ class TlsFiles:
             raise ValueError("TLS needs both --tls-cert and --tls-key")
         return cls(Path(cert), Path(key), Path(client_ca) if client_ca else None)
 
-    def credentials(self) -> grpc.ServerCredentials:
+    def _read(self) -> tuple[bytes, bytes, bytes | None]:
         def read(path: Path, what: str) -> bytes:
             try:
-                return path.read_bytes()
+                return read_secret(path, "TLS private key") if what == "key" else path.read_bytes()
             except OSError as error:
                 raise OSError(f"cannot read the TLS {what} {path}: {error.strerror or error}") from None
 
-        chain = [(read(self.key, "key"), read(self.cert, "certificate"))]
-        if self.client_ca is None:
+        ca = read(self.client_ca, "client CA") if self.client_ca is not None else None
+        return read(self.key, "key"), read(self.cert, "certificate"), ca
+
+    def check(self, now: datetime | None = None) -> datetime:
+        """Read the files (the key under the rule of secret files) and check that the server's certificate is
+        valid at ``now`` (default: now); its end of validity (UTC). ``ValueError`` naming the file if not."""
+        _key, chain, _ca = self._read()
+        try:
+            certificate = x509.load_pem_x509_certificates(chain)[0]
+        except ValueError as error:
+            raise ValueError(f"the TLS certificate {self.cert} is not a PEM certificate: {error}") from None
+        now = now or datetime.now(UTC)
+        before, after = certificate.not_valid_before_utc, certificate.not_valid_after_utc
+        if now < before:
+            raise ValueError(
+                f"the TLS certificate {self.cert} is not valid yet: from {before:%Y-%m-%d %H:%M:%S} UTC "
+                f"(now {now:%Y-%m-%d %H:%M:%S} UTC; check the clock, or the certificate)"
+            )
+        if now > after:
+            raise ValueError(
+                f"the TLS certificate {self.cert} expired on {after:%Y-%m-%d %H:%M:%S} UTC: renew it "
+                "(clients refuse an expired certificate)"
+            )
+        return after
+
+    def credentials(self) -> grpc.ServerCredentials:
+        key, cert, ca = self._read()
+        chain = [(key, cert)]
+        if ca is None:
             return grpc.ssl_server_credentials(chain)
-        return grpc.ssl_server_credentials(
-            chain, root_certificates=read(self.client_ca, "client CA"), require_client_auth=True
-        )
+        return grpc.ssl_server_credentials(chain, root_certificates=ca, require_client_auth=True)
 
 
 class PokdengServer(grpc.Server):
@@ -328,6 +360,7 @@ def create_server(
         rates={**DEFAULT_RATES, **(rates or {})},
         costly_workers=costly_workers,
     )
+    not_after = tls.check() if tls is not None else None  # (before anything starts: a bad certificate stops here)
     observer = CallObserver(access_log=access_log)
     runtime = Runtime(limits, observer)
     observer.bind(runtime)
@@ -373,6 +406,8 @@ def create_server(
             raise OSError(f"cannot listen on {target}: {error}") from None
         if not port:
             raise OSError(f"cannot listen on {target}")
+        if not_after is not None:
+            TLS_CERTIFICATE.not_after = not_after
     except BaseException:
         if metrics is not None:
             metrics.close()

@@ -128,6 +128,9 @@ class ServeSettings(BaseSettings):
         from pokdeng_service.api.auth import TokenStore
         from pokdeng_service.api.server import TlsFiles
 
+        tls = TlsFiles.of(self.tls_cert, self.tls_key, self.tls_client_ca)
+        if tls is not None:
+            tls.check()  # (the key's mode, the certificate's dates: refused before any store is made)
         return {
             # (read now: a token file that is missing or wrong stops the start before any store is made)
             "tokens": TokenStore.from_file(Path(self.tokens)) if self.tokens else None,
@@ -144,7 +147,7 @@ class ServeSettings(BaseSettings):
             "stream_idle": self.stream_idle,
             "rates": self.rates(),
             "connection_idle": self.connection_idle,
-            "tls": TlsFiles.of(self.tls_cert, self.tls_key, self.tls_client_ca),
+            "tls": tls,
             "metrics_port": self.metrics_port,
             "metrics_host": self.metrics_host,
             "access_log": self.access_log,

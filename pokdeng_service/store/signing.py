@@ -35,6 +35,8 @@ from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
+from pokdeng_service.store.secret_files import SecretFileError, read_secret
+
 HEAD_FORMAT = "pokdeng-signed-tree-head"
 HEAD_VERSION = 1
 CONTEXT = b"pokdeng-tree-head-v1\x00"
@@ -292,10 +294,14 @@ class KeyRing:
 
     @classmethod
     def from_file(cls, path: str | Path) -> KeyRing:
+        """The key file at ``path``; one its group or others may access is refused (``store.secret_files``)."""
         try:
-            return cls.from_json(Path(path).read_text(encoding="utf-8"))
+            raw = read_secret(path, "signing key file")
         except OSError as error:
             raise SigningError(f"cannot read the key file {path}: {error.strerror or error}") from None
+        except SecretFileError as error:
+            raise SigningError(str(error)) from None
+        return cls.from_json(raw.decode("utf-8"))
 
     def to_json(self) -> str:
         current = self.current.key_id if self.current else None

@@ -5,7 +5,8 @@ cards) yet stay secret until the reveal. It is stored encrypted (AES-256-GCM)
 in its own stream; the key never enters the event store. The key comes from
 configuration (``POKDENG_VAULT_KEY``, 64 hex characters) or a key file; the
 embedded default keeps a key file beside the SQLite database. A key file is made with mode
-0600, and one its group or others may access is refused. ``DeferredVault`` reads the key only
+0600, and one its group or others may access is refused (``store.secret_files``, the rule of every
+secret file). ``DeferredVault`` reads the key only
 when a seed is first needed (the audit tools: closed rounds need none).
 
 The seal's associated data binds it to its round (``seal_aad``): version 2, what ``seal``
@@ -26,6 +27,8 @@ from pathlib import Path
 from uuid import UUID
 
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
+from pokdeng_service.store.secret_files import SecretFileError, read_secret
 
 SEED_BYTES = 32
 AAD_ROUND_ID = 1  # the round id alone: seals written before the stream binding
@@ -83,15 +86,11 @@ class SeedVault:
             with os.fdopen(fd, "w") as out:
                 out.write(secrets.token_hex(32) + "\n")
         try:
-            mode = file.stat().st_mode
-            text = file.read_text()
+            text = read_secret(file, "vault key file").decode("utf-8", "replace")
         except OSError as error:
             raise VaultError(f"cannot read vault key file {file}: {error.strerror or error}") from None
-        if mode & 0o077:
-            raise VaultError(
-                f"vault key file {file} is open to its group or others (mode {mode & 0o777:03o}): "
-                f"restrict it to its owner with `chmod 600 {file}`"
-            )
+        except SecretFileError as error:  # (the one rule of secret files: store/secret_files.py)
+            raise VaultError(str(error)) from None
         return cls.from_hex(text)
 
     @classmethod

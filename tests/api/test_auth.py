@@ -89,6 +89,8 @@ def test_token_files_hold_digests_only(tmp_path: Path) -> None:
     toml = "".join("[[tokens]]\n" + "".join(f'{k} = "{v}"\n' for k, v in e.items()) for e in entries)
     (tmp_path / "tokens.toml").write_text(toml)
     for name in ("tokens.json", "tokens.toml"):
+        (tmp_path / name).chmod(0o600)  # (secret files: their owner's alone, tests/cli/test_secret_files.py)
+    for name in ("tokens.json", "tokens.toml"):
         store = TokenStore.from_file(tmp_path / name)
         assert len(store) == 3 and store.development_token is None
         assert store.authenticate("op-secret-1") == Principal(Role.OPERATOR, None, "ops")

@@ -159,6 +159,7 @@ SERVE_SCRIPT = textwrap.dedent(
 def test_serve_stops_gracefully_on_a_signal(tmp_path: Path, signum: signal.Signals) -> None:
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"tokens": [{"token_sha256": token_digest(TOKENS["operator"]), "role": "operator"}]}))
+    tokens.chmod(0o600)  # (a secret file: its owner's alone)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
         [sys.executable, "-c", SERVE_SCRIPT, str(tmp_path / "db.sqlite"), str(tokens)],

@@ -17,6 +17,7 @@ from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.server import PokdengServer, TlsFiles, create_server
+from pokdeng_service.store.secret_files import SecretFileError
 
 from .client import Api, error_of
 from .conftest import make_app, sqlite_env, token_store
@@ -70,8 +71,14 @@ def _ca(common: str) -> tuple[ec.EllipticCurvePrivateKey, x509.Certificate]:
 
 
 def _leaf(
-    ca_key: ec.EllipticCurvePrivateKey, ca: x509.Certificate, common: str, usage: x509.ObjectIdentifier, server: bool
+    ca_key: ec.EllipticCurvePrivateKey,
+    ca: x509.Certificate,
+    common: str,
+    usage: x509.ObjectIdentifier,
+    server: bool,
+    valid: tuple[datetime.timedelta, datetime.timedelta] = (-datetime.timedelta(minutes=5), datetime.timedelta(days=1)),
 ) -> tuple[bytes, bytes]:
+    """A certificate the CA signs and its key (PEM), valid from now + ``valid[0]`` to now + ``valid[1]``."""
     key = _key()
     now = datetime.datetime.now(datetime.UTC)
     builder = (
@@ -80,8 +87,8 @@ def _leaf(
         .issuer_name(ca.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
+        .not_valid_before(now + valid[0])
+        .not_valid_after(now + valid[1])
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
     )
@@ -103,6 +110,7 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     (folder / "ca.pem").write_bytes(ca.public_bytes(serialization.Encoding.PEM))
     (folder / "server.pem").write_bytes(server_cert)
     (folder / "server.key").write_bytes(server_key)
+    (folder / "server.key").chmod(0o600)  # (a secret file: one its group or others may read is refused)
     return Pki(
         folder / "ca.pem",
         folder / "server.pem",
@@ -178,3 +186,73 @@ def test_tls_settings_are_checked() -> None:
         TlsFiles.of(None, None, "ca.pem")
     with pytest.raises(OSError, match=r"cannot read the TLS (key|certificate)"):
         TlsFiles(Path("/nonexistent/cert.pem"), Path("/nonexistent/key.pem")).credentials()
+
+
+def test_a_tls_key_open_to_its_group_or_others_is_refused(tmp_path: Path) -> None:
+    """The one rule of secret files (store/secret_files.py): the key must be its owner's alone."""
+    ca_key, ca = _ca("modes CA")
+    cert, key = _leaf(ca_key, ca, NAME, ExtendedKeyUsageOID.SERVER_AUTH, server=True)
+    (tmp_path / "server.pem").write_bytes(cert)
+    (tmp_path / "server.key").write_bytes(key)
+    tls = TlsFiles(tmp_path / "server.pem", tmp_path / "server.key")
+    app = make_app(sqlite_env(tmp_path))
+    try:
+        for mode in (0o644, 0o640, 0o604, 0o660, 0o740):
+            (tmp_path / "server.key").chmod(mode)
+            with pytest.raises(SecretFileError, match=r"chmod 600 .*server\.key") as refused:
+                tls.check()
+            assert f"TLS private key {tmp_path / 'server.key'} is open to its group or others (mode {mode:03o})" in (
+                str(refused.value)
+            )
+            with pytest.raises(SecretFileError):
+                create_server("127.0.0.1:0", app, tokens=token_store(), tls=tls)
+    finally:
+        app.close()
+    (tmp_path / "server.key").chmod(0o400)
+    assert tls.check() > datetime.datetime.now(datetime.UTC)
+
+
+@pytest.mark.parametrize(
+    ("valid", "refusal"),
+    [
+        ((-datetime.timedelta(days=30), -datetime.timedelta(days=1)), "expired on"),
+        ((datetime.timedelta(days=1), datetime.timedelta(days=30)), "is not valid yet"),
+    ],
+)
+def test_a_certificate_out_of_its_dates_is_refused_at_the_start(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    valid: tuple[datetime.timedelta, datetime.timedelta],
+    refusal: str,
+) -> None:
+    ca_key, ca = _ca("dates CA")
+    cert, key = _leaf(ca_key, ca, NAME, ExtendedKeyUsageOID.SERVER_AUTH, server=True, valid=valid)
+    folder = tmp_path / "pki"
+    folder.mkdir()
+    (folder / "server.pem").write_bytes(cert)
+    (folder / "server.key").write_bytes(key)
+    (folder / "server.key").chmod(0o600)
+    tls = TlsFiles(folder / "server.pem", folder / "server.key")
+    with pytest.raises(ValueError, match=f"the TLS certificate {folder / 'server.pem'} {refusal}"):
+        tls.check()
+    # pokdeng serve refuses it before anything is made: exit 2, no store, no vault key, no lock
+    from pokdeng_service.cli.main import EXIT_USAGE, main
+
+    store = tmp_path / "store"
+    store.mkdir()
+    monkeypatch.chdir(store)
+    for name in ("POKDENG_VAULT_KEY", "POKDENG_VAULT_KEY_FILE", "POKDENG_DB", "POKDENG_POSTGRES_URL"):
+        monkeypatch.delenv(name, raising=False)
+    argv = ["serve", "--db", str(store / "s.sqlite"), "--port", "0", "--tls-cert", str(folder / "server.pem")]
+    assert main([*argv, "--tls-key", str(folder / "server.key")]) == EXIT_USAGE
+    assert refusal in capsys.readouterr().err
+    assert list(store.iterdir()) == []
+
+
+def test_the_days_left_of_the_certificate_are_a_metric(pki: Pki, serve_tls: object) -> None:
+    from prometheus_client import REGISTRY
+
+    serve_tls(TlsFiles(pki.server_cert, pki.server_key))  # type: ignore[operator]
+    days = REGISTRY.get_sample_value("pokdeng_tls_certificate_expiry_days")
+    assert days is not None and 0.9 < days <= 1.0  # (the pki's certificate ends a day after it was made)

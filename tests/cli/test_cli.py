@@ -190,6 +190,7 @@ def test_serve_checks_its_token_file_before_it_makes_a_store(
     for tokens in (tmp_path / "missing.json", tmp_path / "broken.json"):
         if tokens.name == "broken.json":
             tokens.write_text("{not json")
+            tokens.chmod(0o600)  # (its owner's alone: refused for what it holds, not for its mode)
         assert main(["serve", "--db", str(db), "--port", "0", "--tokens", str(tokens)]) == EXIT_USAGE
         assert "token file" in capsys.readouterr().err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["broken.json"]

@@ -95,6 +95,7 @@ def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
     held open is cut off after it, not after the default 10 s)."""
     tokens = tmp_path / "tokens.json"
     tokens.write_text(json.dumps({"tokens": [{"token_sha256": token_digest(TOKEN), "role": "operator"}]}))
+    tokens.chmod(0o600)  # (a secret file: its owner's alone)
     port, metrics = free_port(), free_port()  # (two ports, never the same one)
     env = {k: v for k, v in os.environ.items() if not k.startswith("POKDENG_")}
     env.update(
