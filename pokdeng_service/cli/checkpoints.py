@@ -10,7 +10,8 @@
 * C2SP checkpoints (docs/checkpoints.md, "Checkpoints"): ``pokdeng checkpoints note`` prints a
   head as its signed note (``sign --note`` signs one and prints it so); ``pokdeng checkpoints
   vkey`` prints the log's verifier keys (``<origin>+<key hash>+<base64 key>``); ``pokdeng
-  checkpoints verify-note FILE --key VKEY`` checks a note offline, as Go's ``note.Open`` does.
+  checkpoints verify-note FILE --key VKEY`` checks a note offline, as Go's ``note.Open`` does;
+  ``pokdeng checkpoints witness-request OLD`` prints a witness's ``add-checkpoint`` request body.
 
 Exit codes as the rest of the CLI: 0 verified (without ``--key``: with an "unanchored"
 warning), 1 a check failed (with ``--key``: a head missing, or a signature that does not
@@ -166,6 +167,27 @@ def cmd_note(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_witness_request(args: argparse.Namespace) -> int:
+    """The body of a C2SP tlog-witness ``add-checkpoint`` request: ``old <size>``, the consistency proof from that
+    size (one base64 hash a line; none from 0 or from the same size), an empty line, then the head's note."""
+    import base64
+
+    from pokdeng_service.application.errors import NotFound
+
+    service = _open(args)
+    try:
+        app = service.app_for(_store_key(args.shard), "log")
+        head, note = app.tree_head_note(args.size)
+        path = app.consistency_proof(args.old, head.tree_size)["path"] if args.old else []
+    finally:
+        service.close()
+    if not note:
+        raise NotFound(f"the head of size {head.tree_size} was signed before heads had checkpoint notes")
+    lines = [f"old {args.old}", *(base64.b64encode(bytes.fromhex(h)).decode() for h in path)]
+    _write("".join(line + "\n" for line in lines) + "\n" + note, args.output)
+    return EXIT_OK
+
+
 def cmd_vkey(args: argparse.Namespace) -> int:
     from pokdeng_service.store import notes
     from pokdeng_service.store.signing import KeyRing
@@ -300,6 +322,11 @@ def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
     sign.add_argument("--note", action="store_true", help="print the head as its C2SP checkpoint note, not JSON")
     note = store_command("note", "print the latest signed head as a C2SP checkpoint (a signed note)", cmd_note)
     note.add_argument("--size", type=int, default=0, help="the latest head of this tree size (default: the latest)")
+    witness = store_command(
+        "witness-request", "print a C2SP tlog-witness add-checkpoint body: old size, proof, note", cmd_witness_request
+    )
+    witness.add_argument("old", type=int, help="the size of the last checkpoint the witness cosigned (0: none)")
+    witness.add_argument("--size", type=int, default=0, help="the head to submit (default: the latest)")
     vkey = store_command("vkey", "print the log's C2SP verifier keys (what verify-note and Go's note read)", cmd_vkey)
     vkey.add_argument("--key", action="append", help="public key (hex) or key file (default: the signing key file's)")
     vkey.add_argument(

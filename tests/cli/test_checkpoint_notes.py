@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main
+from pokdeng_service.store import merkle
 from pokdeng_service.store.notes import Checkpoint, Note, Verifier, open_note, parse_verifiers
 
 from .test_checkpoints import _play
@@ -85,3 +87,31 @@ def test_heads_as_notes_offline(
     assert main(["checkpoints", "audit", *store, "--key", str(db) + ".signing-keys"]) == EXIT_OK
     assert "ok   notes: 2 checkpoint notes of origin" in capsys.readouterr().out
     assert Verifier.parse(vkey) in both
+
+
+def test_a_witness_request_body(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What a log sends a C2SP tlog-witness (add-checkpoint): ``old N``, the proof from N in base64, an empty
+    line, the note; the proof verifies between the roots of the two notes."""
+    db = tmp_path / "pokdeng.sqlite"
+    store = ["--db", str(db)]
+    _play(db, 3)
+    assert main(["keys", "new", *store]) == EXIT_OK
+    assert main(["checkpoints", "sign", *store]) == EXIT_OK
+    assert main(["checkpoints", "note", *store, "-o", str(tmp_path / "3.note")]) == EXIT_OK
+    _play(db, 4)
+    assert main(["checkpoints", "sign", *store]) == EXIT_OK
+    assert main(["checkpoints", "note", *store, "-o", str(tmp_path / "7.note")]) == EXIT_OK
+    notes = {n: (tmp_path / f"{n}.note").read_text(encoding="utf-8") for n in (3, 7)}
+    capsys.readouterr()
+    assert main(["checkpoints", "witness-request", "3", *store]) == EXIT_OK
+    body = capsys.readouterr().out
+    head, note = body.split("\n\n", 1)
+    assert note == notes[7] and head.split("\n")[0] == "old 3"
+    proof = [base64.b64decode(line, validate=True) for line in head.split("\n")[1:]]
+    old, new = (Checkpoint.parse(Note.parse(notes[n]).text) for n in (3, 7))
+    assert proof and merkle.verify_consistency(3, 7, old.root, new.root, proof)
+    assert main(["checkpoints", "witness-request", "0", *store]) == EXIT_OK  # a witness that never cosigned
+    assert capsys.readouterr().out == "old 0\n\n" + notes[7]
+    assert main(["checkpoints", "witness-request", "3", "--size", "3", *store]) == EXIT_OK
+    assert capsys.readouterr().out == "old 3\n\n" + notes[3]
+    assert main(["checkpoints", "witness-request", "8", *store]) == EXIT_REFUSED  # beyond the head

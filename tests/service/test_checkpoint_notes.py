@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -242,3 +244,35 @@ def test_the_audit_names_a_note_that_is_not_its_heads(make_app: Callable[..., Po
 
     verdict = audit_log(_Edited(app, old), keys)
     assert verdict.ok and any("no head has a checkpoint note" in w for w in verdict.warnings)
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "checkpoints.md"
+RFC8032_SECRET = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60"  # RFC 8032 test 1 (published)
+
+
+def _fenced(text: str, language: str) -> str:
+    block = re.search(rf"```{language}\n(.*?)```", text, re.DOTALL)
+    assert block is not None, language
+    return block.group(1)
+
+
+def test_the_documented_note_is_what_pokdeng_signs() -> None:
+    """docs/checkpoints.md's example note and verifier key, rebuilt from the specification and by pokdeng."""
+    text = DOCS.read_text(encoding="utf-8")
+    key = SigningKey.from_hex(RFC8032_SECRET)
+    assert key.public.hex() == "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a"
+    leaves = [merkle.leaf_hash(f"demo#{i + 1}", hashlib.sha256(str(i).encode()).hexdigest()) for i in range(7)]
+    root = merkle.root(leaves)
+    assert root.hex() in text
+    origin = "pokdeng.example/pokdeng-0123456789abcdef"
+    documented = _fenced(text, "note")
+    assert (
+        documented
+        == notes.checkpoint_note(key, origin, 7, root)
+        == _spec_note(key.seed, origin, Checkpoint(origin, 7, root).text())
+    )
+    vkey = _fenced(text, "vkey").strip()
+    assert vkey == str(Verifier(origin, key.public)) and f"(key hash `{vkey.split('+')[1]}`" in text
+    signature = Note.parse(documented).signatures[0]
+    assert f"`{signature.signature.hex()[:8]}…{signature.signature.hex()[-2:]}`" in text
+    assert f"its text is {len(Note.parse(documented).text.encode())} bytes" in text
