@@ -9,6 +9,7 @@ kind; every one of those kinds is also ``slow`` (added here), so the fast loop i
 ``postgres``     a PostgreSQL server (added by fixture too, see below)
 ``browser``      headless Chromium (the dispute pages in a real browser)
 ``node``         Node.js, with npm for the packages of ``tests/node`` (the Node client, the pinned buf)
+``go``           Go and Debian's golang.org/x/mod sources (``tests/go``: our checkpoints read by Go's sumdb)
 ``packaging``    builds or installs the package (the wheel; the dependency floors from the package index)
 ``reliability``  ``pokdeng serve`` or a worker killed and restarted under load, outages, replicas, load runs
 ``soak``         long model and soak runs (hypothesis state machines, faults and kills against the platform)
@@ -96,7 +97,7 @@ _POSTGRES_FIXTURES = frozenset(
 
 
 STORE_FIXTURES = ("app_env", "store_env")  # parametrized over the stores by pytest_generate_tests
-SLOW_KINDS = ("postgres", "browser", "node", "packaging", "reliability", "soak")  # each is also ``slow``
+SLOW_KINDS = ("postgres", "browser", "node", "go", "packaging", "reliability", "soak")  # each is also ``slow``
 STORE_ENV = (  # the store settings of ``pokdeng`` from the environment (no_store_settings removes them)
     "POKDENG_VAULT_KEY",
     "POKDENG_VAULT_KEY_FILE",

@@ -11,7 +11,8 @@ so that both are compared byte for byte with ours. Tampered notes and proofs mus
 The build is offline: Go from Debian's ``golang-go``, and golang.org/x/mod from Debian's
 ``golang-golang-x-mod-dev`` (its sources under /usr/share/gocode, which the program's go.mod names in a
 ``replace``), with ``GOPROXY=off`` and ``GOFLAGS=-mod=readonly``. Without them the test is skipped,
-except under ``CI=true``, where it fails (tests/needs.py; .ci/run installs both).
+except under ``CI=true``, where it fails (tests/needs.py; .ci/run installs both). Marked ``go`` (a kind of
+``slow``: not in the fast loop).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from tests.needs import unavailable
 
 from . import play
 
-pytestmark = pytest.mark.slow
+pytestmark = pytest.mark.go  # (and so slow: tests/conftest.py)
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "tests" / "go" / "checkpoints"
