@@ -5,27 +5,40 @@
 line to the ``pokdeng.calls`` logger: method, role, player (a player token's), code, reason, latency,
 request id, the round, table or wallet the request names, and the peer. Never a token (the line is
 built from named fields only, never from the metadata), never a request's payload beyond those ids
-(so never a seed), never an error's message.
+(so never a seed), never an error's message. The formatters cut every field (``logs.cut``: 128
+characters and the whole value's length and SHA-256), so a request's ids cost the log little however
+long they are; and the lines of calls refused without a valid token are rate-limited per peer host
+(``refusals_per_second``, 5 by default; the rest counted in ``pokdeng_log_suppressed_total
+{source="unauthenticated"}`` and summed up in one line every 10 s): anyone who can reach the port can
+make such calls, and a flood of them must not flood the log.
 
 The log's formatters and its writer live in ``pokdeng_service.logs``. ``MetricsEndpoint`` serves the process's
 registry (the RPC metrics here, the application's in ``application.telemetry``, the server's gauges
-and the library's process collector) over HTTP on 127.0.0.1 unless told otherwise.
+and the library's process collector) over HTTP on 127.0.0.1 unless told otherwise, on a bounded server
+(``api.metrics_http``). ``pokdeng_build_info`` names the versions running; ``TLS_CERTIFICATE`` shows the
+days left of the gRPC port's certificate (``pokdeng_tls_certificate_expiry_days``) once a server serves one.
 """
 
 from __future__ import annotations
 
 import logging
+import platform
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from typing import Any
 
 import grpc
-from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client import REGISTRY, CollectorRegistry, Counter, Gauge, Histogram, Info
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pokdeng_core.catalog import ENGINE_VERSION, SHUFFLE_ALGORITHM
+from pokdeng_service.api.admission import caller_key
+from pokdeng_service.api.metrics_http import serve_metrics
 from pokdeng_service.api.rpcs import Rpc, Runtime
 from pokdeng_service.application.principal import Principal
+from pokdeng_service.logs import RateLimit
+from pokdeng_service.version import __version__
 
 CALLS = logging.getLogger("pokdeng.calls")
 RPC_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
@@ -38,6 +51,16 @@ VERIFICATION_FAILURES = Counter(
 IN_FLIGHT = Gauge("pokdeng_rpcs_in_flight", "Unary calls running or waiting for a worker")
 STREAMS = Gauge("pokdeng_streams_open", "Open streams, by kind", ["kind"])
 STORE_UP = Gauge("pokdeng_store_up", "1 while the store probe finds every store answering, else 0")
+BUILD = Info("pokdeng_build", "The versions running: the package, the engine, the shuffle, Python (value 1)")
+BUILD.info(
+    {
+        "version": __version__,
+        "engine_version": ENGINE_VERSION,
+        "shuffle": SHUFFLE_ALGORITHM,
+        "python_version": platform.python_version(),
+    }
+)
+REFUSALS_PER_SECOND = 5.0  # log lines a second of the calls a peer host makes without a valid token
 
 
 class _TlsCertificate(Collector):
@@ -74,8 +97,10 @@ def _ids(request_type: Any) -> tuple[str, ...]:
 class CallObserver:
     """Counts and logs every call (the wrapper's ``Observer``); per method, its metric children are made once."""
 
-    def __init__(self, access_log: bool = True) -> None:
+    def __init__(self, access_log: bool = True, refusals_per_second: float = REFUSALS_PER_SECOND) -> None:
         self.access_log = access_log
+        # the lines of calls refused without a valid token, per peer host (a burst of twice the rate)
+        self.refusals = RateLimit("unauthenticated", refusals_per_second, 2 * refusals_per_second, logger=CALLS.name)
         self._children: dict[tuple[str, str], Any] = {}
         self._latency: dict[str, Any] = {}
         self._ids: dict[str, tuple[str, ...]] = {}
@@ -109,6 +134,8 @@ class CallObserver:
         latency.observe(seconds)
         if not self.access_log or not CALLS.isEnabledFor(_level(rpc, code)):
             return
+        if principal is None and code != "OK" and not self.refusals.allow(caller_key(None, context)):
+            return  # (over its peer's rate: counted, and summed up in the next summary line)
         line: dict[str, Any] = {
             "method": name,
             "role": principal.role.value if principal is not None else "none",
@@ -157,15 +184,29 @@ def verification_failed(check: str) -> None:
 
 
 class MetricsEndpoint:
-    """The Prometheus endpoint (``/metrics``) on its own thread; ``port`` 0 picks a free one."""
+    """The Prometheus endpoint (``/metrics``) on threads of its own; ``port`` 0 picks a free one. Bounded
+    (``api.metrics_http``): at most ``threads`` connections at once, each cut after ``timeout`` seconds."""
 
-    def __init__(self, port: int, host: str = "127.0.0.1", registry: CollectorRegistry = REGISTRY) -> None:
+    def __init__(
+        self,
+        port: int,
+        host: str = "127.0.0.1",
+        registry: CollectorRegistry = REGISTRY,
+        *,
+        threads: int = 4,
+        timeout: float = 5.0,
+    ) -> None:
         try:
-            self._server, self._thread = start_http_server(port, addr=host, registry=registry)
+            self._server, self._thread = serve_metrics(port, host, registry, threads=threads, timeout=timeout)
         except OSError as error:
             raise OSError(f"cannot serve metrics on {host}:{port}: {error.strerror or error}") from None
         self.host = host
         self.port = int(self._server.server_port)
+
+    @property
+    def server(self) -> Any:
+        """The HTTP server (``metrics_http.BoundedMetricsServer``: its ``refused`` and ``cut`` connections)."""
+        return self._server
 
     @property
     def url(self) -> str:
@@ -179,6 +220,7 @@ class MetricsEndpoint:
 
 
 __all__ = [
+    "BUILD",
     "CALLS",
     "TLS_CERTIFICATE",
     "CallObserver",

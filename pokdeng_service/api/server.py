@@ -23,10 +23,12 @@ with UNAVAILABLE.
 from __future__ import annotations
 
 import contextlib
+import errno
 import logging
 import os
 import secrets
 import signal
+import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
@@ -45,7 +47,7 @@ from pokdeng_service.api.health import NOT_SERVING, SERVING, Health, StoreMonito
 from pokdeng_service.api.health import SERVICE_NAME as HEALTH_SERVICE
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.methods import RPCS
-from pokdeng_service.api.observe import TLS_CERTIFICATE, CallObserver, MetricsEndpoint
+from pokdeng_service.api.observe import REFUSALS_PER_SECOND, TLS_CERTIFICATE, CallObserver, MetricsEndpoint
 from pokdeng_service.api.rates import DEFAULT_RATES, Rate
 from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service, generic_handlers
 from pokdeng_service.application.telemetry import STORE_SECONDS
@@ -142,6 +144,36 @@ class TlsFiles:
         if ca is None:
             return grpc.ssl_server_credentials(chain)
         return grpc.ssl_server_credentials(chain, root_certificates=ca, require_client_auth=True)
+
+
+class PortInUse(ValueError):
+    """``pokdeng serve``'s port (or its metrics port) cannot be listened on: checked before anything is made."""
+
+
+def check_port(host: str, port: int, what: str = "the gRPC port") -> None:
+    """Refuse (``PortInUse``) a ``host:port`` that cannot be listened on now: another process listens there,
+    the address is not this host's, the port is privileged. Port 0 (any free port) always can. Bound as
+    grpc binds (``SO_REUSEADDR``: a port whose last connections linger in TIME_WAIT is free), and let go
+    at once: ``pokdeng serve`` checks its ports before it writes any file (a lock, a vault key)."""
+    if port == 0:
+        return
+    name = host.strip("[]")
+    try:
+        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except OSError as error:
+        raise PortInUse(f"cannot listen on {host}:{port} ({what}): {error.strerror or error}") from None
+    for family, kind, proto, _name, address in infos:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                probe.bind(address)
+            except OSError as error:
+                if error.errno == errno.EADDRINUSE:
+                    raise PortInUse(
+                        f"port in use: {host}:{port} ({what}) is taken by another process (another server?): "
+                        "stop it, or choose another port"
+                    ) from None
+                raise PortInUse(f"cannot listen on {host}:{port} ({what}): {error.strerror or error}") from None
 
 
 class PokdengServer(grpc.Server):
@@ -312,7 +344,10 @@ def create_server(
     tls: TlsFiles | None = None,
     metrics_port: int | None = None,
     metrics_host: str = DEFAULT_HOST,
+    metrics_threads: int = 4,
+    metrics_timeout: float = 5.0,
     access_log: bool = True,
+    log_refusals_per_second: float = REFUSALS_PER_SECOND,
     probe: bool = True,
     probe_interval: float = 1.0,
     probes: Sequence[Callable[[], None]] | None = None,
@@ -335,9 +370,13 @@ def create_server(
     nothing but heartbeats to send that long); ``rates``: each caller's rate by class of methods
     (``api/rates.py``: ``reads``, ``commands``, ``streams``; a class not named keeps its default,
     ``DEFAULT_RATES``; ``Rate(0, 0)``: none); a connection with no call for ``connection_idle``
-    seconds is closed. ``tls``: TLS (mutual with a client CA) instead of plaintext. ``metrics_port``:
-    the Prometheus endpoint (0: a free port; None: none) on ``metrics_host``. ``probe``: the store
-    probe (``probes``, default one ``StoreProbe`` per partition) every ``probe_interval`` seconds.
+    seconds is closed. ``tls``: TLS (mutual with a client CA) instead of plaintext; its certificate must be
+    valid now (``TlsFiles.check``), and ``pokdeng_tls_certificate_expiry_days`` shows its days left.
+    ``metrics_port``: the Prometheus endpoint (0: a free port; None: none) on ``metrics_host``, with at most
+    ``metrics_threads`` connections at once, each cut after ``metrics_timeout`` seconds. The call log
+    writes at most ``log_refusals_per_second`` lines a second of the calls a peer host makes without a valid
+    token (``observe.CallObserver``). ``probe``: the store probe (``probes``, default one ``StoreProbe`` per
+    partition) every ``probe_interval`` seconds.
     """
     if max_workers < 2:
         raise ValueError("max_workers must be at least 2")
@@ -361,7 +400,7 @@ def create_server(
         costly_workers=costly_workers,
     )
     not_after = tls.check() if tls is not None else None  # (before anything starts: a bad certificate stops here)
-    observer = CallObserver(access_log=access_log)
+    observer = CallObserver(access_log=access_log, refusals_per_second=log_refusals_per_second)
     runtime = Runtime(limits, observer)
     observer.bind(runtime)
     hub = EventHub(streams["events"])
@@ -395,7 +434,8 @@ def create_server(
     )
     metrics = None
     try:
-        metrics = MetricsEndpoint(metrics_port, metrics_host) if metrics_port is not None else None
+        if metrics_port is not None:
+            metrics = MetricsEndpoint(metrics_port, metrics_host, threads=metrics_threads, timeout=metrics_timeout)
         target = bind_address(address)
         try:
             if tls is None:

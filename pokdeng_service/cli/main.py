@@ -124,17 +124,30 @@ def _open_read_only(args: argparse.Namespace) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    """Every flag also from the environment (``cli.settings.ServeSettings``, docs/operations.md)."""
+    """Every flag also from the environment (``cli.settings.ServeSettings``, docs/operations.md).
+
+    Before anything is written (the store's lock, its vault key, a development token printed), every
+    setting is checked: the token file and the TLS files (their modes, the certificate's dates), the
+    wallet's, and that both ports can be listened on (a port in use: exit 2)."""
+    from pokdeng_service.logs import capture_stderr, configure_logging, quiet_grpc_core
+
+    quiet_grpc_core()  # (before grpc is imported: no line per failed TLS handshake)
     from pokdeng_service.api.server import serve
     from pokdeng_service.cli.settings import ServeSettings
     from pokdeng_service.compose import Deployment
-    from pokdeng_service.logs import configure_logging
     from pokdeng_service.wallet.switch import check_switch
 
     settings = ServeSettings.from_args(args)
     options = settings.server_options()  # (checks the TLS settings before the store is opened)
     wallet = settings.wallet_config()  # (and the wallet's: an adapter, a URL it speaks)
-    configure_logging(settings.log_format, settings.log_level)
+    settings.check_ports()  # (a port in use: refused before any file is made)
+    configure_logging(
+        settings.log_format,
+        settings.log_level,
+        field_chars=settings.log_field_chars,
+        buffer_lines=settings.log_buffer_lines,
+        buffer_bytes=settings.log_buffer_bytes,
+    )
     config = settings.store_config()
     deployment = Deployment.open(
         config,
@@ -151,6 +164,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
     deployment.start()
     print(f"pokdeng: serving {config.describe()} on {settings.address}", flush=True)
     probes, recover = deployment.probes()
+    # the gRPC core's own lines (fd 2) as records of the log, from now on (docs/operations.md, "Logs")
+    captured = capture_stderr() if settings.grpc_core_log == "capture" else None
     try:
         code = serve(
             settings.address,
@@ -163,6 +178,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         )
     finally:
         deployment.close()
+        if captured is not None:
+            captured.close()
         # A store a recovery replaced is closed by the garbage collector (its pool's __del__): do it now,
         # while the pool's threads still run. At interpreter exit they no longer do, and from Python 3.13
         # joining them there never returns (the server would hang after its shutdown).

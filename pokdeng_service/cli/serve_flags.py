@@ -18,6 +18,8 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--tls-client-ca": {"help": "CA certificate(s) of the clients (PEM): mutual TLS"},
     "--metrics-port": {"type": int, "help": "serve Prometheus metrics on this port (default: off)"},
     "--metrics-host": {"help": "interface of the metrics endpoint (default 127.0.0.1)"},
+    "--metrics-threads": {"type": int, "help": "metrics connections served at once; more are refused (default 4)"},
+    "--metrics-timeout": {"type": float, "help": "seconds a metrics connection may stay open (default 5)"},
     "--shutdown-grace": {"type": float, "help": "seconds calls in flight get on SIGTERM (default 10)"},
     "--max-concurrent-rpcs": {"type": int, "help": "unary calls in flight (default 8 a worker)"},
     "--max-calls-per-caller": {"type": int, "help": "unary calls in flight for one token (default half)"},
@@ -40,6 +42,17 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--probe-interval": {"type": float, "help": "seconds between store probes (default 1)"},
     "--log-format": {"choices": ["json", "text"], "help": "log lines as JSON objects (default) or text"},
     "--log-level": {"choices": ["DEBUG", "INFO", "WARNING", "ERROR"], "help": "the log's threshold (default INFO)"},
+    "--log-field-chars": {"type": int, "help": "characters of a logged field before it is cut (default 128)"},
+    "--log-buffer-lines": {"type": int, "help": "log lines waiting to be written; more are dropped (default 10000)"},
+    "--log-buffer-bytes": {"type": int, "help": "bytes of log lines waiting; more are dropped (default 4 MiB)"},
+    "--log-refusals-per-second": {
+        "type": float,
+        "help": "log lines a second of calls refused without a valid token, per peer host (default 5; 0: none)",
+    },
+    "--grpc-core-log": {
+        "choices": ["capture", "raw"],
+        "help": "the gRPC core's own lines as records of the log (capture, default) or as it writes them (raw)",
+    },
     "--read-models": {
         "choices": ["process", "thread", "off"],
         "help": "project the read models in a child process (default), a thread of the server, or not at all",

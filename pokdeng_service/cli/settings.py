@@ -64,10 +64,21 @@ class ServeSettings(BaseSettings):
     # operations
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Prometheus endpoint port (none: off)")
     metrics_host: str = Field("127.0.0.1", description="interface of the metrics endpoint")
+    metrics_threads: int = Field(4, ge=1, le=64, description="metrics connections served at once (more: 503)")
+    metrics_timeout: float = Field(5.0, gt=0, le=300, description="seconds a metrics connection may stay open")
     shutdown_grace: float = Field(10.0, ge=0, description="seconds calls in flight get on SIGTERM")
     log_format: Literal["json", "text"] = Field("json", description="log lines: JSON objects or text")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="the log's threshold")
     access_log: bool = Field(True, description="one log line per call")
+    log_field_chars: int = Field(128, ge=16, le=65536, description="characters of a logged field before it is cut")
+    log_buffer_lines: int = Field(10_000, ge=100, description="log lines waiting for standard error (more: dropped)")
+    log_buffer_bytes: int = Field(4 * 1024 * 1024, ge=65536, description="bytes of log lines waiting (more: dropped)")
+    log_refusals_per_second: float = Field(
+        5.0, ge=0, description="log lines a second of calls refused without a valid token, per peer host"
+    )
+    grpc_core_log: Literal["capture", "raw"] = Field(
+        "capture", description="the gRPC core's lines in the log's stream (capture) or as it writes them (raw)"
+    )
     read_models: Literal["process", "thread", "off"] = Field(
         "process", description="where the read models follow the log: a child process, a thread, or nowhere"
     )
@@ -108,6 +119,15 @@ class ServeSettings(BaseSettings):
             vault_key_file=self.vault_key_file,
             partition_urls=self.partition_urls,
         )
+
+    def check_ports(self) -> None:
+        """The gRPC port and the metrics port can be listened on (``api.server.check_port``: ``PortInUse``, a
+        ``ValueError``, exit 2): checked before any file is written (the store's lock, its vault key)."""
+        from pokdeng_service.api.server import check_port
+
+        check_port(self.host, self.port, "the gRPC port, --port")
+        if self.metrics_port is not None:
+            check_port(self.metrics_host, self.metrics_port, "the metrics port, --metrics-port")
 
     def wallet_config(self) -> Any:
         """The deployment's wallets (``wallet.config.WalletConfig``)."""
@@ -150,7 +170,10 @@ class ServeSettings(BaseSettings):
             "tls": tls,
             "metrics_port": self.metrics_port,
             "metrics_host": self.metrics_host,
+            "metrics_threads": self.metrics_threads,
+            "metrics_timeout": self.metrics_timeout,
             "access_log": self.access_log,
+            "log_refusals_per_second": self.log_refusals_per_second,
             "probe_interval": self.probe_interval,
         }
 

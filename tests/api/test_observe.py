@@ -5,25 +5,33 @@ from __future__ import annotations
 import io
 import json
 import logging
+import platform
 import random
+import socket
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from eventsourcing.persistence import IntegrityError
 from prometheus_client.parser import text_string_to_metric_families
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
+from pokdeng_core.catalog import ENGINE_VERSION, SHUFFLE_ALGORITHM
+from pokdeng_service.api.observe import CallObserver, MetricsEndpoint
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.compose import Deployment
-from pokdeng_service.logs import JsonFormatter
+from pokdeng_service.logs import LOG_SUPPRESSED, BatchingHandler, JsonFormatter, TextFormatter
+from pokdeng_service.version import __version__
 from pokdeng_testkit.keys import VAULT_KEY
 
 from .client import TOKENS, Api, Choices, bet, error_of, open_table, open_wallets, play_round, seat, start_round
-from .conftest import Served, token_store
+from .conftest import Served, StartServer, make_app, sqlite_env, token_store
 
 
 def _samples(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -179,3 +187,141 @@ def test_one_log_line_per_call_with_its_fields_and_never_a_token_or_an_open_roun
     for form in (seed.hex(), seed.hex().upper(), seed.decode("latin-1")):
         assert form not in everything
     assert closed.server_seed  # (a closed round's seed is revealed in its record; logs never carry seeds)
+
+
+LONG = "x" * 31_000  # a request's ids of 31,000 characters each (the request's limit is 64 KiB)
+FORGED = "t#1\n2026-01-01 00:00:00,000 CRITICAL pokdeng.integrity: STREAM FORGED round t#1"
+
+
+def test_calls_refused_without_a_token_cost_the_log_little_and_every_line_not_written_is_counted(
+    tmp_path: Path, start_server: StartServer
+) -> None:
+    """Found: 200 PlaceBet calls without a token and 31,000-character ids wrote 6 MB of log (30 KB a call),
+    and a GetRound whose id held a newline wrote a line that looked like an integrity alert. Now each line
+    is under 1 KB (its ids cut, with their length and digest), the lines of one peer's refused calls are
+    rate-limited (5 a second, a burst of 10), what was not written is counted and summed up, and the text
+    format writes the newline as ``\\n``."""
+    app = make_app(sqlite_env(tmp_path))
+    served = start_server(app)
+    out, text = io.StringIO(), io.StringIO()
+    handlers = [BatchingHandler(out, JsonFormatter()), BatchingHandler(text, TextFormatter())]
+    calls = logging.getLogger("pokdeng.calls")
+    level = calls.level
+    calls.setLevel(logging.INFO)
+    for handler in handlers:
+        calls.addHandler(handler)
+    counted = LOG_SUPPRESSED.labels("unauthenticated")._value.get()
+    rounds = pb_grpc.RoundServiceStub(served.channel)
+    try:
+        rounds_refused = 0
+        for _ in range(200):
+            try:
+                rounds.PlaceBet(pb.PlaceBetRequest(request_id=LONG, round_id=LONG), timeout=10)
+            except grpc.RpcError as error:
+                assert error.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+                rounds_refused += 1
+        forged = error_of(lambda: rounds.GetRound(pb.GetRoundRequest(round_id=FORGED), timeout=10))
+        assert forged.code() in (grpc.StatusCode.UNAUTHENTICATED, grpc.StatusCode.RESOURCE_EXHAUSTED)
+        observer = served.server.runtime.observer
+        assert isinstance(observer, CallObserver)
+        summary = observer.refusals.summary(force=True)
+        assert summary is not None
+        calls.handle(summary)
+    finally:
+        for handler in handlers:
+            calls.removeHandler(handler)
+            handler.close()
+        calls.setLevel(level)
+        served.stop()
+        app.close()
+    assert rounds_refused == 200
+    raw = out.getvalue().encode()
+    lines = [json.loads(line) for line in raw.decode().splitlines()]
+    refused = [line for line in lines if line.get("method", "").startswith("pokdeng.v1.RoundService/")]
+    suppressed = summary.fields["suppressed"]  # type: ignore[attr-defined]
+    assert len(refused) + suppressed == 201  # every refused call: a line, or counted
+    assert LOG_SUPPRESSED.labels("unauthenticated")._value.get() - counted == suppressed
+    assert 0 < len(refused) < 201 and all(line["role"] == "none" for line in refused)
+    assert all(len(line) < 1024 for line in raw.splitlines())
+    assert len(raw) / 201 < 1024  # (it was 62 KB a call: both ids whole, every call)
+    placed = [line for line in refused if line["method"].endswith("/PlaceBet")]
+    assert placed and placed[0]["round_id"].startswith("x" * 128 + "...[31000 chars, sha256 ")
+    said = [line for line in lines if line.get("source") == "unauthenticated"]
+    assert said and said[0]["suppressed"] == suppressed and said[0]["level"] == "WARNING"
+    for line in text.getvalue().splitlines():  # one line a record: none that a caller's id began
+        assert "CRITICAL" not in line.split(":", 3)[2], line
+    if any(line["method"].endswith("/GetRound") for line in refused):  # (written unless over the peer's rate)
+        assert 'round_id="t#1\\n2026-01-01 00:00:00,000 CRITICAL pokdeng.integrity' in text.getvalue()
+
+
+def _threads() -> list[str]:
+    return [thread.name for thread in threading.enumerate() if thread.name.startswith("pokdeng-metrics")]
+
+
+def _read_to_the_end(connection: socket.socket) -> bytes:
+    """What the server sent before it closed the connection (the server closes it: the timeout only ends a hang)."""
+    connection.settimeout(60)
+    data = b""
+    try:
+        while chunk := connection.recv(4096):
+            data += chunk
+    except ConnectionResetError:
+        pass
+    return data
+
+
+def test_the_metrics_endpoint_keeps_a_few_threads_and_cuts_unfinished_requests() -> None:
+    """Found: 600 unfinished HTTP requests added 600 threads to the server, which stayed. Now at most
+    ``threads`` connections are served at once (the others answered 503 at once), each cut ``timeout``
+    seconds after it was accepted, whether it sends nothing more or a byte now and then."""
+    before = threading.active_count()
+    endpoint = MetricsEndpoint(0, threads=2, timeout=0.5)
+    try:
+        opened = []
+        for _ in range(300):
+            connection = socket.create_connection(("127.0.0.1", endpoint.port), timeout=10)
+            connection.sendall(b"GET /metrics HTTP/1.1\r\nHost: pokdeng\r\n")  # (no blank line: unfinished)
+            opened.append((time.monotonic(), connection))
+        assert len(_threads()) <= 2 + 2 and threading.active_count() <= before + 4  # workers, accept, reaper
+        held = []
+        for started, connection in opened:
+            answer = _read_to_the_end(connection)
+            if not answer.startswith(b"HTTP/1.0 503"):
+                held.append((answer, time.monotonic() - started))
+            connection.close()
+        assert held and all(answer == b"" for answer, _ in held)  # cut, never answered
+        assert all(seconds >= 0.5 for _, seconds in held)  # (not before its time)
+        assert endpoint.server.refused == 300 - len(held)
+        # a client that trickles its request a byte at a time is cut too (at its deadline, not per byte)
+        trickle = socket.create_connection(("127.0.0.1", endpoint.port), timeout=10)
+        started = time.monotonic()
+        try:
+            for byte in b"GET /metrics HTTP/1.1\r\n" * 100:
+                trickle.sendall(bytes([byte]))
+                time.sleep(0.05)
+            raise AssertionError("a trickled request was never cut")
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+        assert time.monotonic() - started >= 0.5
+        trickle.close()
+        assert endpoint.server.cut >= 1  # (by the reaper: no single read waited its timeout)
+        assert len(_threads()) <= 4
+        with urllib.request.urlopen(endpoint.url, timeout=10) as answer:  # and it still serves
+            assert b"pokdeng_build_info" in answer.read()
+    finally:
+        endpoint.close()
+
+
+def test_the_build_is_a_metric() -> None:
+    endpoint = MetricsEndpoint(0)
+    try:
+        samples = _samples(endpoint.url)
+    finally:
+        endpoint.close()
+    labels = {
+        "version": __version__,
+        "engine_version": ENGINE_VERSION,
+        "shuffle": SHUFFLE_ALGORITHM,
+        "python_version": platform.python_version(),
+    }
+    assert _value(samples, "pokdeng_build_info", **labels) == 1
