@@ -112,17 +112,23 @@ def chi2_isf(p: float, df: float) -> float:
 
 
 def ncx2_sf(x: float, df: float, nc: float) -> float:
-    """P(X > x) for X non-central chi-square(df, nc): sum_j Poisson(j; nc/2) * chi2_sf(x, df + 2j)."""
+    """P(X > x) for X non-central chi-square(df, nc): sum_j Poisson(j; nc/2) * Q(df/2 + j, x/2), the Poisson
+    mass within 10 standard deviations of its mean, each Q from the last by Q(a + 1, y) = Q(a, y) +
+    y^a e^-y / Gamma(a + 1)."""
     if nc <= 0:
         return chi2_sf(x, df)
-    lam = nc / 2.0
-    centre = int(lam)
-    spread = int(12 * math.sqrt(lam) + 20)
+    if x <= 0:
+        return 1.0
+    lam, a, y = nc / 2.0, df / 2.0, x / 2.0
+    spread = 10.0 * math.sqrt(lam) + 10.0
+    first, last = max(0, int(lam - spread)), int(lam + spread) + 1
+    q = gamma_q(a + first, y)
     total = 0.0
-    for j in range(max(0, centre - spread), centre + spread + 1):
-        weight = math.exp(-lam + j * math.log(lam) - math.lgamma(j + 1)) if lam > 0 else float(j == 0)
-        total += weight * chi2_sf(x, df + 2 * j)
-    return min(1.0, total)
+    log_y, log_lam = math.log(y), math.log(lam)
+    for j in range(first, last + 1):
+        total += math.exp(-lam + j * log_lam - math.lgamma(j + 1)) * q
+        q += math.exp((a + j) * log_y - y - math.lgamma(a + j + 1))
+    return min(1.0, max(0.0, total))
 
 
 def detectable_w(shoes: int, df: int, alpha: float, power: float) -> float:
