@@ -229,8 +229,9 @@ class StreamWatch:
         self.end, self.ended_at, self.reaped = error, now, True
 
     def _must_cancel(self) -> bool:
-        """Whether the stream cannot end by itself: blocked on its client, or a body that does not look."""
-        return self.waiting_since is not None or not self.quiet
+        """Whether the stream cannot end by itself: a body that does not look (one blocked on its client
+        does not either: it is cancelled when it has not ended within ``NUDGE``)."""
+        return not self.quiet
 
 
 class Runtime:
@@ -257,6 +258,9 @@ class Runtime:
         self._costly = FairWorkers(min(self.limits.costly_workers, self.limits.workers), 1)
         self._watches: set[StreamWatch] = set()
         self.buckets = Buckets(self.limits.rates)
+        # wakes the quiet streams' bodies from their wait for a change, to look at ``Call.active`` (the
+        # server sets it: ``EventHub.notify``)
+        self.wake: Callable[[], None] | None = None
 
     def throttle(self, rate_class: str, principal: Principal | None, context: grpc.ServicerContext | None) -> None:
         """A token of the caller's bucket of ``rate_class`` (``api/rates.py``), or ``RateLimited``
@@ -326,8 +330,8 @@ class Runtime:
         """Count an open stream of ``kind`` for caller ``key`` (``caller_key``): within the caller's share
         of the kind (``Limits.streams_per_caller``) and within the kind's cap. At the cap, a caller that
         holds at least two streams fewer than the caller holding the most gets the place of one of that
-        caller's streams (the one waiting longest on its client, else the one quiet longest), which ends
-        with RESOURCE_EXHAUSTED (``StreamPreempted``): two callers' shares cannot shut a third out.
+        caller's streams (the one that got nowhere for the longest: blocked on its client, or quiet), which
+        ends with RESOURCE_EXHAUSTED (``StreamPreempted``): two callers' shares cannot shut a third out.
         ``quiet``: the stream's body ends itself when told (``StreamWatch.quiet``)."""
         cap = self.limits.streams(kind)
         share = self.limits.streams_per_caller(kind)
@@ -364,22 +368,23 @@ class Runtime:
                 victim.cancelled = True
                 assert victim.end is not None
                 cancel_with(victim.context, victim.end)
+            elif self.wake is not None:
+                self.wake()
         return watch
 
     def _victim(self, kind: str, key: str) -> StreamWatch | None:
-        """(Under the lock.) The stream that makes room for ``key``: one of the caller holding the most streams
-        of ``kind``, if it holds at least two more than ``key`` (then ``key`` never holds more than it after)."""
+        """(Under the lock.) The stream that makes room for ``key``: one of a caller holding the most streams of
+        ``kind``, if it holds at least two more than ``key`` (then ``key`` never holds more than it after)."""
         holders = {k: n for (each, k), n in self.caller_streams.items() if each == kind and k != key}
-        if not holders:
+        most = max(holders.values(), default=0)
+        if most < self.caller_streams[kind, key] + 2:
             return None
-        top = max(holders, key=lambda k: (holders[k], k))
-        if holders[top] < self.caller_streams[kind, key] + 2:
-            return None
-        theirs = [w for w in self._watches if w.kind == kind and w.key == top and w.end is None]
+        top = {k for k, n in holders.items() if n == most}
+        theirs = [w for w in self._watches if w.kind == kind and w.key in top and w.end is None]
         if not theirs:
             return None
-        # a stream blocked on its client first (longest first), then the one quiet longest
-        return min(theirs, key=lambda w: (w.waiting_since is None, w.waiting_since or w.progressed))
+        # the one that got nowhere for the longest: blocked on its client, or quiet
+        return min(theirs, key=lambda w: min(w.progressed, w.waiting_since or w.progressed))
 
     def close_stream(self, kind: str, watch: StreamWatch) -> None:
         with self._lock:
@@ -392,11 +397,11 @@ class Runtime:
         """End the streams past their idle limit; how many. A stream that waited on its client longer than
         its limit is cancelled (``StreamStalled``: its thread is blocked in grpc's send, or waits for a
         request); a quiet one (``StreamWatch.quiet``) that had nothing but heartbeats to send for that long
-        is told to end (``StreamIdle``: its body stops within its poll and the wrapper answers the status);
+        is told to end (``StreamIdle``: its body, woken by ``wake``, stops and the wrapper answers the status);
         one told to end that has not within ``NUDGE`` seconds is cancelled. Also forgets the rate buckets
         that filled up again."""
         now = time.monotonic()
-        ended, cancel = 0, []
+        ended, told, cancel = 0, False, []
         with self._lock:
             for w in self._watches:
                 if w.end is None:
@@ -407,8 +412,7 @@ class Runtime:
                     elif w.quiet and now - w.progressed > w.idle:
                         w._tell(self._idle(w), now)
                         ended += 1
-                        if w._must_cancel():
-                            cancel.append(w)
+                        told = True
                 elif not w.cancelled and now - w.ended_at > NUDGE:
                     cancel.append(w)
             for w in cancel:
@@ -416,6 +420,8 @@ class Runtime:
         for w in cancel:
             assert w.end is not None
             cancel_with(w.context, w.end)
+        if told and self.wake is not None:
+            self.wake()  # (the bodies told to end look now, not at their next poll)
         self.buckets.forget_full(now)
         return ended
 

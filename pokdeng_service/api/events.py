@@ -11,10 +11,15 @@ from collections.abc import Iterator, Sequence
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core.limits import MAX_EVENT_BATCH, MAX_POSITION
 from pokdeng_service.api import convert
+from pokdeng_service.api.admission import NUDGE
 from pokdeng_service.api.errors import OutOfRange, Unavailable
 from pokdeng_service.api.requests import Fields
 from pokdeng_service.api.rpcs import AUDITORS, Call, Env, Rpc, stream
 from pokdeng_service.application.views import Notification
+
+HANDOVER = NUDGE + 1.0
+"""Seconds a subscription waits for the hub's place of one whose place it was given (that one leaves
+within its poll, or is cancelled after ``NUDGE``)."""
 
 
 def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -> Iterator[pb.SubscribeEventsResponse]:
@@ -32,7 +37,7 @@ def subscribe_events(env: Env, call: Call, request: pb.SubscribeEventsRequest) -
             position=str(request.after_position),
             head=str(head),
         )
-    env.hub.enter()
+    env.hub.enter(wait=HANDOVER)
     try:
         yield from _follow(env, call, request.after_position, batch, request.stop_at_head, request.partition)
     finally:

@@ -34,9 +34,11 @@ class EventHub:
         self.closing.set()
         self.notify()
 
-    def enter(self) -> None:
+    def enter(self, wait: float = 0.0) -> None:
+        """Count a subscriber, waiting up to ``wait`` seconds for a place (a subscription whose place the
+        wrapper gave to this one, ``Runtime.open_stream``, leaves within its poll); else RESOURCE_EXHAUSTED."""
         with self._condition:
-            if self._subscribers >= self.max_subscribers:
+            if not self._condition.wait_for(lambda: self._subscribers < self.max_subscribers, wait):
                 raise ResourceExhausted(
                     f"this server serves at most {self.max_subscribers} event subscriptions at once",
                     limit=str(self.max_subscribers),
@@ -46,3 +48,4 @@ class EventHub:
     def leave(self) -> None:
         with self._condition:
             self._subscribers -= 1
+            self._condition.notify_all()

@@ -382,6 +382,8 @@ def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> 
                     watch.working()
                     if heartbeat is None or not heartbeat(reply):
                         watch.progress()
+                    if watch.end is not None:
+                        break  # told to end: no more replies
                 if watch.end is not None:  # the body stopped as told: idle, or its place given to another
                     error = watch.end
             except GeneratorExit:  # grpc dropped the stream (cancelled, or its send failed): no more replies

@@ -404,6 +404,7 @@ def create_server(
     runtime = Runtime(limits, observer)
     observer.bind(runtime)
     hub = EventHub(streams["events"])
+    runtime.wake = hub.notify  # (a stream told to end looks at once: ``Runtime.reap``, ``open_stream``)
     env = Env(app, hub, read_models, poll_interval, heartbeat, token_key=_token_key(app), runtime=runtime)
     health = Health(SERVICE_NAMES, idle=stream_idle)
     development = store.development_token is not None

@@ -29,11 +29,12 @@ from google.protobuf import wrappers_pb2
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.admission import NUDGE, Limits, Runtime, StreamWatch
-from pokdeng_service.api.auth import Authenticator, TokenStore
+from pokdeng_service.api.auth import Authenticator, TokenEntry, TokenStore, token_digest
 from pokdeng_service.api.errors import ResourceExhausted, StreamPreempted, details_of
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.rpcs import Env, Rpc, wrap
 from pokdeng_service.api.server import HOUSEKEEPING
+from pokdeng_service.application.principal import Principal, Role
 
 from .client import Api, bet, open_table, open_wallets, seat, start_round
 from .conftest import Served, StartServer, make_app, sqlite_env
@@ -208,6 +209,37 @@ def test_two_callers_holding_every_watch_cannot_shut_a_third_out(tmp_path: Path,
         app.close()
 
 
+def test_a_feed_given_the_place_of_anothers_opens_although_that_one_still_holds_the_hubs(
+    tmp_path: Path, start_server: StartServer
+) -> None:
+    """SubscribeEvents also counts its subscribers in the event hub: the one whose place was given away
+    leaves the hub within its poll, and the newcomer waits for that (``events.HANDOVER``)."""
+    app = make_app(sqlite_env(tmp_path))
+    auditors = {name: f"{name}-feed-token-0123456789" for name in ("ann", "ben", "cat")}
+    tokens = TokenStore(TokenEntry(token_digest(t), Principal(Role.AUDITOR, None, n)) for n, t in auditors.items())
+    served = start_server(app, tokens=tokens, max_subscriptions=4, poll_interval=3600.0)  # 2 a caller
+    runtime = served.server.runtime
+    feeds: list[Any] = []
+    try:
+        for name in ("ann", "ann", "ben", "ben", "cat"):
+            api = served.api(None, token=auditors[name])
+            request = pb.SubscribeEventsRequest(after_position=0, batch_size=10)
+            feed = api.method("EventService", "SubscribeEvents")(request, metadata=api.metadata, timeout=60)
+            assert next(feed).caught_up  # (an empty log: caught up at once)
+            feeds.append(feed)
+        assert runtime.streams["events"] == 4 and served.server.hub.max_subscribers == 4
+        # (its poll never comes: the one that gave its place up is cancelled after NUDGE, with its status)
+        _until(lambda: any(feed.done() for feed in feeds[:4]), NUDGE + HOUSEKEEPING + 5.0, "no feed gave way")
+        (ended,) = [details_of(_end_of(feed)) for feed in feeds[:4] if feed.done()]
+        assert ended.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "make room" in ended.message, ended
+        assert not feeds[4].done() and runtime.streams["events"] == 4
+    finally:
+        for feed in feeds:
+            feed.cancel()
+        served.stop()
+        app.close()
+
+
 def _key(runtime: Runtime, who: str) -> str:
     """The caller key of a player token of the API tests (``Principal.scope``)."""
     keys = {key for (kind, key) in runtime.caller_streams if kind == "watch" and who in key}
@@ -309,10 +341,11 @@ def test_a_newcomer_takes_the_place_of_a_stream_of_the_caller_holding_the_most()
     runtime = Runtime(Limits(max_streams={"watch": 4}))  # 2 a caller
     a = [_open(runtime, "a") for _ in range(2)]
     b = [_open(runtime, "b") for _ in range(2)]
-    a[1][0].waiting()  # blocked on its client: the first to go
+    a[1][0].waiting_since = time.monotonic() - 100  # blocked on its client for long: the first to go
     c1, _ = _open(runtime, "c")  # full: one of the holders of 2 gives way
     given = [w for w, _ in a + b if w.end is not None]
-    assert len(given) == 1 and isinstance(given[0].end, StreamPreempted)
+    assert given == [a[1][0]] and isinstance(given[0].end, StreamPreempted)
+    assert not a[1][1].cancelled  # (told to end; cancelled only if it has not within NUDGE)
     assert runtime.streams["watch"] == 4 and runtime.caller_streams["watch", "c"] == 1
     d1, _ = _open(runtime, "d")  # the other holder of 2 gives way
     assert sorted(runtime.caller_streams[("watch", k)] for k in "abcd") == [1, 1, 1, 1]
@@ -321,14 +354,11 @@ def test_a_newcomer_takes_the_place_of_a_stream_of_the_caller_holding_the_most()
     assert refused.value.metadata["limit"] == "4" and not isinstance(refused.value, StreamPreempted)
     with pytest.raises(ResourceExhausted):  # nor to a caller holding one already
         _open(runtime, "c")
-    if a[1][0].end is not None:  # a stream blocked on its client is cancelled at once
-        assert a[1][1].cancelled
     ended = [(w, c) for w, c in a + b if w.end is not None]
     assert len(ended) == 2
-    for watch, context in ended:
-        if watch.waiting_since is None:  # a quiet stream ends by itself (``Call.active``): not cancelled yet
-            assert not context.cancelled and not watch.active
-            watch.ended_at -= NUDGE + 0.1  # one that does not end within NUDGE is cancelled
+    for watch, context in ended:  # a quiet stream ends by itself (``Call.active``): not cancelled yet
+        assert not context.cancelled and not watch.active
+        watch.ended_at -= NUDGE + 0.1  # one that does not end within NUDGE is cancelled
     runtime.reap()
     assert all(context.cancelled for _, context in ended)
     for watch, _ in [*a, *b]:
