@@ -8,10 +8,12 @@ swapped, zero sizes, empty and short hashes), each with the answer a verifier mu
 Both of our verifiers, the service's (``store/merkle.py``) and the documentation's reference verifier
 (docs/examples/worked_round.py), must give that answer for every probe.
 
-The probe files are checked in under ``tests/data/transparency-dev-merkle/`` (a copy of the upstream
-``testdata/`` at a named commit, with its LICENSE and a README saying where it comes from);
-``$POKDENG_MERKLE_PROBES`` may name another copy (a newer commit, laid out as upstream). The edge cases
-below (RFC 9162: 0 < m <= n; hashes of 32 bytes) run too.
+The probe files are not in this repository (the project commits no copy of another project's files):
+the test reads them from ``$POKDENG_MERKLE_PROBES``, or from ``transparency-dev-merkle`` in the
+workplace's ``shared/`` folder beside the repository, a directory holding ``testdata/inclusion`` and
+``testdata/consistency`` as the upstream repository lays them out (with its LICENSE). Without them the
+probe tests are skipped, saying where they are looked for. The edge cases below (RFC 9162: 0 < m <= n;
+hashes of 32 bytes) run always.
 """
 
 from __future__ import annotations
@@ -32,23 +34,34 @@ from pokdeng_service.store import merkle
 
 ROOT = Path(__file__).resolve().parents[2]
 PROBES_ENV = "POKDENG_MERKLE_PROBES"
-CHECKED_IN = ROOT / "tests" / "data" / "transparency-dev-merkle"
+SHARED_PROBES = ROOT.parent / "shared" / "transparency-dev-merkle"
 SCRIPT = ROOT / "docs" / "examples" / "worked_round.py"
 INCLUSION_FIELDS = {"leafIdx", "treeSize", "root", "leafHash", "proof", "desc", "wantErr"}
 CONSISTENCY_FIELDS = {"size1", "size2", "root1", "root2", "proof", "desc", "wantErr"}
 
 
-def _probe_dir() -> Path:
+def _probe_dir() -> Path | None:
     configured = os.environ.get(PROBES_ENV, "")
-    base = Path(configured) if configured else CHECKED_IN
-    for candidate in (base / "testdata", base):
-        if (candidate / "inclusion").is_dir() and (candidate / "consistency").is_dir():
-            return candidate
-    raise FileNotFoundError(f"transparency-dev/merkle's probes are not in {base} (testdata/inclusion and consistency)")
+    for base in [Path(configured)] if configured else [SHARED_PROBES]:
+        for candidate in (base / "testdata", base):
+            if (candidate / "inclusion").is_dir() and (candidate / "consistency").is_dir():
+                return candidate
+    return None
 
 
 def _probes(kind: str) -> list[Any]:
     found = _probe_dir()
+    if found is None:
+        return [
+            pytest.param(
+                None,
+                id=f"{kind}-probes-absent",
+                marks=pytest.mark.skip(
+                    reason=f"transparency-dev/merkle's probe files are not here: set {PROBES_ENV} to a directory "
+                    f"holding testdata/{kind} (the upstream layout), or place it at {SHARED_PROBES}"
+                ),
+            )
+        ]
     files = sorted((found / kind).rglob("*.json"))
     return [pytest.param(path, id=str(path.relative_to(found / kind))) for path in files]
 
@@ -101,6 +114,8 @@ def test_consistency_probes(path: Path, wr: ModuleType) -> None:
 def test_the_probes_cover_every_happy_path_and_its_mutations() -> None:
     """Where the probes are found, there are enough of them that a partial copy would not pass for the whole."""
     found = _probe_dir()
+    if found is None:
+        pytest.skip(f"transparency-dev/merkle's probe files are not here ({PROBES_ENV}, or {SHARED_PROBES})")
     for kind, least in (("inclusion", 90), ("consistency", 90)):
         files = list((found / kind).rglob("*.json"))
         happy = [f for f in files if f.name == "happy-path.json"]
