@@ -13,7 +13,7 @@ from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, 
 from pokdeng_service.store import merkle
 from pokdeng_service.store.notes import Checkpoint, Note, Verifier, open_note, parse_verifiers
 
-from .test_checkpoints import _play
+from .test_checkpoints import played_rounds
 
 
 def _log_id(db: Path) -> str:
@@ -30,7 +30,7 @@ def test_heads_as_notes_offline(
     monkeypatch.setenv("POKDENG_LOG_ORIGIN", "casino.example/pokdeng")
     db = tmp_path / "pokdeng.sqlite"
     store = ["--db", str(db)]
-    _play(db, 3)
+    played_rounds(db, 3)
     assert main(["checkpoints", "note", *store]) == EXIT_REFUSED  # no head yet
     assert "no signed tree head" in capsys.readouterr().err
     assert main(["keys", "new", *store]) == EXIT_OK
@@ -73,7 +73,7 @@ def test_heads_as_notes_offline(
     # a rotation: the next note is signed by the new key under the same origin; vkey prints both keys
     monkeypatch.setenv("POKDENG_LOG_ORIGIN", "elsewhere.example")  # too late: the log's first note fixed its origin
     assert main(["keys", "rotate", *store]) == EXIT_OK
-    _play(db, 2)
+    played_rounds(db, 2)
     assert main(["checkpoints", "sign", *store]) == EXIT_OK
     assert main(["checkpoints", "note", *store, "-o", str(tmp_path / "5.note")]) == EXIT_OK
     assert main(["checkpoints", "vkey", *store, "-o", str(tmp_path / "log.vkeys")]) == EXIT_OK
@@ -94,11 +94,11 @@ def test_a_witness_request_body(tmp_path: Path, capsys: pytest.CaptureFixture[st
     line, the note; the proof verifies between the roots of the two notes."""
     db = tmp_path / "pokdeng.sqlite"
     store = ["--db", str(db)]
-    _play(db, 3)
+    played_rounds(db, 3)
     assert main(["keys", "new", *store]) == EXIT_OK
     assert main(["checkpoints", "sign", *store]) == EXIT_OK
     assert main(["checkpoints", "note", *store, "-o", str(tmp_path / "3.note")]) == EXIT_OK
-    _play(db, 4)
+    played_rounds(db, 4)
     assert main(["checkpoints", "sign", *store]) == EXIT_OK
     assert main(["checkpoints", "note", *store, "-o", str(tmp_path / "7.note")]) == EXIT_OK
     notes = {n: (tmp_path / f"{n}.note").read_text(encoding="utf-8") for n in (3, 7)}

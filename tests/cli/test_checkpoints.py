@@ -16,7 +16,7 @@ from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAIL
 from ..service import play
 
 
-def _play(db: Path, rounds: int, table: str = "km") -> list[str]:
+def played_rounds(db: Path, rounds: int, table: str = "km") -> list[str]:
     service = PartitionedPokdeng.open(StoreConfig.from_args(db=str(db)))
     app = service.apps[0]
     d = play.Driver(app, prefix=f"{table}-{rounds}", chooser=play.Chooser(random.Random(rounds)))
@@ -57,7 +57,7 @@ def test_keys_new_show_rotate(tmp_path: Path, capsys: pytest.CaptureFixture[str]
 
 def test_an_anchored_bundle_verifies_offline_with_key(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "pokdeng.sqlite"
-    rounds = _play(db, 3)
+    rounds = played_rounds(db, 3)
     store = ["--db", str(db)]
     assert main(["checkpoints", "sign", *store]) == EXIT_REFUSED  # no key yet
     assert "no signing key" in capsys.readouterr().err
@@ -113,7 +113,7 @@ def test_an_anchored_bundle_verifies_offline_with_key(tmp_path: Path, capsys: py
     # rotation: the old head and its bundles stay verifiable with the published keys
     assert main(["export", rounds[0], *store, "-o", str(bundle)]) == EXIT_OK
     assert main(["keys", "rotate", *store]) == EXIT_OK
-    later = _play(db, 2)
+    later = played_rounds(db, 2)
     assert main(["checkpoints", "sign", *store, "-o", str(tmp_path / "head2.json")]) == EXIT_OK
     assert main(["keys", "show", *store, "-o", str(tmp_path / "public.keys")]) == EXIT_OK
     assert main(["verify", str(bundle), *key]) == EXIT_OK
