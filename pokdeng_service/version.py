@@ -13,7 +13,11 @@ __version__ = "1.2.0"
 
 BUNDLE_FORMAT = "pokdeng-round-bundle"
 """The ``format`` of a round bundle (docs/audit.md; ``audit.bundle`` writes and verifies it)."""
-BUNDLE_VERSION = 1
-"""Its ``format_version``: the one this verifier reads."""
+BUNDLE_VERSION = 2
+"""Its ``format_version``: the one this package writes (2: ``made_for``, complete balances, the checkpoint's proof
+alone). The verifier reads ``BUNDLE_VERSIONS_READ``."""
+BUNDLE_VERSIONS_READ = (1, 2)
+"""The versions ``verify_bundle`` reads (docs/audit.md, "Versions": a version 1 bundle is checked as version 1
+was documented, with a warning of what it leaves unchecked)."""
 
-__all__ = ["BUNDLE_FORMAT", "BUNDLE_VERSION", "__version__"]
+__all__ = ["BUNDLE_FORMAT", "BUNDLE_VERSION", "BUNDLE_VERSIONS_READ", "__version__"]

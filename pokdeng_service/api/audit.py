@@ -14,7 +14,7 @@ from pokdeng_service.api.rounds import readable_round
 from pokdeng_service.api.rpcs import READERS, Call, Env, Rpc, query
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.application.principal import Role
-from pokdeng_service.audit.bundle import for_player
+from pokdeng_service.audit.bundle import for_recipient
 
 
 def _auditable(env: Env, call: Call, request: Any) -> str:
@@ -45,8 +45,11 @@ def verify_round(env: Env, call: Call, request: pb.VerifyRoundRequest) -> pb.Ver
 def export_round(env: Env, call: Call, request: pb.ExportRoundRequest) -> pb.ExportRoundResponse:
     round_id = _auditable(env, call, request)
     bundle = audit.export_bundle(env.service.app_for(round_id, "round"), round_id)
-    if call.principal.role is Role.PLAYER and call.principal.player:  # its own money only
-        bundle = for_player(bundle, call.principal.player)
+    principal = call.principal
+    if principal.role is Role.PLAYER and principal.player:  # its own money only
+        bundle = for_recipient(bundle, f"player:{principal.player}")
+    elif principal.role is Role.AUDITOR:  # (an operator's is the export as made: made for the operator)
+        bundle = for_recipient(bundle, "auditor")
     return pb.ExportRoundResponse(
         round_id=round_id,
         bundle_json=audit.bundle_bytes(bundle).decode("utf-8"),

@@ -3,8 +3,8 @@
 * ``check_anchor``: a bundle's round against the signed head it carries (``verify_bundle``):
   the leaf recomputed from the round id and its last chain digest, the inclusion proof up to
   the head's root, and the head's signature with the public keys given. Without a head, or
-  without keys, the verdict says plainly that the bundle is *unanchored*: a warning without
-  keys (every other check may pass), a failed check when keys were given.
+  without keys, the verdict says plainly that the bundle is *unanchored*: without keys its
+  verdict is ``UNANCHORED`` (not ``PASS``, whatever else passed), with keys a missing head fails.
 * ``verify_head``: one signed head against public keys.
 * ``verify_consistency(old_head, new_head, proof, keys)``: the RFC 9162 consistency proof
   that the newer head's log extends the older one's (and, with keys, both signatures).
@@ -51,7 +51,7 @@ def check_anchor(
         if keys:
             verdict.add("anchor", False, detail)
         else:
-            verdict.warn(detail)
+            verdict.leave_unanchored(detail)
         return
     head = TreeHead.from_dict(anchor["head"])
     index = anchor["index"]
@@ -69,7 +69,7 @@ def check_anchor(
     )
     verdict.add("log inclusion", proven, detail)
     if not keys:
-        verdict.warn(
+        verdict.leave_unanchored(
             f"{UNANCHORED}: the signed tree head ({_head_text(head)}, key {head.key_id}) was not checked: "
             "give the operator's public key (--key)"
         )

@@ -3,17 +3,18 @@
 A *round bundle* (docs/audit.md) is a canonical JSON document: the round's seeds and deck
 order, decisions, payouts, settlement, wallet balances, stored events, chain ends and
 checkpoint inclusion proof, the store log's signed tree head that covers the round with the
-round's inclusion proof under it (``log``, docs/checkpoints.md), with a digest of it all.
-``export_bundle`` reads it from an
-application; ``verify_bundle`` checks one with no server and no database.
+round's inclusion proof under it (``log``, docs/checkpoints.md), whom it was made for (``made_for``),
+with a digest of it all. ``export_bundle`` reads it from an application (``for_recipient`` makes a player's
+or an auditor's); ``verify_bundle`` checks one with no server and no database, and never raises: whatever
+a file holds, its verdict is PASS, UNANCHORED or FAIL naming the check.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
@@ -21,6 +22,7 @@ from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import RoundState, evolve
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 from pokdeng_service.audit.anchors import check_anchor
+from pokdeng_service.audit.forms import bundle_types_problem, domain_problem, recipient_ok
 from pokdeng_service.audit.replay import (
     as_json,
     check_chain,
@@ -37,14 +39,14 @@ from pokdeng_service.store import merkle
 from pokdeng_service.store.codec import (
     CHAIN_VERSION,
     canonical_json,
-    field_names,
     from_data,
     genesis_digest,
 )
 from pokdeng_service.store.facts import Recorded, RecordedEvent
-from pokdeng_service.store.signing import HEAD_FIELDS, PublicKeys
+from pokdeng_service.store.signing import HEAD_FORMAT, HEAD_VERSION, PublicKeys
 from pokdeng_service.version import BUNDLE_FORMAT as BUNDLE_FORMAT  # (the format's one place, re-exported)
 from pokdeng_service.version import BUNDLE_VERSION as BUNDLE_VERSION
+from pokdeng_service.version import BUNDLE_VERSIONS_READ as BUNDLE_VERSIONS_READ
 
 if TYPE_CHECKING:  # (what export reads of a store: verify_bundle, offline, loads none of it)
     from pokdeng_service.audit.live import AuditedRecord
@@ -57,8 +59,10 @@ def _log_anchor(app: AuditedRecord, round_id: str) -> dict[str, Any] | None:
     return None if anchor is None else cast(dict[str, Any] | None, anchor(round_id))
 
 
-def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
-    """A self-contained record of one closed round (docs/audit.md)."""
+def export_bundle(app: AuditedRecord, round_id: str, made_for: str = "operator") -> dict[str, Any]:
+    """A self-contained record of one closed round (docs/audit.md), made for ``made_for``: ``operator`` (the
+    default: what the store's holder exports), ``auditor`` or ``player:<wallet id>`` (``for_recipient``: a
+    player's holds its own balance only)."""
     state = app.round_state(round_id)
     if not state.is_closed:
         raise DomainError(f"round {round_id} is still open: bundles are for closed rounds (the seed is secret)")
@@ -71,24 +75,61 @@ def export_bundle(app: AuditedRecord, round_id: str) -> dict[str, Any]:
         raise stream_forged("round", round_id, round_uuid(round_id), problem)
     facts = core_facts(events)
     copies = restated(round_id, facts, state)
-    balances = []
-    if copies["settlement"] is not None:
-        for player, _reserved, net in copies["settlement"]["wallets"]:
-            after = _balance_after(app, player, round_id)
-            if after is not None:
-                balances.append({"wallet": player, "before": after - net, "after": after, "net": net})
     body: dict[str, Any] = {
         "format": BUNDLE_FORMAT,
         "format_version": BUNDLE_VERSION,
+        "made_for": "operator",
         "round_id": round_id,
         **copies,
-        "balances": balances,
+        "balances": _balances(app, round_id, copies["settlement"]),
         "events": [_event_dict(e) for e in facts],
-        "inclusion": app.inclusion_proof(round_id),
+        "inclusion": _inclusion(app.inclusion_proof(round_id)),
         "log": _log_anchor(app, round_id),
     }
-    body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
-    return {k: body[k] for k in _ORDER if k in body}
+    body["bundle_digest"] = _digest(body)
+    bundle = {k: body[k] for k in _ORDER if k in body}
+    return bundle if made_for == "operator" else for_recipient(bundle, made_for)
+
+
+def _balances(app: AuditedRecord, round_id: str, settlement: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Every wallet the settlement pays, in its order: the balance just after the wallet applied the round
+    (``after``) and before (``after - net``); both null for a round whose money is the platform's (pokdeng holds
+    no balance of it). A wallet of the store that has no record of the settlement, or applied another net, is
+    refused (``StreamForged``): a bundle's balances are complete or it is not made."""
+    if settlement is None:
+        return []
+    from pokdeng_service.application.errors import stream_forged
+    from pokdeng_service.store.aggregates import wallet_uuid
+
+    applied = [(player, net, _settled(app, player, round_id)) for player, _reserved, net in settlement["wallets"]]
+    if applied and all(found is None for _p, _n, found in applied) and _platform_round(app, round_id):
+        return [{"wallet": player, "before": None, "after": None, "net": net} for player, net, _found in applied]
+    balances = []
+    for player, net, found in applied:
+        if found is None or found[0] != net:
+            what = "no record of" if found is None else f"net {found[0]} for"
+            raise stream_forged("wallet", player, wallet_uuid(player), f"it has {what} round {round_id}'s settlement")
+        balances.append({"wallet": player, "before": found[1] - net, "after": found[1], "net": net})
+    return balances
+
+
+def _platform_round(app: AuditedRecord, round_id: str) -> bool:
+    """Whether the round's money is a platform's (``--wallet remote``: its transactions stream, docs/wallet.md)."""
+    from pokdeng_service.wallet.outbox import load_transactions
+
+    return load_transactions(app, round_id) is not None
+
+
+def _inclusion(proof: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The table checkpoint's proof as a bundle of version 2 carries it: what the check reads, no more (the
+    checkpoint's period and its event's position and digest on the table's stream are no part of it: nothing
+    offline could check them)."""
+    return None if proof is None else {k: proof[k] for k in ("table_id", "root", "size", "index", "leaf", "path")}
+
+
+def _digest(body: dict[str, Any]) -> str:
+    """``bundle_digest``: SHA-256 of the canonical JSON of every other member."""
+    return hashlib.sha256(canonical_json({k: v for k, v in body.items() if k != "bundle_digest"}).encode()).hexdigest()
 
 
 def _chain_problem(round_id: str, events: Sequence[RecordedEvent]) -> str | None:
@@ -120,6 +161,7 @@ def _pin_problem(app: AuditedRecord, round_id: str, events: Sequence[RecordedEve
 _ORDER = (
     "format",
     "format_version",
+    "made_for",
     "round_id",
     "table_id",
     "round_no",
@@ -193,11 +235,11 @@ def _event_dict(event: Recorded) -> dict[str, Any]:
     }
 
 
-def _balance_after(app: AuditedRecord, wallet_id: str, round_id: str) -> int | None:
+def _settled(app: AuditedRecord, wallet_id: str, round_id: str) -> tuple[int, int] | None:
+    """(net, balance after) of the round as the wallet applied it (``live.wallet_settlement``), or None."""
     from pokdeng_service.audit.live import wallet_settlement
 
-    applied = wallet_settlement(app, wallet_id, round_id)
-    return None if applied is None else applied[1]
+    return wallet_settlement(app, wallet_id, round_id)
 
 
 def _decision_text(command: rc.RoundCommand) -> dict[str, Any]:
@@ -232,139 +274,258 @@ def _check_shuffle(verdict: Verdict, shuffle: dict[str, Any], seed: bytes, recor
     verdict.add("shuffle", deck == shuffle["deck_order"], f"{len(deck)} cards from {shuffle['algorithm']}")
 
 
-_EVENT_FIELDS = {"position", "kind", "data", "command_id", "timestamp", "digest"}
-_BALANCE_FIELDS = {"wallet", "before", "after", "net"}
-_INCLUSION_FIELDS = {
-    "table_id", "period", "checkpoint_position", "checkpoint_digest", "root", "size", "index", "leaf", "path",
-}  # fmt: skip
-_LOG_FIELDS = {"index", "leaf", "path", "head"}
-_HEAD_FIELDS = {"format", "format_version", *HEAD_FIELDS}
+class _NotAnInteger(ValueError):
+    """A JSON number with a fraction or an exponent (or NaN, Infinity): a bundle's numbers are integers."""
+
+
+def _not_an_integer(text: str) -> NoReturn:
+    raise _NotAnInteger(text)
+
+
+def parse_bundle(raw: bytes) -> Any:
+    """The JSON value of a bundle file, refusing any number that is not an integer (``100.0``, ``1e2``: docs/audit.md,
+    "Canonical JSON"; ``_NotAnInteger``)."""
+    return json.loads(raw, parse_float=_not_an_integer, parse_constant=_not_an_integer)
 
 
 def data_problem(kind: str, data: Any) -> str | None:
-    """What is wrong with the members of an event's ``data`` (docs/events.md), or None: exactly the
-    fields of its kind's core event, of which only the fields added with a default after rounds were
-    recorded without them (``events.ADDED_FIELDS``: ``by``, ``currency``) may be absent."""
-    if not isinstance(data, dict):
-        return "data is not an object"
-    fields = set(field_names(re.EVENT_BY_KIND[kind]))
-    unknown, missing = set(data) - fields, fields - set(data) - set(re.ADDED_FIELDS.get(kind, {}))
-    if unknown:
-        return f"data with members {sorted(unknown)} that {kind} does not have"
-    if missing:
-        return f"data without {sorted(missing)}"
-    return None
+    """What is wrong with the members of an event's ``data`` (docs/events.md; docs/audit.md, "Types"), or None:
+    exactly the fields of its kind, each of its type, of which only the fields added with a default after
+    rounds were recorded without them (``by``, ``currency``) may be absent."""
+    from pokdeng_service.audit.forms import ADDED_DATA, EVENT_DATA_TYPES, members_problem
+
+    if kind not in EVENT_DATA_TYPES:
+        return f"kind {kind!r} is not a round event's"
+    return members_problem(data, EVENT_DATA_TYPES[kind], "data", ADDED_DATA.get(kind, frozenset()))
 
 
 def shape_problem(bundle: dict[str, Any]) -> str | None:
-    """What is not of the documented form (docs/audit.md, "The bundle"), or None: exactly the documented
-    fields (``inclusion`` and ``log`` may be null, or absent from bundles made before them), format
-    version 1, every event of a known kind after the stream's creation with exactly its kind's data
-    fields (``data_problem``), each wallet once in ``balances`` with ``net`` = ``after`` - ``before``,
-    and the checkpoint's table the round's. Nothing may ride along that no check reads (what the
-    bundle restates from its events, ``decisions``, ``shuffle``, ``chain`` and the rest, is compared
-    whole by the copies check)."""
-    fields = set(bundle)
-    missing, unknown = set(_ORDER) - {"inclusion", "log"} - fields, fields - set(_ORDER)
-    if missing or unknown:
-        return f"fields missing {sorted(missing)} or unknown {sorted(unknown)}"
-    if bundle["format_version"] != BUNDLE_VERSION:
-        return f"format_version {bundle['format_version']!r}: this verifier reads version {BUNDLE_VERSION}"
+    """What is not of the documented form (docs/audit.md, "Round bundle" and "Types"), or None: exactly the
+    documented members of the bundle's version, each of its type (``forms.bundle_types_problem``: every
+    event's data by its kind, ``balances``, ``inclusion``, ``log`` and its head), every event after the
+    stream's creation (position 2 or later), each wallet once in ``balances`` with ``before`` and ``after``
+    both integers with ``net`` = ``after`` - ``before`` or both null, the head of its format, and the
+    checkpoint's table the round's. Nothing may ride along that no check reads (what the bundle restates from
+    its events, ``decisions``, ``shuffle``, ``chain`` and the rest, is compared whole by the copies check)."""
+    problem = bundle_types_problem(bundle)
+    if problem is not None:
+        return problem
     for event in bundle["events"]:
-        if not isinstance(event, dict) or set(event) != _EVENT_FIELDS:
-            return f"an event with the fields {sorted(event) if isinstance(event, dict) else event!r}"
-        if event["kind"] not in re.EVENT_BY_KIND or not isinstance(event["position"], int) or event["position"] < 2:
-            return f"event {event['position']!r} of kind {event['kind']!r} is not a round's recorded event"
-        problem = data_problem(event["kind"], event["data"])
-        if problem is not None:
-            return f"event {event['position']} ({event['kind']}): {problem}"
-    wallets = [b.get("wallet") if isinstance(b, dict) else None for b in bundle["balances"]]
+        if event["position"] < 2:
+            return f"event {event['position']} ({event['kind']}) is not after the stream's creation (position 2 on)"
+    wallets = [b["wallet"] for b in bundle["balances"]]
     if len(set(wallets)) != len(wallets):
         return "a wallet appears more than once in balances"
     for balance in bundle["balances"]:
-        if set(balance) != _BALANCE_FIELDS or balance["net"] != balance["after"] - balance["before"]:
-            return (
-                f"balances of {balance.get('wallet')!r}: not {{wallet, before, after, net}} with net = after - before"
-            )
+        before, after, net = balance["before"], balance["after"], balance["net"]
+        if (before is None) != (after is None) or (before is not None and net != after - before):
+            return f"balances of {balance['wallet']!r}: not before and after with net = after - before, or both null"
     inclusion, log = bundle.get("inclusion"), bundle.get("log")
-    if inclusion is not None and (not isinstance(inclusion, dict) or set(inclusion) != _INCLUSION_FIELDS):
-        return "inclusion: not the documented fields"
     if inclusion is not None and inclusion["table_id"] != bundle["table_id"]:
         return f"inclusion: a checkpoint of table {inclusion['table_id']!r}, not the round's {bundle['table_id']!r}"
-    if (
-        log is not None and (not isinstance(log, dict) or set(log) != _LOG_FIELDS or not isinstance(log["head"], dict))
-    ) or (log is not None and set(log["head"]) != _HEAD_FIELDS):
-        return "log: not the documented fields"
+    if log is not None and (log["head"]["format"], log["head"]["format_version"]) != (HEAD_FORMAT, HEAD_VERSION):
+        return f"log: its head is not a {HEAD_FORMAT} of version {HEAD_VERSION}"
     return None
 
 
-def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
-    """Check a bundle offline: form, digest, commitment, shuffle, chain, replay and money, and its anchor.
+class _Checks:
+    """Runs a bundle's checks one by one: an error inside one (a malformed member it reads) fails that check,
+    naming it, and the checks after it still run."""
 
-    The anchor (``anchors.check_anchor``): the signed tree head the bundle carries, checked with
-    ``keys``. Without a head or without keys the verdict warns that the bundle is *unanchored*
-    (with keys, a missing head or a bad signature fails it).
+    def __init__(self, verdict: Verdict) -> None:
+        self.verdict = verdict
+
+    def run(self, name: str, check: Callable[[], object]) -> bool:
+        """Run ``check`` (which adds ``name`` and perhaps the checks that follow it); whether all it added passed."""
+        before = len(self.verdict.checks)
+        try:
+            check()
+        except Exception as error:  # (never raises: a member this check reads is missing or malformed)
+            self.verdict.add(name, False, f"missing or malformed: {_said(error)}")
+            return False
+        return all(c.ok for c in self.verdict.checks[before:])
+
+
+def _said(error: BaseException) -> str:
+    text = str(error) or type(error).__name__
+    return text if isinstance(error, ValueError | DomainError) else f"{type(error).__name__}: {text}"
+
+
+def verify_bundle(raw: bytes, keys: PublicKeys | None = None) -> Verdict:
+    """Check a bundle offline: form, shape, digest, commitment, shuffle, chain, replay, copies, money, balances,
+    the checkpoint and the log, and its anchor. Never raises: whatever ``raw`` holds, the verdict is ``PASS``,
+    ``UNANCHORED`` or ``FAIL`` naming the failed checks (``Verdict.status``).
+
+    The anchor (``anchors.check_anchor``): the signed tree head the bundle carries, checked with ``keys``.
+    Without keys, or without a head, nothing outside the bundle vouches for its events: the verdict is
+    ``UNANCHORED`` when every check passed (with keys, a missing head or a bad signature fails it).
     """
     verdict = Verdict("bundle")
     try:
-        bundle = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as error:
-        verdict.add("form", False, f"not JSON: {error}")
-        return verdict
+        _verify(verdict, raw, keys)
+    except Exception as error:  # (a last resort: every check is run by _Checks, which fails it instead)
+        verdict.add("form", False, f"the bundle could not be checked: {_said(error)}")
+    return verdict
+
+
+def _verify(verdict: Verdict, raw: bytes, keys: PublicKeys | None) -> None:
+    try:
+        bundle = parse_bundle(raw)
+    except _NotAnInteger as error:
+        verdict.add("form", False, f"the number {str(error)[:40]} is not an integer: a bundle's numbers are integers")
+        return
+    except Exception as error:  # (not JSON, not UTF-8, nested beyond the parser's depth)
+        verdict.add("form", False, f"not JSON: {_said(error)}")
+        return
     if not isinstance(bundle, dict) or bundle.get("format") != BUNDLE_FORMAT:
         verdict.add("form", False, "not a pokdeng round bundle")
-        return verdict
-    verdict.subject = f"bundle of round {bundle.get('round_id')}"
-    if not verdict.add("form", raw == bundle_bytes(bundle), "canonical JSON, as exported"):
-        return verdict
-    try:
-        problem = shape_problem(bundle)
-    except (KeyError, TypeError, AttributeError) as error:
-        problem = f"missing or malformed field: {error}"
-    if not verdict.add("shape", problem is None, problem or "the documented fields, each wallet once"):
-        return verdict
+        return
+    if isinstance(bundle.get("round_id"), str):
+        verdict.subject = f"bundle of round {bundle['round_id']}"
+    checks = _Checks(verdict)
+    if not checks.run("form", lambda: _check_form(verdict, raw, bundle)):
+        return
+    if not checks.run("shape", lambda: _check_shape(verdict, bundle)):
+        return
     body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
     digest = hashlib.sha256(canonical_json(body).encode()).hexdigest()
-    if not verdict.add("bundle digest", digest == bundle.get("bundle_digest"), "SHA-256 of the bundle body"):
-        return verdict
-    try:
-        events = [RecordedEvent(**e) for e in bundle["events"]]
+    if not verdict.add("bundle digest", digest == bundle["bundle_digest"], "SHA-256 of the bundle body"):
+        return
+    events = [RecordedEvent(**e) for e in bundle["events"]]  # (their members and types as shape checked them)
+    facts = core_facts(events)
+    found: dict[str, Any] = {"seed": None, "nets": {}}
+
+    def seeds() -> None:
         shuffle = bundle["shuffle"]
-        withheld = not shuffle["server_seed"] and voided_without_seed(core_facts(events))
-        seed = None if withheld else bytes.fromhex(shuffle["server_seed"])
+        withheld = not shuffle["server_seed"] and voided_without_seed(facts)
+        found["seed"] = seed = None if withheld else bytes.fromhex(shuffle["server_seed"])
         if seed is not None:
             verdict.add("commitment", commitment(seed) == shuffle["commitment"], "SHA-256 of the server seed")
             _check_shuffle(verdict, shuffle, seed, recorded_client_seed(events))
-        last = check_chain(verdict, bundle["round_id"], events)
-        verdict.add("chain end", last == bundle["chain"]["last"], "the last digest matches the bundle's")
-        check_replay(verdict, events, seed)
-        again = restated(bundle["round_id"], core_facts(events))
-        differ = [k for k, v in again.items() if canonical_json(v) != canonical_json(bundle.get(k))]
-        verdict.add(
-            "copies",
-            not differ,
-            f"not what its events say: {_differences(differ, again, bundle)}"
-            if differ
-            else "every field the bundle restates is what its events say",
+
+    checks.run("commitment", seeds)
+    checks.run("chain", lambda: _check_chain(verdict, bundle, events))
+    checks.run("record", lambda: check_replay(verdict, events, found["seed"]))
+    checks.run("copies", lambda: _check_copies(verdict, bundle, facts))
+    checks.run("money", lambda: found["nets"].update(check_money(verdict, events)))
+    if bundle.get("inclusion") is not None:
+        checks.run("inclusion", lambda: _check_inclusion(verdict, bundle))
+    checks.run("balances", lambda: _check_balances(verdict, bundle, facts))
+    checks.run(
+        "log inclusion",
+        lambda: check_anchor(verdict, bundle["round_id"], bundle["chain"]["last"], bundle.get("log"), keys),
+    )
+    if bundle["format_version"] < BUNDLE_VERSION:
+        verdict.warn(
+            f"format version {bundle['format_version']}: its balances may leave wallets out (it does not say whom "
+            "it was made for) and its checkpoint's period, position and digest are not checked (nothing offline "
+            "can): export the round again for the current version"
         )
-        nets = check_money(verdict, events)
-        inclusion = bundle.get("inclusion")
-        if inclusion is not None:
-            leaf = merkle.leaf_hash(bundle["round_id"], bundle["chain"]["last"])
-            proven = leaf.hex() == inclusion["leaf"] and merkle.verify_inclusion(
-                leaf,
-                inclusion["index"],
-                inclusion["size"],
-                [bytes.fromhex(h) for h in inclusion["path"]],
-                bytes.fromhex(inclusion["root"]),
-            )
-            verdict.add("inclusion", proven, f"in checkpoint {inclusion['period']!r} of table {inclusion['table_id']}")
-        balances_ok = all(b["after"] - b["before"] == nets.get(b["wallet"]) for b in bundle["balances"])
-        verdict.add("balances", balances_ok, "every wallet's after = before + net")
-        check_anchor(verdict, bundle["round_id"], bundle["chain"]["last"], bundle.get("log"), keys)
-    except (KeyError, TypeError, ValueError) as error:
-        verdict.add("form", False, f"missing or malformed field: {error}")
-    return verdict
+
+
+def _check_form(verdict: Verdict, raw: bytes, bundle: dict[str, Any]) -> None:
+    """The canonical domain (integers below 2^53, no lone surrogate), and the file is the canonical JSON of what
+    it holds and a newline, byte for byte."""
+    problem = domain_problem(bundle)
+    if problem is not None:
+        verdict.add("form", False, problem)
+        return
+    verdict.add("form", raw == bundle_bytes(bundle), "canonical JSON, as exported")
+
+
+def _check_shape(verdict: Verdict, bundle: dict[str, Any]) -> None:
+    problem = shape_problem(bundle)
+    detail = f"the documented members of version {bundle['format_version']}, each of its type, each wallet once"
+    verdict.add("shape", problem is None, problem or detail)
+
+
+def _check_chain(verdict: Verdict, bundle: dict[str, Any], events: Sequence[RecordedEvent]) -> None:
+    last = check_chain(verdict, bundle["round_id"], events)
+    verdict.add("chain end", last == bundle["chain"]["last"], "the last digest matches the bundle's")
+
+
+def _check_copies(verdict: Verdict, bundle: dict[str, Any], facts: Sequence[Recorded]) -> None:
+    again = restated(bundle["round_id"], facts)
+    differ = [k for k, v in again.items() if canonical_json(v) != canonical_json(bundle.get(k))]
+    verdict.add(
+        "copies",
+        not differ,
+        f"not what its events say: {_differences(differ, again, bundle)}"
+        if differ
+        else "every field the bundle restates is what its events say",
+    )
+
+
+def _check_inclusion(verdict: Verdict, bundle: dict[str, Any]) -> None:
+    inclusion = bundle["inclusion"]
+    leaf = merkle.leaf_hash(bundle["round_id"], bundle["chain"]["last"])
+    proven = leaf.hex() == inclusion["leaf"] and merkle.verify_inclusion(
+        leaf,
+        inclusion["index"],
+        inclusion["size"],
+        [bytes.fromhex(h) for h in inclusion["path"]],
+        bytes.fromhex(inclusion["root"]),
+    )
+    verdict.add("inclusion", proven, f"leaf {inclusion['index']} of {inclusion['size']} under {inclusion['root']}")
+
+
+def _check_balances(verdict: Verdict, bundle: dict[str, Any], facts: Sequence[Recorded]) -> None:
+    problem = balances_problem(bundle, facts)
+    verdict.add(
+        "balances",
+        problem is None,
+        problem
+        or f"made for {bundle.get('made_for', 'anyone (version 1)')}: "
+        "the balances it holds, each wallet's net the settlement's",
+    )
+
+
+def balances_problem(bundle: dict[str, Any], facts: Sequence[Recorded]) -> str | None:
+    """What is wrong with a bundle's ``balances`` (docs/audit.md, "balances"), or None: each listed wallet's ``net``
+    is its net in the round's settlement; a bundle made for the ``operator`` or an ``auditor`` lists every wallet
+    of the settlement, in its order, one made for ``player:X`` (a player of the round: a seat's holder, a
+    bettor or the banker) X's alone (none if X has no net in it); ``before`` and ``after`` are integers for every
+    wallet or null for every one (a round on the platform's wallets). A bundle of version 1 says nothing of
+    whom it was made for: its balances may be any of the settlement's wallets."""
+    settled = [f for f in facts if f.kind == re.RoundSettled.kind]
+    wallets = [(player, net) for player, _reserved, net in settled[-1].data["wallets"]] if settled else []
+    nets = dict(wallets)
+    listed = bundle["balances"]
+    for entry in listed:
+        wallet = entry["wallet"]
+        if wallet not in nets:
+            return f"wallet {wallet!r} has no net in the settlement"
+        if entry["net"] != nets[wallet]:
+            return f"wallet {wallet!r}: net {entry['net']}, the settlement's is {nets[wallet]}"
+    if len({entry["before"] is None for entry in listed}) > 1:
+        return "some balances are null and others not (a round's wallets are all the store's or all the platform's)"
+    if bundle["format_version"] < 2:
+        return None
+    made_for: str = bundle["made_for"]
+    if made_for.startswith("player:"):
+        player = made_for.removeprefix("player:")
+        if player not in _participants(facts):
+            return f"made for player {player!r}, who takes no part in the round"
+        expected = [player] if player in nets else []
+    else:
+        expected = [wallet for wallet, _net in wallets]
+    got = [entry["wallet"] for entry in listed]
+    if got != expected:
+        return f"made for {made_for}: balances of {got}, where the settlement gives {expected}"
+    return None
+
+
+def _participants(facts: Sequence[Recorded]) -> set[str]:
+    """The round's players: its seats' holders, its banker, its bettors (who may have a bundle of their own)."""
+    people: set[str] = set()
+    for fact in facts:
+        if fact.kind == re.RoundOpened.kind:
+            people.update(holder for _seat, holder in fact.data["seats"] if holder)
+            if fact.data["banker_player"]:
+                people.add(fact.data["banker_player"])
+        elif fact.kind in (re.BetPlaced.kind, re.SideBetPlaced.kind):
+            people.add(fact.data["player"])
+    return people
 
 
 def _differences(fields: Sequence[str], again: dict[str, Any], bundle: dict[str, Any]) -> str:
@@ -383,10 +544,21 @@ def _differences(fields: Sequence[str], again: dict[str, Any], bundle: dict[str,
     return "; ".join(named)
 
 
-def for_player(bundle: dict[str, Any], player: str) -> dict[str, Any]:
-    """The bundle as a player may have it: its own wallet's balances only (least disclosure), with the
-    bundle digest taken anew over what remains. Everything that proves the round stays."""
+def for_recipient(bundle: dict[str, Any], made_for: str) -> dict[str, Any]:
+    """An operator's bundle as made for ``made_for`` (``auditor``, or ``player:<wallet id>``: its own wallet's
+    balances only, least disclosure), with ``made_for`` and the bundle digest taken anew. Everything that proves
+    the round stays."""
+    if not recipient_ok(made_for):
+        raise ValueError(f"a bundle is made for operator, auditor or player:ID, not {made_for!r}")
     body = {k: v for k, v in bundle.items() if k != "bundle_digest"}
-    body["balances"] = [b for b in bundle.get("balances", ()) if b.get("wallet") == player]
-    body["bundle_digest"] = hashlib.sha256(canonical_json(body).encode()).hexdigest()
-    return body
+    body["made_for"] = made_for
+    if made_for.startswith("player:"):
+        player = made_for.removeprefix("player:")
+        body["balances"] = [b for b in bundle.get("balances", ()) if b.get("wallet") == player]
+    body["bundle_digest"] = _digest(body)
+    return {k: body[k] for k in _ORDER if k in body}
+
+
+def for_player(bundle: dict[str, Any], player: str) -> dict[str, Any]:
+    """The bundle as a player may have it (``for_recipient`` with ``player:<player>``): its own balances only."""
+    return for_recipient(bundle, f"player:{player}")

@@ -34,6 +34,7 @@ from pokdeng_core.decisions import decision_of as decision_of  # (re-exported: i
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import RoundState, attach_shoe, decide_and_fold, evolve
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, ShuffleError, commitment, derive_client_seed
+from pokdeng_service.audit.forms import currency_ok, sender_ok, version_ok
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
 from pokdeng_service.store.facts import Recorded
@@ -162,29 +163,22 @@ def stored_time(text: object) -> bool:
 
 
 def record_problem(facts: Sequence[Recorded]) -> str | None:
-    """What breaks the record's documented form, beyond its chain (docs/audit.md, docs/events.md), or None:
-    every time as stored (``stored_time``), the sender named on the five events of operator-only commands
-    and on the platform's contributions sent with ``ContributeSeed`` (``by``; absent only from records made
-    before senders were named), the round id ``<table id>#<round number>``, and the shuffle's nonce the
-    round's number."""
-    opening: str | None = None  # the command id of the opening, whose own events are the first run of it
-    in_opening = True
+    """What breaks the record's documented form, beyond its chain (docs/audit.md, "The record"; docs/events.md),
+    or None: every time as stored (``stored_time``), the engine version and the currency of their grammars, every
+    sender (``by``) of its grammar and named where the docs say it is (``sender_problem``), the round id
+    ``<table id>#<round number>``, and the shuffle's nonce the round's number."""
+    opened = next((f for f in facts if f.kind == re.RoundOpened.kind), None)
     for fact in facts:
-        if opening is None and fact.kind == re.RoundOpened.kind:
-            opening = fact.command_id
-        in_opening = in_opening and (opening is None or fact.command_id == opening)
         if not stored_time(fact.timestamp):
             return f"event {fact.position}: time {fact.timestamp!r} is not in the stored form"
-        if fact.data.get("by", None) == "" and fact.kind in _SENT_BY_OPERATOR:
-            return f"event {fact.position} ({fact.kind}): an operator's command names its sender (by)"
-        if (
-            fact.kind == re.ClientSeedContributed.kind
-            and fact.data.get("contributor") == ""
-            and fact.data.get("by", None) == ""
-            and not in_opening
-        ):
-            return f"event {fact.position} ({fact.kind}): the platform's ContributeSeed names its sender (by)"
-    opened = next((f for f in facts if f.kind == re.RoundOpened.kind), None)
+    if opened is not None:
+        if not version_ok(opened.data.get("engine_version")):
+            return f"event {opened.position}: engine version {opened.data.get('engine_version')!r} is not N.N.N"
+        if "currency" in opened.data and not currency_ok(opened.data["currency"]):
+            return f"event {opened.position}: currency {opened.data['currency']!r} is not three capital letters"
+    problem = sender_problem(facts, opened.data.get("banker_player") if opened is not None else None)
+    if problem is not None:
+        return problem
     committed = next((f for f in facts if f.kind == re.ShuffleCommitted.kind), None)
     if (
         opened is not None
@@ -196,10 +190,50 @@ def record_problem(facts: Sequence[Recorded]) -> str | None:
     return None
 
 
+def sender_problem(facts: Sequence[Recorded], banker: object) -> str | None:
+    """Who sent what (docs/events.md, "Who sent a command"), or what breaks it. Of each event's ``by`` that is
+    present (a record made before senders were named has none): it is a sender (``forms.sender_ok``); an
+    event that is not its command's first (the events that follow from a command share its sender) has ``""``;
+    so do draws and stays of reason ``auto`` or ``timeout`` and the showdown (``hands_revealed`` not
+    selective); the operator-only commands' events (``round_opened``, ``cards_dealt``, ``side_bets_settled``,
+    ``turn_timed_out``, ``round_voided``), the platform's ``ContributeSeed`` (``contributor`` ``""``) and the
+    choices made for the house's hand (a ``card_drawn`` or ``player_stood`` of reason ``choice`` at seat 0,
+    a selective ``hands_revealed``, when ``banker_player`` is null) never have ``""``."""
+    for group in group_by_command(facts):
+        for index, fact in enumerate(group):
+            if "by" not in fact.data:
+                continue
+            by, data, where = fact.data["by"], fact.data, f"event {fact.position} ({fact.kind})"
+            if not sender_ok(by):
+                return f"{where}: sender {by!r} is not '', operator, operator:NAME or service:NAME"
+            automatic = index > 0 or data.get("reason") in ("auto", "timeout") or data.get("selective") is False
+            if automatic and fact.kind not in _SENT_BY_OPERATOR:
+                if by != "":
+                    return f"{where}: sender {by!r} on an automatic event (its command's sender is its first event's)"
+                continue
+            named = fact.kind in _SENT_BY_OPERATOR or (
+                fact.kind == re.ClientSeedContributed.kind and data.get("contributor") == ""
+            )
+            house = banker is None and (
+                (fact.kind in (re.CardDrawn.kind, re.PlayerStood.kind) and data.get("seat") == 0)
+                or fact.kind == re.HandsRevealed.kind
+            )
+            if by == "" and (named or house):
+                what = "the house's hand" if house and not named else "an operator's command"
+                return f"{where}: {what} names its sender (by)"
+    return None
+
+
 def check_replay(verdict: Verdict, events: Sequence[Recorded], server_seed: bytes | None = None) -> RoundState:
     facts = core_facts(events)
     problem = record_problem(facts)
-    verdict.add("record", problem is None, problem or "times as stored, senders named, the nonce the round's number")
+    verdict.add(
+        "record",
+        problem is None,
+        problem
+        or "times as stored, senders of their grammar and named as documented, the engine version and the "
+        "currency of theirs, the nonce the round's number",
+    )
     seed = server_seed if server_seed is not None else revealed_seed(events)
     if seed is None and voided_without_seed(facts):
         verdict.add("seed", True, "withheld: the round was voided without revealing its server seed")

@@ -3,6 +3,14 @@
 May import every other layer; nothing imports it.
 """
 
-from pokdeng_service.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE, main
+from pokdeng_service.cli.main import (
+    EXIT_FAILED,
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNANCHORED,
+    EXIT_UNAVAILABLE,
+    EXIT_USAGE,
+    main,
+)
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_REFUSED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_REFUSED", "EXIT_UNANCHORED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "main"]

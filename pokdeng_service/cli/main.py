@@ -2,16 +2,20 @@
 rtp, backup, restore, rebuild-read-models; ``pokdeng --version``.
 
 Exit codes: 0 success; 1 a verification failed; 2 bad usage or input; 3 not found
-or refused by the rules; 4 the store or server could not be reached.
+or refused by the rules; 4 the store or server could not be reached; 5 a bundle passed every
+check but nothing anchors it (``verify`` without ``--key``: UNANCHORED).
 
 The audit tools (``replay``, ``verify``, ``export``, ``recall``) open the store read only
 (``PartitionedPokdeng.open_read_only``): they create nothing (a wrong ``--db`` is "no such
 database", exit 4), and read the vault key only when an open round's seed is needed.
 
-``pokdeng verify BUNDLE`` and the anchor (docs/checkpoints.md): without ``--key`` a bundle whose
-other checks pass exits 0, and its verdict warns "unanchored" (its signed tree head, if any, was
-not checked); with ``--key`` a bundle with no signed head, or whose head's signature does not
-verify with the keys given, exits 1.
+``pokdeng verify BUNDLE...`` (docs/audit.md, "Verdicts and exit codes"): every file gets a verdict, whatever
+it holds (a file that cannot be read is said and the others are still checked): PASS, FAIL naming the
+failed checks, or UNANCHORED: every check passed, but no signed tree head was checked to cover the round
+(no ``--key``, or a bundle without a head), so nothing outside the file vouches for its events. The
+exit code is 1 if any file failed, else 2 if any could not be read, else 5 if any is unanchored
+(0 with ``--allow-unanchored``, the warning still printed), else 0. With ``--key``, a bundle with no
+signed head, or whose head's signature does not verify with the keys given, fails.
 
 Starting is light: this module and what builds the parser (``checkpoints``, ``stores``, ``wallet``,
 ``rtp``, ``serve_flags``, ``output``) import no store, application, server, pydantic, numpy or rich at
@@ -41,7 +45,7 @@ from pokdeng_service.cli.wallet import add_wallet_commands
 if TYPE_CHECKING:
     from pokdeng_service.application.config import StoreConfig
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
+EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_UNANCHORED = 0, 1, 2, 3, 4, 5
 ROUND_HELP = "the round's id, TABLE#N: the table's id, '#' and the round's number (quote it in a shell: 'demo#1')"
 
 
@@ -233,31 +237,26 @@ def cmd_verifier_page(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    from pokdeng_service.audit.bundle import verify_bundle  # (offline: no store, application or server)
-
     # A bundle is named by --bundle or as a file (`pokdeng verify round.json`): it is checked
     # offline, with no server or database; anything else is a round id in the store.
     bundles = [args.bundle] if args.bundle else []
     bundles += [name for name in args.rounds if name.endswith(".json") or Path(name).is_file()]
     rounds = [name for name in args.rounds if name not in bundles]
-    failed = 0
-    for name in bundles:
-        try:
-            raw = Path(name).read_bytes()
-        except OSError as error:
-            print(f"cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
-            return EXIT_USAGE
-        verdict = verify_bundle(raw, keys=public_keys(args.key))
-        print(verdict.render())
-        failed += not verdict.ok
+    keys = public_keys(args.key) if bundles else None  # (a key that cannot be read: bad usage, before any file)
+    tally = _verify_bundles(bundles, keys, args.quiet)
+    failed = tally["FAIL"]
     if bundles and not rounds and not args.all:
-        return EXIT_OK if not failed else EXIT_FAILED
+        if len(bundles) > 1:
+            print(", ".join(f"{tally[k]} {k.lower()}" for k in ("PASS", "UNANCHORED", "FAIL", "unreadable")))
+        return _bundles_exit(tally, args.allow_unanchored)
     from pokdeng_service import audit
     from pokdeng_service.audit.table_pins import TablePins
 
     app = _open_read_only(args)
+    passed = tally["PASS"] + tally["UNANCHORED"]
     if args.all:
-        return _verify_all(app, args.quiet, len(bundles) - failed, failed, _config(args))
+        code = _verify_all(app, args.quiet, passed, failed, _config(args))
+        return code if code != EXIT_OK else _bundles_exit(tally, args.allow_unanchored)
     if not rounds:
         print("nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
         return EXIT_USAGE
@@ -269,9 +268,44 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if not verdict.ok or not args.quiet:
             print(verdict.render())
         failed += not verdict.ok
-    checked = len(rounds) + len(bundles)
+    checked = len(rounds) + passed + tally["FAIL"]
     print(f"{checked - failed} passed, {failed} failed")
-    return EXIT_OK if not failed else EXIT_FAILED
+    return EXIT_FAILED if failed else _bundles_exit(tally, args.allow_unanchored)
+
+
+def _verify_bundles(names: Sequence[str], keys: Any, quiet: bool) -> dict[str, int]:
+    """Each bundle file's verdict, printed (``--quiet``: the failures only): every file of the batch is checked,
+    whatever the others hold; one that cannot be read is said on standard error. The count of each verdict
+    (``PASS``, ``UNANCHORED``, ``FAIL``) and of the files that could not be read (``unreadable``)."""
+    from pokdeng_service.audit.bundle import verify_bundle  # (offline: no store, application or server)
+    from pokdeng_service.audit.verdicts import Verdict
+
+    tally = dict.fromkeys(("PASS", "UNANCHORED", "FAIL", "unreadable"), 0)
+    for name in names:
+        try:
+            raw = Path(name).read_bytes()
+        except OSError as error:
+            print(f"cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
+            tally["unreadable"] += 1
+            continue
+        try:
+            verdict = verify_bundle(raw, keys=keys)
+        except Exception as error:  # (verify_bundle never raises; were it to, the batch still goes on)
+            verdict = Verdict(f"bundle {name}")
+            verdict.add("form", False, f"the bundle could not be checked: {type(error).__name__}: {error}")
+        if verdict.status != "PASS" or not quiet:
+            print(verdict.render() if len(names) == 1 else f"{name}: {verdict.render()}")
+        tally[verdict.status] += 1
+    return tally
+
+
+def _bundles_exit(tally: dict[str, int], allow_unanchored: bool) -> int:
+    """1 if a bundle failed, else 2 if one could not be read, else 5 if one is unanchored (0 when allowed), else 0."""
+    if tally["FAIL"]:
+        return EXIT_FAILED
+    if tally["unreadable"]:
+        return EXIT_USAGE
+    return EXIT_UNANCHORED if tally["UNANCHORED"] and not allow_unanchored else EXIT_OK
 
 
 def _verify_all(app: Any, quiet: bool, passed: int, failed: int, config: StoreConfig) -> int:
@@ -452,6 +486,12 @@ def build_parser() -> argparse.ArgumentParser:
     verify.add_argument("--quiet", action="store_true", help="print failures only")
     verify.add_argument(
         "--key", action="append", help="bundles: the operator's public key (hex) or key file; repeat for several"
+    )
+    verify.add_argument(
+        "--allow-unanchored",
+        action="store_true",
+        help="bundles: exit 0, not 5, for a bundle whose checks pass but that no checked signed head anchors "
+        "(its verdict still says UNANCHORED)",
     )
     _store_options(verify)
     verify.set_defaults(handler=cmd_verify)

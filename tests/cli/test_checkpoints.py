@@ -11,7 +11,7 @@ import pytest
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.application.partitions import PartitionedPokdeng
-from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNAVAILABLE, EXIT_USAGE, main
+from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNANCHORED, EXIT_UNAVAILABLE, EXIT_USAGE, main
 
 from ..service import play
 
@@ -67,9 +67,10 @@ def test_an_anchored_bundle_verifies_offline_with_key(tmp_path: Path, capsys: py
     bundle = tmp_path / "round.json"
     assert main(["export", rounds[1], *store, "-o", str(bundle)]) == EXIT_OK  # before any head: unanchored
     capsys.readouterr()
-    assert main(["verify", str(bundle)]) == EXIT_OK
+    assert main(["verify", str(bundle)]) == EXIT_UNANCHORED
     out = capsys.readouterr().out
-    assert "PASS  bundle of round" in out and "WARN unanchored: no signed tree head" in out
+    assert "UNANCHORED  bundle of round" in out and "WARN unanchored: no signed tree head" in out
+    assert main(["verify", str(bundle), "--allow-unanchored"]) == EXIT_OK
     assert main(["verify", str(bundle), *key]) == EXIT_FAILED
     assert "BAD  anchor: unanchored" in capsys.readouterr().out
 
@@ -95,7 +96,7 @@ def test_an_anchored_bundle_verifies_offline_with_key(tmp_path: Path, capsys: py
     assert main(["verify", str(bundle), *key]) == EXIT_OK
     out = capsys.readouterr().out
     assert "ok   anchor: Ed25519 signature of key" in out and "WARN" not in out
-    assert main(["verify", str(bundle)]) == EXIT_OK  # a head, but no key to check it with
+    assert main(["verify", str(bundle)]) == EXIT_UNANCHORED  # a head, but no key to check it with
     assert "WARN unanchored: the signed tree head" in capsys.readouterr().out
     public = (tmp_path / "public.keys").read_text().splitlines()[1].split()[1]  # (after the comment line)
     assert main(["verify", "--bundle", str(bundle), "--key", public]) == EXIT_OK  # the key's hex itself

@@ -10,7 +10,7 @@ import pytest
 from pokdeng_service import audit
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
-from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_USAGE, main
+from pokdeng_service.cli import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_UNANCHORED, EXIT_USAGE, main
 from pokdeng_service.store.aggregates import wallet_uuid
 
 from ..service import play
@@ -59,9 +59,9 @@ def test_verify_rounds_all_and_bundle(
     assert "3 passed, 0 failed" in capsys.readouterr().out
     bundle = tmp_path / "b.json"
     assert main(["export", rounds[2], "--db", str(db), "-o", str(bundle)]) == EXIT_OK
-    assert main(["verify", "--bundle", str(bundle)]) == EXIT_OK
-    assert main(["verify", str(bundle)]) == EXIT_OK  # `pokdeng verify BUNDLE`: offline, no database
-    assert "PASS  bundle of round" in capsys.readouterr().out
+    assert main(["verify", "--bundle", str(bundle), "--allow-unanchored"]) == EXIT_OK
+    assert main(["verify", str(bundle)]) == EXIT_UNANCHORED  # `pokdeng verify BUNDLE`: offline, no database, no key
+    assert "UNANCHORED  bundle of round" in capsys.readouterr().out
     assert main(["verify", str(tmp_path / "missing.json")]) == EXIT_USAGE
     raw = bytearray(bundle.read_bytes())
     raw[len(raw) // 3] ^= 0x01
@@ -129,7 +129,7 @@ def test_replay_export_and_verify_find_a_round_in_its_partition(
         assert main(["replay", round_id, *store, "--html", str(page)]) == EXIT_OK
         assert round_id in page.read_text()
         assert main(["export", round_id, *store, "-o", str(bundle)]) == EXIT_OK
-        assert main(["verify", str(bundle)]) == EXIT_OK
+        assert main(["verify", str(bundle), "--allow-unanchored"]) == EXIT_OK
         assert main(["verify", round_id, *store]) == EXIT_OK
     assert "Traceback" not in capsys.readouterr().err
     assert main(["verify", "--all", "--quiet", "--db", str(db), "--partitions", "2"]) == EXIT_OK
