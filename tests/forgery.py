@@ -4,6 +4,7 @@ edit. Shared by the docs tests (tests/test_audit_docs.py) and the browser page t
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from collections.abc import Callable
@@ -79,7 +80,7 @@ def _another_table(bundle: dict[str, Any]) -> None:
 
 
 def _version(bundle: dict[str, Any]) -> None:
-    bundle["format_version"] = 2
+    bundle["format_version"] = 3
 
 
 def _deal_by(bundle: dict[str, Any]) -> None:
@@ -98,7 +99,7 @@ RIDE_ALONG: dict[str, tuple[Callable[[dict[str, Any]], None], bool]] = {
     "a wallet twice in balances": (_wallet_twice, False),
     "a balance's stated net": (_net, False),
     "the checkpoint of another table": (_another_table, False),
-    "format_version 2": (_version, False),
+    "format_version 3": (_version, False),
     "the deal's sender emptied, every digest recomputed": (_deal_by, True),
 }
 
@@ -228,3 +229,112 @@ def restated(raw: bytes, wr: ModuleType, name: str, *, edit: bool = True) -> byt
     if case.rechained:
         rechain(bundle, wr)
     return redigest(bundle, wr)
+
+
+def restate(bundle: dict[str, Any], wr: ModuleType) -> None:
+    """Recompute every member the bundle restates from its events (``profile``, ``shuffle``, ``decisions``,
+    ``payouts``, ``settlement``, ``times``, ``chain``, ...) as the docs' verifier computes them: after an edit of
+    the events, a forger's bundle that says the same as its events. (Recompute the chain first.)"""
+    check = wr.BundleCheck(b"", {}, lambda _text: None)
+    check.bundle, check.events = bundle, bundle["events"]
+    bundle.update(check._restated())
+
+
+# --- what the docs rule out and pokdeng verify passed, or where it had no verdict (found by a verifier written
+# from the docs alone): edits of the events restated alike everywhere (``restate``), every digest recomputed, on
+# an unanchored bundle verified without a key; or the file's text edited, the bundle digest recomputed.
+
+
+def _data(kind: str, n: int = 0, **changes: Any) -> Callable[[dict[str, Any]], None]:
+    def change(bundle: dict[str, Any]) -> None:
+        event_of(bundle, kind, n)["data"].update(changes)
+
+    return change
+
+
+def _drop_balance(bundle: dict[str, Any]) -> None:
+    bundle["balances"].pop(0)
+
+
+def _player_as_operator(bundle: dict[str, Any]) -> None:
+    """A player's export relabelled as the operator's: its one balance where the operator's lists them all."""
+    bundle["balances"] = bundle["balances"][:1]
+    bundle["made_for"] = "operator"
+
+
+def _for_another_player(bundle: dict[str, Any]) -> None:
+    """An operator's export relabelled as a player's, every balance kept."""
+    bundle["made_for"] = "player:" + bundle["balances"][0]["wallet"]
+
+
+@dataclass(frozen=True)
+class Outside:
+    change: Callable[[dict[str, Any]], None]
+    events: bool  # an edit of the events: every digest recomputed and the restated members with them (unanchored)
+    checks: frozenset[str]  # what the docs' verifier fails (the page too)
+    service: frozenset[str]  # what `pokdeng verify` fails
+
+
+def _checks(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+OUTSIDE: dict[str, Outside] = {
+    "a sender on the opening's own contribution (automatic)": Outside(
+        _data("client_seed_contributed", 0, by="service:x"), True, _checks("record"), _checks("record", "replay")
+    ),
+    "a sender 'x' on the opening's own contribution": Outside(
+        _data("client_seed_contributed", 0, by="x"), True, _checks("form", "record"), _checks("shape")
+    ),
+    "a malformed sender (oaerator:desk-7)": Outside(
+        _data("round_opened", by="oaerator:desk-7"), True, _checks("form", "record"), _checks("shape")
+    ),
+    "engine_version a.1.0": Outside(
+        _data("round_opened", engine_version="a.1.0"), True, _checks("form", "record"), _checks("shape")
+    ),
+    "currency aHB": Outside(_data("round_opened", currency="aHB"), True, _checks("form", "record"), _checks("shape")),
+    "a seat the table does not have": Outside(
+        _data("round_opened", seats=[[1, "ann"], [3, "bob"]]),
+        True,
+        _checks("record", "copies"),
+        _checks("replay", "copies"),
+    ),
+    "a banker's draw moved to seat 5": Outside(
+        _data("card_drawn", 1, seat=5), True, _checks("cards", "turns", "copies"), _checks("replay", "copies")
+    ),
+    "an operator's export with a balance dropped": Outside(
+        _drop_balance, False, _checks("balances"), _checks("balances")
+    ),
+    "a player's export relabelled as the operator's": Outside(
+        _player_as_operator, False, _checks("balances"), _checks("balances")
+    ),
+    "an operator's export relabelled as a player's": Outside(
+        _for_another_player, False, _checks("balances"), _checks("balances")
+    ),
+}
+"""Each edit of the worked example (tests/test_audit_docs.py; the page: tests/test_page_verifier.py)."""
+
+
+def outside(raw: bytes, wr: ModuleType, name: str) -> bytes:
+    """The bundle file ``raw`` with the ``OUTSIDE`` edit ``name``, as a forger makes it: an edit of the events is
+    made on the unanchored bundle, every digest and every restated member recomputed (what restating cannot
+    compute, a seat no holder has, is left as it was); any other edit has its bundle digest recomputed."""
+    case = OUTSIDE[name]
+    bundle = json.loads(raw)
+    if case.events:
+        unanchored(bundle)
+    case.change(bundle)
+    if case.events:
+        rechain(bundle, wr)
+        with contextlib.suppress(KeyError, IndexError, TypeError, ValueError):
+            restate(bundle, wr)
+    return redigest(bundle, wr)
+
+
+# the numbers written otherwise than as integers, in the file itself (the bundle digest is over the value)
+NUMBERS: dict[str, tuple[bytes, bytes]] = {
+    "100.0": (b'"min_stake":100,', b'"min_stake":100.0,'),
+    "1e2": (b'"min_stake":100,', b'"min_stake":1e2,'),
+    "1E2": (b'"min_stake":100,', b'"min_stake":1E2,'),
+    "-0": (b'"index":0,', b'"index":-0,'),
+}

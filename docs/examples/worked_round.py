@@ -9,12 +9,14 @@ function names the section of docs/audit.md it follows ("§ Canonical JSON", ...
 
 ``--key`` takes an Ed25519 public key as 64 hex digits, or a file of keys (lines of
 ``[KEY_ID] PUBLIC_KEY``, ``#`` starts a comment: what ``pokdeng keys show`` prints); repeat it for
-several. Without a key the signed tree head's signature is not checked and the verdict warns that
-the bundle is *unanchored*; with keys, a bundle without a signed head fails. ``--explain`` prints
-every value the checks compute (the digests, the leaf, each step of the proof, the root, the bytes
-the head signs, the bundle digest): docs/audit.md's worked example quotes them.
+several. Without a key the signed tree head's signature is not checked: the verdict is UNANCHORED
+(every check passed, but nothing outside the file vouches for its events); with keys, a bundle without
+a signed head fails. ``--explain`` prints every value the checks compute (the digests, the leaf, each
+step of the proof, the root, the bytes the head signs, the bundle digest): docs/audit.md's worked
+example quotes them.
 
-Exit codes: 0 every check passed (perhaps with warnings), 1 a check failed, 2 the file cannot be read.
+Exit codes (docs/audit.md, "Verdicts and exit codes"): 0 PASS (perhaps with warnings), 1 FAIL (a check
+failed), 2 the file or a key cannot be read, 5 UNANCHORED (0 with ``--allow-unanchored``).
 The worked example: ``python docs/examples/worked_round.py docs/examples/worked_round.json --key
 d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a`` (RFC 8032's first test key: a
 test key, published, never an operator's).
@@ -91,19 +93,35 @@ def sha256(data: bytes) -> bytes:
 
 CHAIN_VERSION = "pokdeng-chain-v1"
 
-# The bundle's documented form (docs/audit.md, "Round bundle"; docs/events.md; docs/checkpoints.md).
-BUNDLE_FIELDS = (
-    "format", "format_version", "round_id", "table_id", "round_no", "profile", "engine_version", "shuffle",
-    "decisions", "payouts", "settlement", "balances", "times", "events", "chain", "inclusion", "log", "bundle_digest",
-)  # fmt: skip
-OPTIONAL_FIELDS = ("inclusion", "log")  # null, or absent from bundles made before them
-EVENT_FIELDS = {"position", "kind", "data", "command_id", "timestamp", "digest"}
-BALANCE_FIELDS = {"wallet", "before", "after", "net"}
-INCLUSION_FIELDS = {
-    "table_id", "period", "checkpoint_position", "checkpoint_digest", "root", "size", "index", "leaf", "path",
+# The bundle's documented form (docs/audit.md, "Round bundle" and "Types"; docs/events.md; docs/checkpoints.md).
+# A type: "int" (a JSON integer, |n| < 2^53, not true/false), "text", "bool", "hex16"/"hex64"/"hex128" (that many
+# lowercase hex digits), "sender", "version", "currency", "recipient" (texts of a grammar: "Senders" and "Types");
+# a name ending in "?" also allows null; a tuple is an array of exactly those; a one-element list an array of
+# that type; a dict an object with exactly those members (None: any value, compared whole by `copies`).
+BUNDLE_VERSION = 2  # the version this verifier was written for; it also reads version 1 (VERSIONS)
+EVENT_TYPES = {"position": "int", "kind": "text", "data": None, "command_id": "text", "timestamp": "text",
+               "digest": "hex64"}  # fmt: skip
+BALANCE_TYPES = {"wallet": "text", "before": "int?", "after": "int?", "net": "int"}
+HEAD_TYPES = {"format": "text", "format_version": "int", "log_id": "text", "key_id": "hex16", "tree_size": "int",
+              "root_hash": "hex64", "timestamp": "int", "signature": "hex128"}  # fmt: skip
+LOG_TYPES = {"index": "int", "leaf": "hex64", "path": ["hex64"], "head": HEAD_TYPES}
+INCLUSION_TYPES = {"table_id": "text", "root": "hex64", "size": "int", "index": "int", "leaf": "hex64",
+                   "path": ["hex64"]}  # fmt: skip
+VERSIONS: dict[int, dict[str, Any]] = {  # format_version: (the members, those that may be absent, inclusion's)
+    2: {"members": {
+            "format": "text", "format_version": "int", "made_for": "recipient", "round_id": "text",
+            "table_id": "text", "round_no": "int", "profile": None, "engine_version": "version", "shuffle": None,
+            "decisions": None, "payouts": None, "settlement": None, "balances": [BALANCE_TYPES], "times": None,
+            "events": [EVENT_TYPES], "chain": None, "inclusion": None, "log": None, "bundle_digest": "hex64"},
+        "optional": set(), "inclusion": INCLUSION_TYPES},
+    1: {"members": {
+            "format": "text", "format_version": "int", "round_id": "text", "table_id": "text", "round_no": "int",
+            "profile": None, "engine_version": "version", "shuffle": None, "decisions": None, "payouts": None,
+            "settlement": None, "balances": [BALANCE_TYPES], "times": None, "events": [EVENT_TYPES],
+            "chain": None, "inclusion": None, "log": None, "bundle_digest": "hex64"},
+        "optional": {"inclusion", "log"},  # absent from version 1 bundles made before them
+        "inclusion": {**INCLUSION_TYPES, "period": "text", "checkpoint_position": "int", "checkpoint_digest": "hex64"}},
 }  # fmt: skip
-LOG_FIELDS = {"index", "leaf", "path", "head"}
-HEAD_FIELDS = {"format", "format_version", "log_id", "key_id", "tree_size", "root_hash", "timestamp", "signature"}
 KINDS = {
     "round_opened", "contributions_opened", "shuffle_committed", "client_seed_contributed", "client_seed_fixed",
     "bet_placed", "cards_dealt", "pok_declared", "side_bet_window_opened", "side_bet_placed", "side_bets_settled",
@@ -124,38 +142,107 @@ def stored_time(text: str) -> bool:
         return False
 
 
-# Each kind's `data` members (docs/events.md, "Round stream"): exactly these. Those of ADDED_DATA were added
-# after rounds were recorded without them, which lack them (read as "" and THB): a record may leave them out.
-EVENT_DATA = {
+# Each kind's `data` members and their types (docs/events.md, "Round stream"; docs/audit.md, "Types"): exactly
+# these. Those of ADDED_DATA were added after rounds were recorded without them, which lack them (read as "" and
+# THB): a record may leave them out.
+EVENT_DATA_TYPES: dict[str, dict[str, Any]] = {
     "round_opened": {
-        "round_id", "table_id", "round_no", "profile_name", "profile_version", "profile_options", "engine_version",
-        "banker_player", "seats", "min_stake", "max_stake", "currency", "by",
+        "round_id": "text", "table_id": "text", "round_no": "int", "profile_name": "text", "profile_version": "int",
+        "profile_options": [("text", "bool")], "engine_version": "version", "banker_player": "text?",
+        "seats": [("int", "text?")], "min_stake": "int", "max_stake": "int", "currency": "currency", "by": "sender",
     },
-    "contributions_opened": {"rule"},
-    "shuffle_committed": {"commitment", "client_seed", "nonce", "algorithm", "shoe_size"},
-    "client_seed_contributed": {"contributor", "client_seed", "by"},
-    "bet_placed": {"seat", "player", "stake", "reserved", "banker_reserved", "by"},
-    "client_seed_fixed": {"client_seed", "rule", "contributions"},
-    "cards_dealt": {"cards", "banker_up_card", "by"},
-    "pok_declared": {"seat", "cards", "taem", "label"},
-    "side_bet_window_opened": {"up_card"},
-    "side_bet_placed": {"seat", "player", "stake", "reserved", "by"},
-    "side_bets_settled": {"natural", "results", "by"},
-    "turn_timed_out": {"seat", "action", "by"},
-    "card_drawn": {"seat", "card", "reason", "by"},
-    "player_stood": {"seat", "reason", "by"},
-    "hands_revealed": {"seats", "hands", "selective", "by"},
+    "contributions_opened": {"rule": "text"},
+    "shuffle_committed": {
+        "commitment": "hex64", "client_seed": "text", "nonce": "int", "algorithm": "text", "shoe_size": "int",
+    },
+    "client_seed_contributed": {"contributor": "text", "client_seed": "text", "by": "sender"},
+    "bet_placed": {
+        "seat": "int", "player": "text", "stake": "int", "reserved": "int", "banker_reserved": "int", "by": "sender",
+    },
+    "client_seed_fixed": {"client_seed": "hex64", "rule": "text", "contributions": [("text", "text")]},
+    "cards_dealt": {"cards": [("int", "text")], "banker_up_card": "text?", "by": "sender"},
+    "pok_declared": {"seat": "int", "cards": ["text"], "taem": "int", "label": "text"},
+    "side_bet_window_opened": {"up_card": "text"},
+    "side_bet_placed": {"seat": "int", "player": "text", "stake": "int", "reserved": "int", "by": "sender"},
+    "side_bets_settled": {"natural": "bool", "results": [("int", "text", "int", "int")], "by": "sender"},
+    "turn_timed_out": {"seat": "int", "action": "text", "by": "sender"},
+    "card_drawn": {"seat": "int", "card": "text", "reason": "text", "by": "sender"},
+    "player_stood": {"seat": "int", "reason": "text", "by": "sender"},
+    "hands_revealed": {"seats": ["int"], "hands": [("int", ["text"])], "selective": "bool", "by": "sender"},
     "bet_settled": {
-        "seat", "player", "stake", "outcome", "multiplier", "gross", "commission", "net", "hand", "banker_hand",
-        "ante_net", "bet_net",
+        "seat": "int", "player": "text", "stake": "int", "outcome": "text", "multiplier": "text", "gross": "int",
+        "commission": "int", "net": "int", "hand": "text", "banker_hand": "text", "ante_net": "int?",
+        "bet_net": "int?",
     },
-    "round_settled": {"wallets", "banker_net_before_commission", "banker_commission", "commission", "house_net"},
-    "round_voided": {"reason", "wallets", "by"},
-    "seed_revealed": {"server_seed"},
-    "round_closed": {"outcome"},
+    "round_settled": {
+        "wallets": [("text", "int", "int")], "banker_net_before_commission": "int", "banker_commission": "int",
+        "commission": "int", "house_net": "int",
+    },
+    "round_voided": {"reason": "text", "wallets": [("text", "int")], "by": "sender"},
+    "seed_revealed": {"server_seed": "hex64"},
+    "round_closed": {"outcome": "text"},
 }  # fmt: skip
+EVENT_DATA = {kind: set(members) for kind, members in EVENT_DATA_TYPES.items()}
 ADDED_DATA = {kind: {"by"} for kind, fields in EVENT_DATA.items() if "by" in fields}
 ADDED_DATA["round_opened"] = {"currency", "by"}
+
+
+def sender(text: str) -> bool:
+    """§ Senders: "", "operator", "operator:" NAME or "service:" NAME (NAME: one character or more)."""
+    if text in ("", "operator"):
+        return True
+    return any(text.startswith(prefix) and len(text) > len(prefix) for prefix in ("operator:", "service:"))
+
+
+GRAMMARS: dict[str, Callable[[str], bool]] = {
+    "sender": sender,
+    "version": lambda text: re.fullmatch(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)", text) is not None,
+    "currency": lambda text: re.fullmatch(r"[A-Z]{3}", text) is not None,
+    "recipient": lambda text: text in ("operator", "auditor") or (text.startswith("player:") and len(text) > 7),
+    "hex16": lambda text: re.fullmatch(r"[0-9a-f]{16}", text) is not None,
+    "hex64": lambda text: re.fullmatch(r"[0-9a-f]{64}", text) is not None,
+    "hex128": lambda text: re.fullmatch(r"[0-9a-f]{128}", text) is not None,
+}
+
+
+def type_problem(value: Any, spec: Any, where: str) -> str | None:
+    """§ Types: what makes ``value`` not of type ``spec``, or None."""
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        if spec.endswith("?"):
+            return None if value is None else type_problem(value, spec[:-1], where)
+        if spec == "int":
+            ok = type(value) is int and -SAFE_INTEGER < value < SAFE_INTEGER
+        elif spec == "bool":
+            ok = type(value) is bool
+        else:
+            ok = isinstance(value, str) and (spec == "text" or GRAMMARS[spec](value))
+        return None if ok else f"{where}: {value!r} is not of type {spec}"
+    if isinstance(spec, tuple):
+        if not isinstance(value, list) or len(value) != len(spec):
+            return f"{where}: not an array of {len(spec)}"
+        found = (type_problem(v, t, f"{where}[{i}]") for i, (v, t) in enumerate(zip(value, spec, strict=True)))
+        return next((problem for problem in found if problem), None)
+    if isinstance(spec, list):
+        if not isinstance(value, list):
+            return f"{where}: not an array"
+        found = (type_problem(v, spec[0], f"{where}[{i}]") for i, v in enumerate(value))
+        return next((problem for problem in found if problem), None)
+    return members_problem(value, spec, where)
+
+
+def members_problem(value: Any, spec: dict[str, Any], where: str, optional: set[str] | None = None) -> str | None:
+    """An object with exactly the members of ``spec`` (those of ``optional`` may be absent), each of its type."""
+    if not isinstance(value, dict):
+        return f"{where}: not an object"
+    extra, lacking = set(value) - set(spec), set(spec) - set(value) - (optional or set())
+    if extra:
+        return f"{where}: members {sorted(extra)} that docs/audit.md does not list"
+    if lacking:
+        return f"{where}: without {sorted(lacking)}"
+    found = (type_problem(value[k], t, f"{where}.{k}") for k, t in spec.items() if k in value)
+    return next((problem for problem in found if problem), None)
 
 
 def genesis(stream: str) -> str:
@@ -584,21 +671,34 @@ def expected_bet(rules: dict[str, Any], player: Hand, banker: Hand, stake: int) 
 
 
 class Verdict:
+    """§ Verdicts and exit codes: FAIL if a check failed; else UNANCHORED if no signed tree head was checked to
+    cover the round (no key, or no head); else PASS."""
+
     def __init__(self, subject: str) -> None:
         self.subject = subject
         self.checks: list[tuple[str, bool, str]] = []
         self.warnings: list[str] = []
+        self.unanchored = ""  # why nothing checked anchors the bundle
 
     def add(self, name: str, ok: bool, detail: str) -> bool:
         self.checks.append((name, ok, detail))
         return ok
 
+    def leave_unanchored(self, why: str) -> None:
+        self.unanchored = why
+        self.warnings.append(why)
+
     @property
     def ok(self) -> bool:
+        """Every check passed (an unanchored bundle's too: ``status`` tells them apart)."""
         return bool(self.checks) and all(ok for _n, ok, _d in self.checks)
 
+    @property
+    def status(self) -> str:
+        return "FAIL" if not self.ok else "UNANCHORED" if self.unanchored else "PASS"
+
     def render(self) -> str:
-        lines = [f"{'PASS' if self.ok else 'FAIL'}  {self.subject}"]
+        lines = [f"{self.status}  {self.subject}"]
         lines += [f"  {'ok ' if ok else 'BAD'}  {name}: {detail}" for name, ok, detail in self.checks]
         lines += [f"  WARN {text}" for text in self.warnings]
         return "\n".join(lines)
@@ -609,13 +709,27 @@ class Failed(Exception):
 
 
 def _check(verdict: Verdict, name: str, run: Callable[[], str]) -> bool:
-    """Run one check: it returns what it proved, or raises ``Failed`` (or any error: a malformed field)."""
+    """Run one check: it returns what it proved, or raises ``Failed`` (or any error: a missing or malformed
+    field it reads). Nothing escapes: whatever the file holds, every check has a verdict."""
     try:
         return verdict.add(name, True, run())
     except Failed as problem:
         return verdict.add(name, False, str(problem))
-    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+    except Exception as error:
         return verdict.add(name, False, f"missing or malformed field: {error!r}")
+
+
+class NotAnInteger(ValueError):
+    """§ Canonical JSON: a number with a fraction or an exponent (100.0, 1e2), NaN or Infinity."""
+
+
+def parse(raw: bytes) -> Any:
+    """The bundle's JSON, refusing every number that is not written as an integer."""
+
+    def refuse(text: str) -> Any:
+        raise NotAnInteger(f"the number {text[:40]} is not an integer: a bundle's numbers are integers")
+
+    return json.loads(raw, parse_float=refuse, parse_constant=refuse)
 
 
 def _require(condition: bool, problem: str) -> None:
@@ -662,10 +776,14 @@ class BundleCheck:
 
     def run(self) -> Verdict:
         try:
-            bundle = json.loads(self.raw)
-        except (ValueError, UnicodeDecodeError) as error:
+            bundle = parse(self.raw)
+        except NotAnInteger as error:
             verdict = Verdict("bundle")
-            verdict.add("form", False, f"not JSON: {error}")
+            verdict.add("form", False, str(error))
+            return verdict
+        except Exception as error:  # (not JSON, not UTF-8, nested too deep for the parser)
+            verdict = Verdict("bundle")
+            verdict.add("form", False, f"not JSON: {error!r}")
             return verdict
         verdict = Verdict(f"bundle of round {bundle.get('round_id') if isinstance(bundle, dict) else '?'}")
         if not isinstance(bundle, dict) or not isinstance(bundle.get("events"), list) or not bundle["events"]:
@@ -690,39 +808,45 @@ class BundleCheck:
             _check(verdict, name, step)
         if bundle.get("inclusion") is not None:
             _check(verdict, "inclusion", self.inclusion)
-        self.anchor(verdict)
+        try:
+            self.anchor(verdict)
+        except Exception as error:  # (a head too malformed to print what it signs)
+            verdict.add("log inclusion", False, f"missing or malformed field: {error!r}")
+        if bundle.get("format_version") == 1:
+            verdict.warnings.append(
+                "format version 1: its balances may leave wallets out (it does not say whom it was made for) and "
+                "its checkpoint's period, position and digest are not checked (nothing offline can)"
+            )
         return verdict
 
     # -- 1. the file ---------------------------------------------------------------------
 
     def form(self) -> str:
         b = self.bundle
+        version = b.get("format_version")
         _require(
-            b.get("format") == "pokdeng-round-bundle" and b.get("format_version") == 1,
-            "not a pokdeng-round-bundle of format_version 1",
+            b.get("format") == "pokdeng-round-bundle" and type(version) is int and version in VERSIONS,
+            f"not a pokdeng-round-bundle of format_version {' or '.join(map(str, sorted(VERSIONS)))}",
         )
-        # exactly the documented fields: nothing may ride along that no check reads
-        missing = [k for k in BUNDLE_FIELDS if k not in OPTIONAL_FIELDS and k not in b]
-        unknown = [k for k in b if k not in BUNDLE_FIELDS]
-        _require(not missing and not unknown, f"fields missing {missing} or unknown {unknown}")
+        # exactly the documented members, each of its type: nothing may ride along that no check reads
+        form = VERSIONS[int(version)]
+        problem = members_problem(b, form["members"], "bundle", form["optional"])
+        _require(problem is None, str(problem))
         for event in b["events"]:
-            _require(isinstance(event, dict) and set(event) == EVENT_FIELDS, "an event with other fields")
+            where = f"event {event['position']} ({event['kind']})"
             _require(event["kind"] in KINDS, f"event {event['position']}: kind {event['kind']!r} is not a round's")
-            where, data = f"event {event['position']} ({event['kind']})", event["data"]
-            _require(isinstance(data, dict), f"{where}: data is not an object")
-            listed = EVENT_DATA[event["kind"]]  # (docs/events.md: exactly these; ADDED_DATA may be absent)
-            extra, lacking = set(data) - listed, listed - set(data) - ADDED_DATA.get(event["kind"], set())
-            _require(not extra, f"{where}: data with members {sorted(extra)} that docs/events.md does not list")
-            _require(not lacking, f"{where}: data without {sorted(lacking)}")
-        for entry in b["balances"]:
-            _require(isinstance(entry, dict) and set(entry) == BALANCE_FIELDS, "a balance with other fields")
+            _require(event["position"] >= 2, f"{where}: the stream's creation (position 1) is not in a bundle")
+            # docs/events.md: exactly these members, each of its type; ADDED_DATA's may be absent
+            kind = event["kind"]
+            problem = members_problem(event["data"], EVENT_DATA_TYPES[kind], f"{where} data", ADDED_DATA.get(kind))
+            _require(problem is None, str(problem))
         inclusion, log = b.get("inclusion"), b.get("log")
-        _require(inclusion is None or set(inclusion) == INCLUSION_FIELDS, "inclusion: not the documented fields")
-        _require(
-            log is None
-            or (set(log) == LOG_FIELDS and isinstance(log["head"], dict) and set(log["head"]) == HEAD_FIELDS),
-            "log: not the documented fields",
-        )
+        if inclusion is not None:
+            problem = members_problem(inclusion, form["inclusion"], "inclusion")
+            _require(problem is None, str(problem))
+        if log is not None:
+            problem = members_problem(log, LOG_TYPES, "log")
+            _require(problem is None, str(problem))
         expected = canonical(b) + b"\n"
         if self.raw != expected:
             at = next((i for i, (x, y) in enumerate(zip(self.raw, expected, strict=False)) if x != y), None)
@@ -794,19 +918,9 @@ class BundleCheck:
         assert committed is not None
         nonce = committed["data"]["nonce"]
         _require(nonce == b["round_no"], f"the shuffle's nonce {nonce} is not the round's number")
-        for event in self.events:  # an operator's command names its sender (absent: records before senders)
-            _require(
-                event["kind"] not in SENT_BY_OPERATOR or event["data"].get("by", None) != "",
-                f"event {event['position']} ({event['kind']}): an operator's command names its sender (by)",
-            )
-        opening = self.events[0]["command_id"]
-        after = next((i for i, e in enumerate(self.events) if e["command_id"] != opening), len(self.events))
-        for event in self.events[after:]:  # the platform's ContributeSeed (not the opening's own contribution)
-            data = event["data"]
-            _require(
-                event["kind"] != "client_seed_contributed" or data["contributor"] != "" or data.get("by", None) != "",
-                f"event {event['position']}: the platform's ContributeSeed names its sender (by)",
-            )
+        _require(GRAMMARS["version"](opened["engine_version"]), f"engine version {opened['engine_version']!r}")
+        _require(GRAMMARS["currency"](opened.get("currency", "THB")), f"currency {opened.get('currency')!r}")
+        self.senders()
         if "contributions_opened" in kinds:
             _require(committed["data"]["client_seed"] == "", "shuffle_committed carries no client seed")
         _require(kinds.count("seed_revealed") <= 1, "the seed is revealed once")
@@ -815,6 +929,33 @@ class BundleCheck:
         else:
             _require(outcome == "voided", "a settled round reveals its seed")
         return f"round {b['round_id']} from round_opened to round_closed ({outcome})"
+
+    def senders(self) -> None:
+        """§ Senders (docs/events.md, "Who sent a command"): of every ``by`` present (records made before senders
+        were named have none), its grammar; "" on an event that is not its command's first (it shares that
+        one's sender), on a draw or stay of reason auto or timeout and on the showdown (hands_revealed not
+        selective); never "" on the operator-only commands' events, the platform's ContributeSeed and the
+        choices made for the house's hand (banker_player null)."""
+        banker = self.opening["banker_player"]
+        for group in self._groups():
+            for index, event in enumerate(group):
+                kind, data = event["kind"], event["data"]
+                if "by" not in data:
+                    continue
+                by, where = data["by"], f"event {event['position']} ({kind})"
+                _require(sender(by), f"{where}: sender {by!r} is not '', operator, operator:NAME or service:NAME")
+                automatic = index > 0 or data.get("reason") in ("auto", "timeout") or data.get("selective") is False
+                if automatic and kind not in SENT_BY_OPERATOR:
+                    _require(by == "", f"{where}: sender {by!r} on an automatic event (its command's is its first's)")
+                    continue
+                platform = kind == "client_seed_contributed" and data["contributor"] == ""
+                house = banker is None and (
+                    (kind in ("card_drawn", "player_stood") and data["seat"] == 0) or kind == "hands_revealed"
+                )
+                _require(
+                    by != "" or not (kind in SENT_BY_OPERATOR or platform or house),
+                    f"{where}: {'an operator' if not house else 'the house'}'s command names its sender (by)",
+                )
 
     def commitment(self, verdict: Verdict) -> str:
         shuffled = self.bundle["shuffle"]
@@ -1328,18 +1469,40 @@ class BundleCheck:
         return names[kind]
 
     def balances(self) -> str:
+        """§ Round bundle, `balances` and `made_for`: each listed wallet once, with its settlement net and
+        `after - before = net` (or both null: the platform's wallets); made for the operator or an auditor, every
+        wallet of the settlement in its order; made for `player:X` (a seat's holder, a bettor or the banker of the
+        round), X's alone (none if X has no net). A version 1 bundle says nothing of whom it was made for."""
         settled = self.first("round_settled")
-        nets = {p: n for p, _r, n in settled["data"]["wallets"]} if settled else {}
+        wallets = [(p, n) for p, _r, n in settled["data"]["wallets"]] if settled else []
+        nets = dict(wallets)
         seen = set()
         for entry in self.bundle["balances"]:
-            wallet = entry["wallet"]
+            wallet, before, after = entry["wallet"], entry["before"], entry["after"]
             _require(wallet in nets and wallet not in seen, f"wallet {wallet!r} has no (single) net in the settlement")
             _require(
-                entry["net"] == nets[wallet] and entry["after"] - entry["before"] == entry["net"],
-                f"wallet {wallet}: before {entry['before']} + net {nets[wallet]} != after {entry['after']}",
+                entry["net"] == nets[wallet] and (before is None) == (after is None),
+                f"wallet {wallet}: net {entry['net']}, the settlement's is {nets[wallet]}",
             )
+            _require(before is None or after - before == entry["net"], f"wallet {wallet}: after - before != net")
             seen.add(wallet)
-        return f"{len(seen)} wallet(s): after = before + the round's net"
+        nulls = {entry["before"] is None for entry in self.bundle["balances"]}
+        _require(len(nulls) <= 1, "some balances are null and others not")
+        listed = [entry["wallet"] for entry in self.bundle["balances"]]
+        if self.bundle["format_version"] == 1:
+            return f"{len(seen)} wallet(s): after = before + the round's net (version 1: made for anyone)"
+        made_for = self.bundle["made_for"]
+        if made_for.startswith("player:"):
+            player = made_for[len("player:") :]
+            opened = self.opening
+            people = {holder for _seat, holder in opened["seats"] if holder} | {opened["banker_player"]}
+            people |= {e["data"]["player"] for e in self.all("bet_placed") + self.all("side_bet_placed")}
+            _require(player in people, f"made for player {player!r}, who takes no part in the round")
+            expected = [player] if player in nets else []
+        else:
+            expected = [wallet for wallet, _net in wallets]
+        _require(listed == expected, f"made for {made_for}: balances of {listed}, the settlement gives {expected}")
+        return f"made for {made_for}: {len(seen)} wallet(s), each after = before + the round's net"
 
     # -- 4. proofs -----------------------------------------------------------------------
 
@@ -1356,7 +1519,7 @@ class BundleCheck:
         for step in trace:
             self.say(f"checkpoint path: {step}")
         _require(root is not None and root.hex() == proof["root"], "the path does not lead to the checkpoint's root")
-        return f"leaf {proof['index']} of {proof['size']} under root {proof['root']} ({proof['period']!r})"
+        return f"leaf {proof['index']} of {proof['size']} under root {proof['root']}"
 
     def anchor(self, verdict: Verdict) -> None:
         anchor = self.bundle.get("log")
@@ -1365,7 +1528,7 @@ class BundleCheck:
             if self.keys:
                 verdict.add("anchor", False, text)
             else:
-                verdict.warnings.append(text)
+                verdict.leave_unanchored(text)
             return
 
         def included() -> str:
@@ -1412,7 +1575,7 @@ class BundleCheck:
         else:
             head = anchor["head"]
             self.say(f"signed bytes: {head_signed_bytes(head).hex()}")
-            verdict.warnings.append(f"unanchored: the signature of key {head['key_id']} was not checked (give --key)")
+            verdict.leave_unanchored(f"unanchored: the signature of key {head['key_id']} was not checked (give --key)")
 
 
 def _difference(name: str, mine: Any, theirs: Any) -> str:
@@ -1450,6 +1613,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("bundle", help="a bundle file (pokdeng export)")
     parser.add_argument("--key", action="append", default=[], help="an Ed25519 public key (hex) or a file of keys")
     parser.add_argument("--explain", action="store_true", help="print every value the checks compute")
+    parser.add_argument(
+        "--allow-unanchored", action="store_true", help="exit 0, not 5, when nothing anchors a bundle that passes"
+    )
     args = parser.parse_args(argv)
     try:
         raw = Path(args.bundle).read_bytes()
@@ -1459,7 +1625,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     verdict = verify(raw, keys, print if args.explain else None)
     print(verdict.render())
-    return 0 if verdict.ok else 1
+    return {"PASS": 0, "FAIL": 1, "UNANCHORED": 0 if args.allow_unanchored else 5}[verdict.status]
 
 
 if __name__ == "__main__":
