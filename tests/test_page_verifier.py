@@ -44,7 +44,7 @@ for (const path of input.scripts) vm.runInThisContext(fs.readFileSync(path, "utf
   for (const kind of Object.keys(known.fields)) out.eventData.added[kind] = known.added(kind);
   for (const c of input.cases) {
     const v = await V.verify(new Uint8Array(Buffer.from(c.bundle, "base64")), await V.readKeys(c.keys));
-    out.verdicts.push({ ok: v.ok, failed: v.failed, warnings: v.warnings, rendered: v.render() });
+    out.verdicts.push({ ok: v.ok, status: v.status, failed: v.failed, warnings: v.warnings, rendered: v.render() });
   }
   console.log(JSON.stringify(out));
 })();
@@ -139,3 +139,28 @@ def test_bundles_of_older_engines_pass_in_node(node: str, wr: ModuleType) -> Non
     assert paths
     for path, verdict in zip(paths, page(node, [(p.read_bytes(), "") for p in paths])["verdicts"], strict=True):
         assert verdict["ok"] and wr.verify(path.read_bytes()).ok, (path.name, verdict["rendered"])
+
+
+@pytest.mark.node
+def test_what_the_docs_rule_out_fails_in_node(node: str, wr: ModuleType) -> None:
+    """The outside verifier's bundles (tests/forgery.py, ``OUTSIDE``): a malformed sender, a sender on an automatic
+    event, engine version `a.1.0`, currency `aHB`, a seat the table does not have, a balance dropped from an
+    operator's export or a player's relabelled: the page fails each, the checks the docs' verifier fails; a number
+    written `100.0` or `1e2` fails `form`."""
+    raw = BUNDLE.read_bytes()
+    names = list(forgery.OUTSIDE)
+    cases = [(forgery.outside(raw, wr, name), "" if forgery.OUTSIDE[name].events else TEST_KEY) for name in names]
+    cases += [(raw.replace(*forgery.NUMBERS[name], 1), TEST_KEY) for name in forgery.NUMBERS]
+    verdicts = page(node, cases)["verdicts"]
+    for name, case, verdict in zip([*names, *forgery.NUMBERS], cases, verdicts, strict=True):
+        assert verdict["status"] == "FAIL", (name, verdict["rendered"])
+        assert set(verdict["failed"]) == documented(wr, *case), (name, verdict["rendered"])
+
+
+@pytest.mark.node
+def test_the_page_says_unanchored_not_pass(node: str) -> None:
+    """Without a key nothing anchors a bundle: the page's verdict is UNANCHORED, as `pokdeng verify`'s."""
+    keyed, unkeyed = page(node, [(BUNDLE.read_bytes(), TEST_KEY), (BUNDLE.read_bytes(), "")])["verdicts"]
+    assert keyed["status"] == "PASS" and keyed["rendered"].startswith("PASS  bundle of round demo#1")
+    assert unkeyed["ok"] and unkeyed["status"] == "UNANCHORED", unkeyed["rendered"]
+    assert unkeyed["rendered"].startswith("UNANCHORED  bundle of round demo#1")

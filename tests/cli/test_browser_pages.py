@@ -136,16 +136,17 @@ def test_unanchored_is_said_plainly(
     assert verdict["failed"] == ["anchor"]
     assert "unanchored: no signed tree head covers this round" in json.dumps(verdict["checks"])
     tab.open(bundle_page(bundles["late"], tmp_path, None, "late-nokey"))
-    verdict = tab.verdict()  # without a key it passes, and says what that leaves open
-    assert verdict["ok"] and "unanchored" in verdict["status"]
+    verdict = tab.verdict()  # without a key every check passes, but the verdict is UNANCHORED, not PASS
+    assert verdict["ok"] and verdict["verdict"] == "unanchored" and verdict["status"].startswith("UNANCHORED")
     assert verdict["warnings"] == ["unanchored: no signed tree head covers this round"]
     tab.open(bundle_page(bundles["classic"], tmp_path, None, "classic-nokey"))
     verdict = tab.verdict()  # a signed head, but no key to check its signature with
-    assert verdict["ok"] and any(w.startswith("unanchored: the signature of key") for w in verdict["warnings"])
+    assert verdict["ok"] and verdict["verdict"] == "unanchored" and verdict["status"].startswith("UNANCHORED")
+    assert any(w.startswith("unanchored: the signature of key") for w in verdict["warnings"])
     tab.evaluate(f"document.getElementById('key-input').value = '{store.public_key}'")
     tab.evaluate("document.querySelector('#key-form button').click()")
     verdict = tab.verdict(runs=2)  # the key typed in: checked again, anchored
-    assert verdict["ok"] and not verdict["warnings"]
+    assert verdict["ok"] and verdict["verdict"] == "pass" and not verdict["warnings"]
     assert any(c["name"] == "anchor" and c["ok"] for c in verdict["checks"])
 
 

@@ -34,14 +34,18 @@
     for (const c of verdict.checks) line(list, c.ok ? "ok" : "BAD", `${c.name}: ${c.detail}`, c.ok ? "ok" : "bad");
     for (const w of verdict.warnings) line(list, "WARN", w, "warn");
     const failed = verdict.failed;
-    const unanchored = verdict.warnings.some((w) => w.startsWith("unanchored"));
-    status.textContent = verdict.ok
-      ? `PASS · ${verdict.subject}: every check passed in this browser` + (unanchored ? " (unanchored: see the warning)" : "")
-      : `FAIL · ${verdict.subject}: ${failed.join(", ")} failed`;
-    box.classList.toggle("pass", verdict.ok);
+    const unanchored = verdict.status === "UNANCHORED";
+    status.textContent = {
+      PASS: `PASS · ${verdict.subject}: every check passed in this browser`,
+      UNANCHORED: `UNANCHORED · ${verdict.subject}: every check passed in this browser, but no signed tree head ` +
+        "was checked to cover the round, so nothing outside this file vouches for its events (see the warning)",
+      FAIL: `FAIL · ${verdict.subject}: ${failed.join(", ")} failed`,
+    }[verdict.status];
+    box.classList.toggle("pass", verdict.status === "PASS");
+    box.classList.toggle("unanchored", unanchored);
     box.classList.toggle("fail", !verdict.ok);
     const el = doc.documentElement;
-    el.dataset.verdict = verdict.ok ? "pass" : "fail";
+    el.dataset.verdict = verdict.status.toLowerCase();
     el.dataset.failed = failed.join(",");
     el.dataset.unanchored = unanchored ? "yes" : "no";
     el.dataset.runs = String(++state.runs);

@@ -65,19 +65,30 @@
       this.subject = subject;
       this.checks = [];
       this.warnings = [];
+      this.unanchored = ""; // why nothing checked anchors the bundle
     }
     add(name, ok, detail) {
       this.checks.push({ name, ok, detail });
       return ok;
     }
+    /** Every check passed (an unanchored bundle's too: `status` tells them apart). */
     get ok() {
       return this.checks.length > 0 && this.checks.every((c) => c.ok);
+    }
+    /** docs/audit.md, "Verdicts and exit codes": FAIL if a check failed; else UNANCHORED if no signed tree head
+        was checked to cover the round (no key given, or no head in the bundle); else PASS. */
+    get status() {
+      return !this.ok ? "FAIL" : this.unanchored ? "UNANCHORED" : "PASS";
+    }
+    leaveUnanchored(why) {
+      this.unanchored = why;
+      this.warnings.push(why);
     }
     get failed() {
       return this.checks.filter((c) => !c.ok).map((c) => c.name);
     }
     render() {
-      const lines = [`${this.ok ? "PASS" : "FAIL"}  ${this.subject}`];
+      const lines = [`${this.status}  ${this.subject}`];
       for (const c of this.checks) lines.push(`  ${c.ok ? "ok " : "BAD"}  ${c.name}: ${c.detail}`);
       for (const w of this.warnings) lines.push(`  WARN ${w}`);
       return lines.join("\n");
@@ -93,51 +104,118 @@
     }
   }
 
-  // the documented form (docs/audit.md, "The bundle"; docs/events.md; docs/checkpoints.md)
-  const BUNDLE_FIELDS = ["format", "format_version", "round_id", "table_id", "round_no", "profile", "engine_version",
-    "shuffle", "decisions", "payouts", "settlement", "balances", "times", "events", "chain", "inclusion", "log",
-    "bundle_digest"];
-  const OPTIONAL_FIELDS = ["inclusion", "log"]; // null, or absent from bundles made before them
-  const EVENT_FIELDS = ["command_id", "data", "digest", "kind", "position", "timestamp"];
-  const BALANCE_FIELDS = ["after", "before", "net", "wallet"];
-  const INCLUSION_FIELDS = ["checkpoint_digest", "checkpoint_position", "index", "leaf", "path", "period", "root",
-    "size", "table_id"];
-  const LOG_FIELDS = ["head", "index", "leaf", "path"];
-  const HEAD_FIELDS = ["format", "format_version", "key_id", "log_id", "root_hash", "signature", "timestamp",
-    "tree_size"];
+  // the documented form (docs/audit.md, "Round bundle" and "Types"; docs/events.md; docs/checkpoints.md). A type:
+  // "int" (a JSON integer, |n| < 2^53, not true or false), "text", "bool", "hex16"/"hex64"/"hex128" (that many
+  // lowercase hex digits), "sender", "version", "currency", "recipient" (texts of a grammar); a name ending in "?"
+  // also allows null; {tuple: [...]} an array of exactly those; [T] an array of T; an object exactly those
+  // members (null: any value, compared whole by `copies`).
+  const tuple = (...items) => ({ tuple: items });
+  const EVENT_TYPES = { position: "int", kind: "text", data: null, command_id: "text", timestamp: "text", digest: "hex64" };
+  const BALANCE_TYPES = { wallet: "text", before: "int?", after: "int?", net: "int" };
+  const HEAD_TYPES = { format: "text", format_version: "int", log_id: "text", key_id: "hex16", tree_size: "int",
+    root_hash: "hex64", timestamp: "int", signature: "hex128" };
+  const LOG_TYPES = { index: "int", leaf: "hex64", path: ["hex64"], head: HEAD_TYPES };
+  const INCLUSION_TYPES = { table_id: "text", root: "hex64", size: "int", index: "int", leaf: "hex64", path: ["hex64"] };
+  const MEMBERS_V1 = { format: "text", format_version: "int", round_id: "text", table_id: "text", round_no: "int",
+    profile: null, engine_version: "version", shuffle: null, decisions: null, payouts: null, settlement: null,
+    balances: [BALANCE_TYPES], times: null, events: [EVENT_TYPES], chain: null, inclusion: null, log: null,
+    bundle_digest: "hex64" };
+  const VERSIONS = {
+    2: { members: { ...MEMBERS_V1, made_for: "recipient" }, optional: [], inclusion: INCLUSION_TYPES },
+    1: { members: MEMBERS_V1, optional: ["inclusion", "log"], // absent from version 1 bundles made before them
+      inclusion: { ...INCLUSION_TYPES, period: "text", checkpoint_position: "int", checkpoint_digest: "hex64" } },
+  };
+  /** § Senders: "", "operator", "operator:" NAME or "service:" NAME (NAME: one character or more). */
+  const sender = (text) => text === "" || text === "operator" ||
+    ["operator:", "service:"].some((prefix) => text.startsWith(prefix) && text.length > prefix.length);
+  const GRAMMARS = {
+    sender,
+    version: (text) => /^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$/.test(text),
+    currency: (text) => /^[A-Z]{3}$/.test(text),
+    recipient: (text) => text === "operator" || text === "auditor" || (text.startsWith("player:") && text.length > 7),
+    hex16: (text) => /^[0-9a-f]{16}$/.test(text),
+    hex64: (text) => /^[0-9a-f]{64}$/.test(text),
+    hex128: (text) => /^[0-9a-f]{128}$/.test(text),
+  };
+  /** § Types: what makes `value` not of type `spec`, or null. */
+  function typeProblem(value, spec, where) {
+    if (spec === null) return null;
+    if (typeof spec === "string") {
+      if (spec.endsWith("?")) return value === null ? null : typeProblem(value, spec.slice(0, -1), where);
+      let ok;
+      if (spec === "int") ok = typeof value === "number" && Number.isInteger(value) && Math.abs(value) < 2 ** 53;
+      else if (spec === "bool") ok = typeof value === "boolean";
+      else ok = typeof value === "string" && (spec === "text" || GRAMMARS[spec](value));
+      return ok ? null : `${where}: ${JSON.stringify(value)} is not of type ${spec}`;
+    }
+    if (Array.isArray(spec)) {
+      if (!Array.isArray(value)) return `${where}: not an array`;
+      for (let i = 0; i < value.length; i++) {
+        const problem = typeProblem(value[i], spec[0], `${where}[${i}]`);
+        if (problem) return problem;
+      }
+      return null;
+    }
+    if (spec.tuple) {
+      if (!Array.isArray(value) || value.length !== spec.tuple.length) return `${where}: not an array of ${spec.tuple.length}`;
+      for (let i = 0; i < value.length; i++) {
+        const problem = typeProblem(value[i], spec.tuple[i], `${where}[${i}]`);
+        if (problem) return problem;
+      }
+      return null;
+    }
+    return membersProblem(value, spec, where);
+  }
+  /** An object with exactly the members of `spec` (those of `optional` may be absent), each of its type. */
+  function membersProblem(value, spec, where, optional = []) {
+    if (!isObject(value)) return `${where}: not an object`;
+    const extra = Object.keys(value).filter((k) => !has(spec, k)).sort();
+    const lacking = Object.keys(spec).filter((k) => !has(value, k) && !optional.includes(k)).sort();
+    if (extra.length) return `${where}: members ${JSON.stringify(extra)} that docs/audit.md does not list`;
+    if (lacking.length) return `${where}: without ${JSON.stringify(lacking)}`;
+    for (const [k, t] of Object.entries(spec)) {
+      if (!has(value, k)) continue;
+      const problem = typeProblem(value[k], t, `${where}.${k}`);
+      if (problem) return problem;
+    }
+    return null;
+  }
   const KINDS = ["bet_placed", "bet_settled", "card_drawn", "cards_dealt", "client_seed_contributed",
     "client_seed_fixed", "contributions_opened", "hands_revealed", "player_stood", "pok_declared", "round_closed",
     "round_opened", "round_settled", "round_voided", "seed_revealed", "shuffle_committed", "side_bet_placed",
     "side_bet_window_opened", "side_bets_settled", "turn_timed_out"];
   const SENT_BY_OPERATOR = ["round_opened", "cards_dealt", "side_bets_settled", "turn_timed_out", "round_voided"];
-  // each kind's data members (docs/events.md, "Round stream"): exactly these; those of ADDED_DATA were added after
-  // rounds were recorded without them, which lack them (read as "" and THB): a record may leave them out
-  const EVENT_DATA = {
-    round_opened: ["round_id", "table_id", "round_no", "profile_name", "profile_version", "profile_options",
-      "engine_version", "banker_player", "seats", "min_stake", "max_stake", "currency", "by"],
-    contributions_opened: ["rule"],
-    shuffle_committed: ["commitment", "client_seed", "nonce", "algorithm", "shoe_size"],
-    client_seed_contributed: ["contributor", "client_seed", "by"],
-    bet_placed: ["seat", "player", "stake", "reserved", "banker_reserved", "by"],
-    client_seed_fixed: ["client_seed", "rule", "contributions"],
-    cards_dealt: ["cards", "banker_up_card", "by"],
-    pok_declared: ["seat", "cards", "taem", "label"],
-    side_bet_window_opened: ["up_card"],
-    side_bet_placed: ["seat", "player", "stake", "reserved", "by"],
-    side_bets_settled: ["natural", "results", "by"],
-    turn_timed_out: ["seat", "action", "by"],
-    card_drawn: ["seat", "card", "reason", "by"],
-    player_stood: ["seat", "reason", "by"],
-    hands_revealed: ["seats", "hands", "selective", "by"],
-    bet_settled: ["seat", "player", "stake", "outcome", "multiplier", "gross", "commission", "net", "hand",
-      "banker_hand", "ante_net", "bet_net"],
-    round_settled: ["wallets", "banker_net_before_commission", "banker_commission", "commission", "house_net"],
-    round_voided: ["reason", "wallets", "by"],
-    seed_revealed: ["server_seed"],
-    round_closed: ["outcome"],
+  // each kind's data members and their types (docs/events.md, "Round stream"; docs/audit.md, "Types"): exactly
+  // these; those of ADDED_DATA were added after rounds were recorded without them, which lack them (read as "" and
+  // THB): a record may leave them out
+  const EVENT_DATA_TYPES = {
+    round_opened: { round_id: "text", table_id: "text", round_no: "int", profile_name: "text", profile_version: "int",
+      profile_options: [tuple("text", "bool")], engine_version: "version", banker_player: "text?",
+      seats: [tuple("int", "text?")], min_stake: "int", max_stake: "int", currency: "currency", by: "sender" },
+    contributions_opened: { rule: "text" },
+    shuffle_committed: { commitment: "hex64", client_seed: "text", nonce: "int", algorithm: "text", shoe_size: "int" },
+    client_seed_contributed: { contributor: "text", client_seed: "text", by: "sender" },
+    bet_placed: { seat: "int", player: "text", stake: "int", reserved: "int", banker_reserved: "int", by: "sender" },
+    client_seed_fixed: { client_seed: "hex64", rule: "text", contributions: [tuple("text", "text")] },
+    cards_dealt: { cards: [tuple("int", "text")], banker_up_card: "text?", by: "sender" },
+    pok_declared: { seat: "int", cards: ["text"], taem: "int", label: "text" },
+    side_bet_window_opened: { up_card: "text" },
+    side_bet_placed: { seat: "int", player: "text", stake: "int", reserved: "int", by: "sender" },
+    side_bets_settled: { natural: "bool", results: [tuple("int", "text", "int", "int")], by: "sender" },
+    turn_timed_out: { seat: "int", action: "text", by: "sender" },
+    card_drawn: { seat: "int", card: "text", reason: "text", by: "sender" },
+    player_stood: { seat: "int", reason: "text", by: "sender" },
+    hands_revealed: { seats: ["int"], hands: [tuple("int", ["text"])], selective: "bool", by: "sender" },
+    bet_settled: { seat: "int", player: "text", stake: "int", outcome: "text", multiplier: "text", gross: "int",
+      commission: "int", net: "int", hand: "text", banker_hand: "text", ante_net: "int?", bet_net: "int?" },
+    round_settled: { wallets: [tuple("text", "int", "int")], banker_net_before_commission: "int",
+      banker_commission: "int", commission: "int", house_net: "int" },
+    round_voided: { reason: "text", wallets: [tuple("text", "int")], by: "sender" },
+    seed_revealed: { server_seed: "hex64" },
+    round_closed: { outcome: "text" },
   };
+  const EVENT_DATA = Object.fromEntries(Object.entries(EVENT_DATA_TYPES).map(([kind, t]) => [kind, Object.keys(t)]));
   const ADDED_DATA = (kind) => (kind === "round_opened" ? ["currency", "by"] : EVENT_DATA[kind].includes("by") ? ["by"] : []);
-  const sameKeys = (object, keys) => same(Object.keys(object).sort(), [...keys].sort());
 
   class BundleCheck {
     constructor(raw, keys) {
@@ -193,41 +271,45 @@
       if (opt(parsed, "inclusion") !== undefined && parsed.inclusion !== null) {
         await check(verdict, "inclusion", () => this.inclusion());
       }
-      await this.anchor(verdict);
+      try {
+        await this.anchor(verdict);
+      } catch (error) {
+        verdict.add("log inclusion", false, `missing or malformed field: ${error && error.message}`);
+      }
+      if (opt(parsed, "format_version") === 1) {
+        verdict.warnings.push("format version 1: its balances may leave wallets out (it does not say whom it was made " +
+          "for) and its checkpoint's period, position and digest are not checked (nothing offline can)");
+      }
       return verdict;
     }
 
     // -- 1. the file ------------------------------------------------------------------------------
     form() {
       const b = this.plain;
-      require(opt(b, "format") === "pokdeng-round-bundle" && opt(b, "format_version") === 1,
-        "not a pokdeng-round-bundle of format_version 1");
-      // exactly the documented fields: nothing may ride along that no check reads (docs/audit.md)
-      const fields = Object.keys(b);
-      const missing = BUNDLE_FIELDS.filter((k) => !OPTIONAL_FIELDS.includes(k) && !fields.includes(k));
-      const unknown = fields.filter((k) => !BUNDLE_FIELDS.includes(k));
-      require(missing.length === 0 && unknown.length === 0,
-        `fields missing ${JSON.stringify(missing)} or unknown ${JSON.stringify(unknown)}`);
+      const version = opt(b, "format_version");
+      require(opt(b, "format") === "pokdeng-round-bundle" && (version === 1 || version === 2),
+        "not a pokdeng-round-bundle of format_version 1 or 2");
+      // exactly the documented members, each of its type: nothing may ride along that no check reads (docs/audit.md)
+      const form = VERSIONS[version];
+      let problem = membersProblem(b, form.members, "bundle", form.optional);
+      require(problem === null, problem);
       for (const event of b.events) {
-        require(isObject(event) && sameKeys(event, EVENT_FIELDS), `an event with other fields than ${EVENT_FIELDS}`);
-        require(KINDS.includes(event.kind), `event ${event.position}: kind ${repr(event.kind)} is not a round's`);
         const where = `event ${event.position} (${event.kind})`;
-        require(isObject(event.data), `${where}: data is not an object`);
-        const listed = EVENT_DATA[event.kind];
-        const extra = Object.keys(event.data).filter((k) => !listed.includes(k)).sort();
-        const lacking = listed.filter((k) => !has(event.data, k) && !ADDED_DATA(event.kind).includes(k)).sort();
-        require(extra.length === 0, `${where}: data with members ${JSON.stringify(extra)} that docs/events.md does not list`);
-        require(lacking.length === 0, `${where}: data without ${JSON.stringify(lacking)}`);
-      }
-      for (const entry of Array.isArray(b.balances) ? b.balances : []) {
-        require(isObject(entry) && sameKeys(entry, BALANCE_FIELDS), `a balance with other fields than ${BALANCE_FIELDS}`);
+        require(KINDS.includes(event.kind), `event ${event.position}: kind ${repr(event.kind)} is not a round's`);
+        require(event.position >= 2, `${where}: the stream's creation (position 1) is not in a bundle`);
+        problem = membersProblem(event.data, EVENT_DATA_TYPES[event.kind], `${where} data`, ADDED_DATA(event.kind));
+        require(problem === null, problem);
       }
       const inclusion = opt(b, "inclusion");
-      require(inclusion == null || (isObject(inclusion) && sameKeys(inclusion, INCLUSION_FIELDS)),
-        "inclusion: not the documented fields");
+      if (inclusion != null) {
+        problem = membersProblem(inclusion, form.inclusion, "inclusion");
+        require(problem === null, problem);
+      }
       const log = opt(b, "log");
-      require(log == null || (isObject(log) && sameKeys(log, LOG_FIELDS) && isObject(log.head) && sameKeys(log.head, HEAD_FIELDS)),
-        "log: not the documented fields");
+      if (log != null) {
+        problem = membersProblem(log, LOG_TYPES, "log");
+        require(problem === null, problem);
+      }
       const expected = C.concat(C.canonicalBytes(b), [10]);
       if (!C.equalBytes(this.raw, expected)) {
         let at = 0;
@@ -287,16 +369,9 @@
       const committed = this.first("shuffle_committed");
       require(committed !== null && kinds.indexOf("shuffle_committed") <= 2, "the opening commits the shuffle");
       require(committed.data.nonce === b.round_no, `the shuffle's nonce ${committed.data.nonce} is not the round's number`);
-      for (const event of this.events) {  // an operator's command names its sender (absent: records before senders)
-        require(!SENT_BY_OPERATOR.includes(event.kind) || opt(event.data, "by") !== "",
-          `event ${event.position} (${event.kind}): an operator's command names its sender (by)`);
-      }
-      const opening = this.events[0].command_id;  // the opening's own events: the first run of its command id
-      const after = this.events.findIndex((event) => event.command_id !== opening);
-      for (const event of after < 0 ? [] : this.events.slice(after)) {  // the platform's ContributeSeed
-        require(event.kind !== "client_seed_contributed" || event.data.contributor !== "" ||
-          opt(event.data, "by") !== "", `event ${event.position}: the platform's ContributeSeed names its sender (by)`);
-      }
+      require(GRAMMARS.version(opened.engine_version), `engine version ${repr(opened.engine_version)}`);
+      require(GRAMMARS.currency(opt(opened, "currency") ?? "THB"), `currency ${repr(opt(opened, "currency"))}`);
+      this.senders();
       if (kinds.includes("contributions_opened")) {
         require(committed.data.client_seed === "", "shuffle_committed carries no client seed");
       }
@@ -307,6 +382,33 @@
         require(outcome === "voided", "a settled round reveals its seed");
       }
       return `round ${b.round_id} from round_opened to round_closed (${outcome})`;
+    }
+
+    /** § Senders (docs/events.md, "Who sent a command"): of every `by` present (records made before senders were
+        named have none), its grammar; "" on an event that is not its command's first, on a draw or stay of reason
+        auto or timeout and on the showdown; never "" on the operator-only commands' events, the platform's
+        ContributeSeed and the choices made for the house's hand (banker_player null). */
+    senders() {
+      const banker = this.opening.banker_player;
+      for (const group of this.groups()) {
+        group.forEach((event, index) => {
+          const { kind, data } = event;
+          if (!has(data, "by")) return;
+          const by = data.by;
+          const where = `event ${event.position} (${kind})`;
+          require(sender(by), `${where}: sender ${repr(by)} is not '', operator, operator:NAME or service:NAME`);
+          const automatic = index > 0 || ["auto", "timeout"].includes(opt(data, "reason")) || opt(data, "selective") === false;
+          if (automatic && !SENT_BY_OPERATOR.includes(kind)) {
+            require(by === "", `${where}: sender ${repr(by)} on an automatic event (its command's is its first's)`);
+            return;
+          }
+          const platform = kind === "client_seed_contributed" && data.contributor === "";
+          const house = banker === null &&
+            (((kind === "card_drawn" || kind === "player_stood") && data.seat === 0) || kind === "hands_revealed");
+          require(by !== "" || !(SENT_BY_OPERATOR.includes(kind) || platform || house),
+            `${where}: ${house ? "the house" : "an operator"}'s command names its sender (by)`);
+        });
+      }
     }
 
     async commitment(verdict) {
@@ -450,7 +552,7 @@
       require(proof.table_id === this.bundle.table_id, "a checkpoint of another table");
       const root = await C.rootFromInclusion(leaf, proof.index, proof.size, proof.path.map(C.fromHex));
       require(root !== null && C.hex(root) === proof.root, "the path does not lead to the checkpoint's root");
-      return `leaf ${proof.index} of ${proof.size} under root ${proof.root} (${repr(proof.period)})`;
+      return `leaf ${proof.index} of ${proof.size} under root ${proof.root}`;
     }
 
     async anchor(verdict) {
@@ -458,7 +560,7 @@
       if (anchor === null) {
         const text = "unanchored: no signed tree head covers this round";
         if (this.keys.size) verdict.add("anchor", false, text);
-        else verdict.warnings.push(text);
+        else verdict.leaveUnanchored(text);
         return;
       }
       const included = async () => {
@@ -473,7 +575,7 @@
       if (!(await check(verdict, "log inclusion", included))) return;
       const head = anchor.head;
       if (!this.keys.size) {
-        verdict.warnings.push(`unanchored: the signature of key ${head.key_id} was not checked (give the operator's public key)`);
+        verdict.leaveUnanchored(`unanchored: the signature of key ${head.key_id} was not checked (give the operator's public key)`);
         return;
       }
       let unsupported = "";
@@ -496,7 +598,7 @@
       });
       if (unsupported) {
         verdict.checks.pop();
-        verdict.warnings.push(`unanchored: ${unsupported}, so the signature of key ${head.key_id} was not checked`);
+        verdict.leaveUnanchored(`unanchored: ${unsupported}, so the signature of key ${head.key_id} was not checked`);
       }
     }
   }

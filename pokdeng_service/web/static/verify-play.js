@@ -390,18 +390,45 @@
       require(kind in NAMES, `event ${group[0].position} (${kind}) starts no command`);
       return NAMES[kind];
     },
+    /** docs/audit.md, `balances` and `made_for`: each listed wallet once, with its settlement net and `after -
+        before = net` (or both null: the platform's wallets); made for the operator or an auditor, every wallet of the
+        settlement in its order; made for `player:X` (a seat's holder, a bettor or the banker), X's alone (none if X
+        has no net). A version 1 bundle says nothing of whom it was made for. */
     balances() {
       const settled = this.first("round_settled");
-      const nets = new Map(settled ? settled.data.wallets.map(([p, , n]) => [p, n]) : []);
+      const wallets = settled ? settled.data.wallets.map(([p, , n]) => [p, n]) : [];
+      const nets = new Map(wallets);
       const seen = new Set();
       for (const entry of this.bundle.balances) {
-        const wallet = entry.wallet;
+        const { wallet, before, after } = entry;
         require(nets.has(wallet) && !seen.has(wallet), `wallet ${repr(wallet)} has no (single) net in the settlement`);
-        require(same(entry.net, nets.get(wallet)) && big(entry.after) - big(entry.before) === big(entry.net),
-          `wallet ${wallet}: before ${entry.before} + net ${nets.get(wallet)} != after ${entry.after}`);
+        require(same(entry.net, nets.get(wallet)) && (before === null) === (after === null),
+          `wallet ${wallet}: net ${entry.net}, the settlement's is ${nets.get(wallet)}`);
+        require(before === null || big(after) - big(before) === big(entry.net), `wallet ${wallet}: after - before != net`);
         seen.add(wallet);
       }
-      return `${seen.size} wallet(s): after = before + the round's net`;
+      const nulls = new Set(this.bundle.balances.map((entry) => entry.before === null));
+      require(nulls.size <= 1, "some balances are null and others not");
+      const listed = this.bundle.balances.map((entry) => entry.wallet);
+      if (this.bundle.format_version === 1) {
+        return `${seen.size} wallet(s): after = before + the round's net (version 1: made for anyone)`;
+      }
+      const madeFor = this.bundle.made_for;
+      let expected;
+      if (madeFor.startsWith("player:")) {
+        const player = madeFor.slice("player:".length);
+        const opened = this.opening;
+        const people = new Set(opened.seats.map(([, holder]) => holder).filter((holder) => holder));
+        people.add(opened.banker_player);
+        for (const e of [...this.all("bet_placed"), ...this.all("side_bet_placed")]) people.add(e.data.player);
+        require(people.has(player), `made for player ${repr(player)}, who takes no part in the round`);
+        expected = nets.has(player) ? [player] : [];
+      } else {
+        expected = wallets.map(([wallet]) => wallet);
+      }
+      require(same(listed, expected),
+        `made for ${madeFor}: balances of ${JSON.stringify(listed)}, the settlement gives ${JSON.stringify(expected)}`);
+      return `made for ${madeFor}: ${seen.size} wallet(s), each after = before + the round's net`;
     },
   });
 })(globalThis);
