@@ -115,7 +115,7 @@ def stream_bytes(report_seed: str, first_shoe: int, shoes: int) -> bytes:
     seeds = schedule.server_seeds(report_seed, first_shoe, shoes)
     seed_text = schedule.client_seed(schedule.BATTERY_DECKS)
     return b"".join(
-        b"".join(shoe_stream(seed, stream_prefix(seed_text, first_shoe + k), schedule.BATTERY_BLOCKS))
+        shoe_stream(seed, stream_prefix(seed_text, first_shoe + k), schedule.BATTERY_BLOCKS)
         for k, seed in enumerate(seeds)
     )
 

@@ -3,9 +3,8 @@
 The reference (``pokdeng_core.shuffle.deck_order_indices``) reads the HMAC stream word by word and swaps in
 a Python loop. Here, for a batch of shoes of one size N:
 
-1. each shoe's stream blocks ``0 .. ceil((N - 1) / 8) - 1`` are computed with two keyed SHA-256 states
-   per shoe (HMAC's inner and outer pads absorbed once, each block a copy of each: RFC 2104, the same
-   bytes as ``hmac.digest``) and read as big-endian 32-bit words;
+1. each shoe's stream blocks ``0 .. ceil((N - 1) / 8) - 1`` are computed in two calls into OpenSSL (block 0
+   an HMAC, the others one PBKDF2 with one iteration: ``shoe_stream``) and read as big-endian 32-bit words;
 2. if no word ``k`` (``k = 0 .. N - 2``) reaches the rejection limit of step ``k`` (``n = N - k``,
    section 5), the shuffle reads exactly words ``0 .. N - 2``, one per step, and draw ``k`` is
    ``word[k] mod n``: all draws of all shoes are one numpy expression;
@@ -19,6 +18,7 @@ Tests run this over the published vectors and over random seeds against the refe
 from __future__ import annotations
 
 import hashlib
+import hmac
 from collections.abc import Sequence
 
 import numpy as np
@@ -29,9 +29,7 @@ from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, deck_order_indices
 __all__ = ("blocks_for", "order_matrix", "shoe_stream", "stream_prefix")
 
 _TAG = SHUFFLE_ALGORITHM.encode("ascii") + b"\x00"
-_IPAD = bytes(b ^ 0x36 for b in range(256))
-_OPAD = bytes(b ^ 0x5C for b in range(256))
-_COUNTERS = tuple(i.to_bytes(4, "big") for i in range(1024))
+_COUNTER_0 = bytes(4)
 _WORD_SPACE = 2**32
 
 OrderMatrix = npt.NDArray[np.int16]
@@ -48,25 +46,18 @@ def stream_prefix(client_seed: str, nonce: int) -> bytes:
     return _TAG + len(seed).to_bytes(2, "big") + seed + nonce.to_bytes(8, "big")
 
 
-def shoe_stream(server_seed: bytes, prefix: bytes, blocks: int) -> list[bytes]:
-    """Blocks ``0 .. blocks - 1`` of one shoe's stream: HMAC-SHA256(server_seed, prefix || block as u32 BE)."""
-    key = server_seed if len(server_seed) <= 64 else hashlib.sha256(server_seed).digest()
-    padded = key.ljust(64, b"\x00")
-    inner_copy = hashlib.sha256(padded.translate(_IPAD)).copy
-    outer_copy = hashlib.sha256(padded.translate(_OPAD)).copy
-    out: list[bytes] = []
-    append = out.append
-    for counter in _COUNTERS[:blocks] if blocks <= len(_COUNTERS) else _counters(blocks):
-        inner = inner_copy()
-        inner.update(prefix + counter)
-        outer = outer_copy()
-        outer.update(inner.digest())
-        append(outer.digest())
-    return out
+def shoe_stream(server_seed: bytes, prefix: bytes, blocks: int) -> bytes:
+    """Blocks ``0 .. blocks - 1`` of one shoe's stream, concatenated: HMAC-SHA256(server_seed, prefix || block
+    as u32 BE).
 
-
-def _counters(blocks: int) -> list[bytes]:
-    return [i.to_bytes(4, "big") for i in range(blocks)]
+    Block 0 is one HMAC. Blocks 1, 2, ... are PBKDF2-HMAC-SHA256 (RFC 8018) with one iteration: its output
+    block ``T_i`` is ``HMAC(password, salt || INT(i))``, ``INT(i)`` the 4-byte big-endian ``i`` from 1, which
+    with password = the server seed and salt = ``prefix`` is the stream's block ``i``: one call into OpenSSL
+    for the whole shoe."""
+    first = hmac.digest(server_seed, prefix + _COUNTER_0, "sha256")
+    if blocks <= 1:
+        return first[: 32 * blocks]
+    return first + hashlib.pbkdf2_hmac("sha256", server_seed, prefix, 1, 32 * (blocks - 1))
 
 
 def order_matrix(
@@ -90,7 +81,7 @@ def order_matrix(
     blocks = blocks_for(size)
     data = bytearray()
     for seed, nonce in zip(server_seeds, nonces, strict=True):
-        data += b"".join(shoe_stream(seed, stream_prefix(client_seed, nonce), blocks))
+        data += shoe_stream(seed, stream_prefix(client_seed, nonce), blocks)
     words = np.frombuffer(bytes(data), dtype=">u4").reshape(shoes, blocks * 8)[:, : size - 1]
     words_t = np.ascontiguousarray(words.T).astype(np.uint32)  # (steps, shoes), native order
     n = np.arange(size, 1, -1, dtype=np.uint64)  # step k draws uniform(n = size - k)

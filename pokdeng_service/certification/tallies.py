@@ -116,8 +116,8 @@ def scheduled_orders(report_seed: str, decks: int, start: int, count: int, rejec
 
 
 def batch_size(decks: int) -> int:
-    """Shoes shuffled at once: about 2 MB of orders (an even number)."""
-    return max(2, (1 << 20) // (52 * decks) // 2 * 2)
+    """Shoes shuffled at once: about 1 MB of orders (an even number)."""
+    return max(2, (1 << 19) // (52 * decks) // 2 * 2)
 
 
 def tally_range(report_seed: str, decks: int, start: int, count: int, shuffler: Shuffler = scheduled_orders) -> Tallies:
@@ -155,7 +155,8 @@ def run_shoes(
     """
     if shoes < 2:
         raise ValueError("at least two shoes")
-    chunk = batch_size(decks) * 4
+    chunk = min(batch_size(decks) * 4, -(-shoes // (4 * max(1, workers))))  # at least 4 pieces a process
+    chunk += chunk % 2
     pieces: dict[int, Tallies] = {}
     done = 0
     if workers <= 1:

@@ -76,10 +76,11 @@ def test_the_stream_is_hmac_sha256_of_the_documented_message() -> None:
     for key_length in (16, 32, 64, 65, 200):
         key = rng.randbytes(key_length)
         prefix = stream_prefix("alice", 9)
-        blocks = shoe_stream(key, prefix, 3)
         stream = ShuffleStream(key, "alice", 9)
-        assert blocks == [hmac.digest(key, prefix + i.to_bytes(4, "big"), "sha256") for i in range(3)]
-        assert blocks == [stream.block(i) for i in range(3)]
+        for blocks in (1, 2, 3, 52):
+            data = shoe_stream(key, prefix, blocks)
+            assert data == b"".join(hmac.digest(key, prefix + i.to_bytes(4, "big"), "sha256") for i in range(blocks))
+            assert data == b"".join(stream.block(i) for i in range(blocks))
     assert blocks_for(52) == 7 and blocks_for(416) == 52
 
 

@@ -175,7 +175,7 @@ def biased_orders(report_seed: str, decks: int, start: int, count: int, rejected
     client = schedule.client_seed(decks)
     seeds = schedule.server_seeds(report_seed, start, count)
     data = b"".join(
-        b"".join(shoe_stream(seed, stream_prefix(client, start + k), blocks_for(size))) for k, seed in enumerate(seeds)
+        shoe_stream(seed, stream_prefix(client, start + k), blocks_for(size)) for k, seed in enumerate(seeds)
     )
     words = np.frombuffer(data, dtype=">u4").reshape(count, -1)[:, : size - 1].astype(np.int64)
     draws = (words >> 24) % np.arange(size, 1, -1)
