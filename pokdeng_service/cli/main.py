@@ -1,5 +1,5 @@
 """The ``pokdeng`` command: serve, demo, replay, verifier-page, verify, export, recall, keys, checkpoints,
-rtp, backup, restore, rebuild-read-models; ``pokdeng --version``.
+rtp, rng-report, math-report, backup, restore, rebuild-read-models; ``pokdeng --version``.
 
 Exit codes: 0 success; 1 a verification failed; 2 bad usage or input; 3 not found
 or refused by the rules; 4 the store or server could not be reached; 5 a bundle passed every
@@ -18,7 +18,7 @@ exit code is 1 if any file failed, else 2 if any could not be read, else 5 if an
 signed head, or whose head's signature does not verify with the keys given, fails.
 
 Starting is light: this module and what builds the parser (``checkpoints``, ``stores``, ``wallet``,
-``rtp``, ``serve_flags``, ``output``) import no store, application, server, pydantic, numpy or rich at
+``rtp``, ``certify``, ``serve_flags``, ``output``) import no store, application, server, pydantic, numpy or rich at
 import time; each command imports what it uses when it runs. ``--version`` and every ``--help`` load
 nothing heavy (tests/cli/test_startup.py), and ``verify BUNDLE`` loads only the offline verifier.
 """
@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from pokdeng_service.cli.certify import add_certification_commands
 from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
 from pokdeng_service.cli.output import EXIT_SIGPIPE, output_file
 from pokdeng_service.cli.rtp import add_rtp_commands
@@ -513,6 +514,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_store_commands(sub, _store_options, _config)
     add_rtp_commands(sub)
+    add_certification_commands(sub)
     add_checkpoint_commands(sub, _store_options)
     add_wallet_commands(sub, _store_options, _open_read_only)
     return parser

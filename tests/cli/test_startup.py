@@ -160,6 +160,8 @@ def test_parsing_a_command_loads_nothing_heavy() -> None:
         ["replay", "t#1", "--html", "page.html"],
         ["rtp", "classic", "--strategy", "best"],
         ["simulate", "kingmaker", "--rounds", "10"],
+        ["rng-report", "--shoes", "100", "--battery", "none"],
+        ["math-report", "classic", "--straights"],
         ["checkpoints", "sign", "--db", "x.sqlite"],
         ["keys", "new", "--key-file", "k"],
         ["wallet", "reconcile", "--since", "2026-03-14"],
