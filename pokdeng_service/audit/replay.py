@@ -36,6 +36,7 @@ from pokdeng_core.machine import RoundState, attach_shoe, decide_and_fold, evolv
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, ShuffleError, commitment, derive_client_seed
 from pokdeng_service.audit.forms import currency_ok, sender_ok, version_ok
 from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.money import format_money
 from pokdeng_service.store.codec import canonical_json, chain_digest, from_data, genesis_digest, to_data
 from pokdeng_service.store.facts import Recorded
 
@@ -437,9 +438,16 @@ def check_money(verdict: Verdict, events: Sequence[Recorded]) -> dict[str, int]:
     for _seat, player, _stake, net in sides:
         per_wallet[player] = per_wallet.get(player, 0) + net
     consistent = all(nets.get(p, 0) == n for p, n in per_wallet.items())
+    opened = next((e.data for e in events if e.kind == re.RoundOpened.kind), {})
+    currency = str(opened.get("currency") or "THB")  # (the amounts as a person reads them: pokdeng_service.money)
+
+    def money(amount: int) -> str:
+        return format_money(amount, currency)
+
     verdict.add(
         "money",
         total == 0 and consistent,
-        f"wallets {sum(nets.values())} + house {data['house_net']} + commission {data['commission']} = {total}",
+        f"wallets {money(sum(nets.values()))} + house {money(data['house_net'])} + commission "
+        f"{money(data['commission'])} = {money(total)}",
     )
     return nets

@@ -28,6 +28,7 @@ from rich.table import Table
 
 from pokdeng_client import PokdengClient
 from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_core.currencies import DEFAULT
 from pokdeng_service import audit
 from pokdeng_service.api.auth import TokenEntry, TokenStore, token_digest
 from pokdeng_service.application.config import StoreConfig
@@ -35,11 +36,13 @@ from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.cli.checkpoints import public_keys
 from pokdeng_service.cli.console import Console
 from pokdeng_service.compose import Deployment
+from pokdeng_service.money import format_money
 from pokdeng_service.store.signing import KeyRing
 
 PLAYERS = ("alice", "bob", "carol", "dave", "erin")
 BANKER = "frank"
-FUNDS = 1_000_000  # minor units each
+FUNDS = 1_000_000  # minor units each (THB 10,000.00)
+CURRENCY = DEFAULT  # the demo's wallets and tables are opened in the default currency
 
 PROFILES = {
     "classic": dict(profile=pb.PROFILE_CLASSIC, min_stake=100, max_stake=2_000, seats=5),
@@ -248,26 +251,30 @@ def run_demo(rounds: int = 5, db: str | None = None, seed: int = 7, console: Con
                 ops.call("WalletService", "GetWallet", wallet_id=w).wallet.balance for w in (*PLAYERS, BANKER)
             )
             funded = FUNDS * len(PLAYERS) + 10 * FUNDS
-            summary = Table(title=f"{rounds} rounds per profile (money in minor units)")
+
+            def m(amount: int, signed: bool = False) -> str:  # (the demo's wallets and tables are in THB)
+                return format_money(amount, CURRENCY, signed=signed)
+
+            summary = Table(title=f"{rounds} rounds per profile (money in {CURRENCY})")
             for column in ("profile", "rounds", "staked", "players' net", "player-banker", "house", "commission"):
                 summary.add_column(column, justify="left" if column == "profile" else "right")
             for name, t in tallies.items():
                 summary.add_row(
                     name,
                     str(t.rounds),
-                    f"{t.staked:,}",
-                    f"{t.players_net:+,}",
-                    f"{t.banker_net:+,}",
-                    f"{t.house_net:+,}",
-                    f"{t.commission:,}",
+                    m(t.staked),
+                    m(t.players_net, True),
+                    m(t.banker_net, True),
+                    m(t.house_net, True),
+                    m(t.commission),
                 )
             out.print(summary)
             house = sum(t.house_net for t in tallies.values())
             commission = sum(t.commission for t in tallies.values())
             balance = (wallets - funded) + house + commission
             out.print(
-                f"money check: wallets {wallets - funded:+,} + house {house:+,} + commission {commission:,} "
-                f"= {balance} {'[green]balanced[/]' if balance == 0 else '[red]NOT BALANCED[/]'}"
+                f"money check: wallets {m(wallets - funded, True)} + house {m(house, True)} + commission "
+                f"{m(commission)} = {m(balance)} {'[green]balanced[/]' if balance == 0 else '[red]NOT BALANCED[/]'}"
             )
 
             chosen = tallies["kingmaker"].round_ids[-1]

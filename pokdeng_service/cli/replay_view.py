@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 from pokdeng_core.cards import parse_card
+from pokdeng_core.currencies import DEFAULT
 from pokdeng_service.application.views import RecordedEvent, RoundView
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.signing import PublicKeys
-from pokdeng_service.web.describe import multiplier, utc
+from pokdeng_service.web.describe import money, multiplier, utc
 
 
 def _cards(cards: Sequence[str], pretty: bool = True) -> str:
@@ -25,25 +26,30 @@ def _seat(seat: int, holders: dict[int, str | None], banker: str | None) -> str:
     return f"seat {seat} ({holder})" if holder else f"position {seat}"
 
 
-def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str | None) -> str:
+def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str | None, currency: str = DEFAULT) -> str:
     """One line saying what an event means, and who sent its command where the event names the sender
-    (a non-empty ``by``: docs/events.md, "Who sent a command")."""
-    line = _what(event, holders, banker)
+    (a non-empty ``by``: docs/events.md, "Who sent a command"). Amounts are in ``currency``, the round's, as a
+    person reads them (``pokdeng_service.money``)."""
+    line = _what(event, holders, banker, currency)
     by = event.data.get("by")
     if by and event.kind != "round_voided":  # (a void's line says it: "voided by ...")
         line += f" — by {by}"
     return line
 
 
-def _what(event: RecordedEvent, holders: dict[int, str | None], banker: str | None) -> str:
+def _what(event: RecordedEvent, holders: dict[int, str | None], banker: str | None, currency: str) -> str:
     d: dict[str, Any] = event.data
+
+    def m(amount: int, signed: bool = False) -> str:
+        return money(amount, currency, signed)
+
     kind = event.kind
     if kind == "round_opened":
         seats = ", ".join(f"{s} {h}" if h else f"{s}" for s, h in d["seats"])
         who = d["banker_player"] or "the house"
         return (
             f"round {d['round_no']} of table {d['table_id']} opens: {d['profile_name']} v{d['profile_version']}, "
-            f"seats {seats}, banker {who}, stakes {d['min_stake']}..{d['max_stake']}"
+            f"seats {seats}, banker {who}, stakes {m(d['min_stake'])} to {m(d['max_stake'])}"
         )
     if kind == "shuffle_committed":
         return (
@@ -56,9 +62,9 @@ def _what(event: RecordedEvent, holders: dict[int, str | None], banker: str | No
     if kind == "client_seed_fixed":
         return f"client seed fixed: {d['client_seed']} from {len(d['contributions'])} contribution(s)"
     if kind == "bet_placed":
-        extra = f", banker reserves {d['banker_reserved']}" if d["banker_reserved"] else ""
+        extra = f", banker reserves {m(d['banker_reserved'])}" if d["banker_reserved"] else ""
         where = _seat(d["seat"], holders, banker)
-        return f"{d['player']} stakes {d['stake']} on {where} (reserves {d['reserved']}{extra})"
+        return f"{d['player']} stakes {m(d['stake'])} on {where} (reserves {m(d['reserved'])}{extra})"
     if kind == "cards_dealt":
         hands: dict[int, list[str]] = {}
         for seat, card in d["cards"]:
@@ -71,9 +77,9 @@ def _what(event: RecordedEvent, holders: dict[int, str | None], banker: str | No
     if kind == "side_bet_window_opened":
         return f"banker shows {parse_card(d['up_card']).pretty}: side bets open"
     if kind == "side_bet_placed":
-        return f"{d['player']} places a side bet of {d['stake']}"
+        return f"{d['player']} places a side bet of {m(d['stake'])}"
     if kind == "side_bets_settled":
-        results = ", ".join(f"{p} {n:+d}" for _s, p, _st, n in d["results"]) or "none placed"
+        results = ", ".join(f"{p} {m(n, True)}" for _s, p, _st, n in d["results"]) or "none placed"
         return f"banker {'has' if d['natural'] else 'has no'} natural: side bets {results}"
     if kind == "turn_timed_out":
         return f"{_seat(d['seat'], holders, banker)} timed out: automatic {d['action']}"
@@ -87,12 +93,12 @@ def _what(event: RecordedEvent, holders: dict[int, str | None], banker: str | No
     if kind == "bet_settled":
         return (
             f"{d['player']} on seat {d['seat']}: {d['hand']} vs {d['banker_hand']} → {d['outcome'].replace('_', ' ')}"
-            f" {multiplier(d['multiplier'])}, net {d['net']:+d}"
-            + (f" (commission {d['commission']})" if d["commission"] else "")
+            f" {multiplier(d['multiplier'])}, net {m(d['net'], True)}"
+            + (f" (commission {m(d['commission'])})" if d["commission"] else "")
         )
     if kind == "round_settled":
-        nets = ", ".join(f"{p} {n:+d}" for p, _r, n in d["wallets"])
-        return f"settled: {nets}; house {d['house_net']:+d}; commission {d['commission']}"
+        nets = ", ".join(f"{p} {m(n, True)}" for p, _r, n in d["wallets"])
+        return f"settled: {nets}; house {m(d['house_net'], True)}; commission {m(d['commission'])}"
     if kind == "round_voided":
         by = f" by {d['by']}" if d.get("by") else ""
         return f"voided{by}: {d['reason']} (reservations released)"
@@ -103,9 +109,19 @@ def _what(event: RecordedEvent, holders: dict[int, str | None], banker: str | No
     return kind
 
 
+def round_currency(events: Sequence[RecordedEvent]) -> str:
+    """The round's currency, as its opening records it (rounds opened before currencies: THB)."""
+    opened = next((e for e in events if e.kind == "round_opened"), None)
+    return str((opened.data.get("currency") if opened is not None else None) or DEFAULT)
+
+
 def text(round_view: RoundView) -> str:
     holders: dict[int, str | None] = {}
-    lines = [f"Round {round_view.round_id} · {round_view.profile} v{round_view.profile_version} · {round_view.phase}"]
+    currency = round_currency(round_view.events)
+    lines = [
+        f"Round {round_view.round_id} · {round_view.profile} v{round_view.profile_version} · {round_view.phase}"
+        f" · {currency}"
+    ]
     day = ""
     for event in round_view.events:
         if event.kind == "round_opened":
@@ -115,7 +131,7 @@ def text(round_view: RoundView) -> str:
         if event.timestamp[:10] != day:  # each date once, in full (the times are UTC)
             day = event.timestamp[:10]
             lines.append(f"  {utc(event.timestamp).split(' ')[0]} (times in UTC)")
-        what = describe(event, holders, round_view.banker)
+        what = describe(event, holders, round_view.banker, currency)
         lines.append(f"  #{event.position:<3} {utc(event.timestamp)[11:-4]}  {what}")
     return "\n".join(lines)
 

@@ -13,6 +13,8 @@ from itertools import groupby
 from typing import Any
 
 from pokdeng_core.cards import parse_card
+from pokdeng_core.currencies import DEFAULT
+from pokdeng_service.money import format_money
 
 
 @dataclass(frozen=True)
@@ -67,14 +69,10 @@ def multiplier(text: str | None) -> str:
     return f"≈{float(value):.4f}× ({value})"
 
 
-def money(amount: int | None, signed: bool = False) -> str:
-    """Minor units with thousands separators (``1,000``), ``+``/``−`` when ``signed``."""
-    if amount is None:
-        return "—"
-    text = f"{abs(amount):,}"
-    if not signed:
-        return ("−" if amount < 0 else "") + text
-    return ("+" if amount > 0 else "−" if amount < 0 else "±") + text
+def money(amount: int | None, currency: str = DEFAULT, signed: bool = False) -> str:
+    """An amount of minor units as a person reads it, in its currency (``pokdeng_service.money``, the one
+    place): ``THB 1,000.00``; ``signed``: ``+THB 200.00`` for a gain."""
+    return format_money(amount, currency, signed=signed)
 
 
 def utc(stored: str) -> str:
@@ -94,10 +92,16 @@ def _who(seat: int, holders: dict[int, str | None], banker: str | None) -> str:
 class Describer:
     """Words for each event, knowing the seats and the banker of the round."""
 
-    def __init__(self, holders: dict[int, str | None], banker: str | None, card: Callable[[str], Face]) -> None:
+    def __init__(
+        self, holders: dict[int, str | None], banker: str | None, card: Callable[[str], Face], currency: str = DEFAULT
+    ) -> None:
         self.holders = holders
         self.banker = banker
         self.card = card  # a card text as drawn at this point (its step and place in the shoe)
+        self.currency = currency  # the round's (round_opened.currency)
+
+    def money(self, amount: int | None, signed: bool = False) -> str:
+        return money(amount, self.currency, signed)
 
     def who(self, seat: int) -> str:
         return _who(seat, self.holders, self.banker)
@@ -116,7 +120,7 @@ class Describer:
                 t(
                     f"round {d['round_no']} of table {d['table_id']} opens under {d['profile_name']} "
                     f"v{d['profile_version']}: seats {seats}; banker {d['banker_player'] or 'the house'}; "
-                    f"stakes {money(d['min_stake'])} to {money(d['max_stake'])}"
+                    f"stakes {self.money(d['min_stake'])} to {self.money(d['max_stake'])}"
                 ),
             )
         if kind == "contributions_opened":
@@ -130,11 +134,11 @@ class Describer:
             count = len(d["contributions"])
             return (t(f"client seed fixed: {d['client_seed']}, derived from {count} contribution(s)"),)
         if kind == "bet_placed":
-            banker = f"; the banker reserves {money(d['banker_reserved'])}" if d["banker_reserved"] else ""
+            banker = f"; the banker reserves {self.money(d['banker_reserved'])}" if d["banker_reserved"] else ""
             return (
                 t(
-                    f"{d['player']} stakes {money(d['stake'])} on {self.who(d['seat'])} "
-                    f"(reserves {money(d['reserved'])}{banker})"
+                    f"{d['player']} stakes {self.money(d['stake'])} on {self.who(d['seat'])} "
+                    f"(reserves {self.money(d['reserved'])}{banker})"
                 ),
             )
         if kind == "cards_dealt":
@@ -149,9 +153,9 @@ class Describer:
         if kind == "side_bet_window_opened":
             return (t("the banker's up card "), *self.cards([d["up_card"]]), t(" opens the side bets"))
         if kind == "side_bet_placed":
-            return (t(f"{d['player']} places a side bet of {money(d['stake'])} on {self.who(d['seat'])}"),)
+            return (t(f"{d['player']} places a side bet of {self.money(d['stake'])} on {self.who(d['seat'])}"),)
         if kind == "side_bets_settled":
-            results = ", ".join(f"{p} {money(n, True)}" for _s, p, _st, n in d["results"]) or "none placed"
+            results = ", ".join(f"{p} {self.money(n, True)}" for _s, p, _st, n in d["results"]) or "none placed"
             natural = "has a natural" if d["natural"] else "has no natural"
             return (t(f"side bets closed: the banker {natural}; {results}"),)
         if kind == "turn_timed_out":
@@ -170,19 +174,19 @@ class Describer:
         if kind == "bet_settled":
             outcome = {"player_wins": "wins", "banker_wins": "loses", "tie": "ties"}.get(d["outcome"], d["outcome"])
             paid = f" at {multiplier(d['multiplier'])}" if d["outcome"] != "tie" else ""
-            fee = f", commission {money(d['commission'])}" if d["commission"] else ""
+            fee = f", commission {self.money(d['commission'])}" if d["commission"] else ""
             return (
                 t(
                     f"{d['player']} on seat {d['seat']} {outcome}{paid}: {d['hand']} against the banker's "
-                    f"{d['banker_hand']}; stake {money(d['stake'])}, net {money(d['net'], True)}{fee}"
+                    f"{d['banker_hand']}; stake {self.money(d['stake'])}, net {self.money(d['net'], True)}{fee}"
                 ),
             )
         if kind == "round_settled":
-            nets = ", ".join(f"{p} {money(n, True)}" for p, _r, n in d["wallets"])
+            nets = ", ".join(f"{p} {self.money(n, True)}" for p, _r, n in d["wallets"])
             return (
                 t(
-                    f"settled: {nets}; house {money(d['house_net'], True)}; "
-                    f"commission {money(d['commission'])}; the books balance to zero"
+                    f"settled: {nets}; house {self.money(d['house_net'], True)}; "
+                    f"commission {self.money(d['commission'])}; the books balance to zero"
                 ),
             )
         if kind == "round_voided":

@@ -17,8 +17,10 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pokdeng_core.cards import parse_card
+from pokdeng_core.currencies import DEFAULT
 from pokdeng_core.hands import taem
-from pokdeng_service.web.describe import Describer, Face, Parts, actor, face, money, multiplier, senders, utc
+from pokdeng_service.web.describe import Describer, Face, Parts, actor, face, multiplier, senders, utc
+from pokdeng_service.web.describe import money as _money
 
 ROUND_EVENTS_FROM = 2  # position 1 is the stream's creation row, not a round event
 
@@ -125,6 +127,7 @@ class Page:
     dealt: int  # cards of the shoe dealt and drawn
     settled_step: int  # the step of round_settled (0: not settled)
     banker_net: dict[str, str]  # the banker's side of the settlement, as the banker's seat shows it
+    currency: str = "THB"  # the round's ISO 4217 code (round_opened.currency): every amount is in it
 
 
 def _event_dicts(events: Sequence[Any]) -> list[dict[str, Any]]:
@@ -148,6 +151,11 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
     banker: str | None = opened["banker_player"]
     shoe_texts: list[str] = list(bundle["shuffle"]["deck_order"]) if bundle is not None else []
     ante = opened["profile_name"] == "ante"
+    currency = str(opened.get("currency") or DEFAULT)  # (rounds opened before currencies: THB)
+
+    def money(amount: int | None, signed: bool = False) -> str:
+        return _money(amount, currency, signed)
+
     seats: dict[int, Seat] = {0: Seat(0, banker, f"Banker · {banker}" if banker else "Banker · the house")}
     for seat, holder in opened["seats"]:
         title = f"Seat {seat} · {holder}" if holder else (f"Position {seat}" if ante else f"Seat {seat} · empty")
@@ -158,7 +166,7 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
     def card_at(text: str) -> Face:
         return face(text, current["step"])
 
-    describe = Describer(holders, banker, card_at)
+    describe = Describer(holders, banker, card_at, currency)
     steps: list[Step] = []
     settlement: dict[str, Any] | None = None
     voided: dict[str, Any] | None = None
@@ -232,10 +240,10 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
         stakes=f"{money(opened['min_stake'])} to {money(opened['max_stake'])}",
         opened=utc(facts[0]["timestamp"]),
         closed=utc(facts[-1]["timestamp"]) if closed else "",
-        headline=_headline(facts, settlement, voided, phase),
+        headline=_headline(facts, settlement, voided, phase, currency),
         seats=[seats[k] for k in sorted(seats)],  # the banker first, then the seats in order
         wallets=_wallets(settlement, voided, banker, bundle),
-        house=_house(settlement, banker),
+        house=_house(settlement, banker, currency),
         steps=steps,
         shuffle=_shuffle(facts, bundle),
         shoe=[face(text, 0, i) for i, text in enumerate(shoe_texts)],
@@ -244,7 +252,8 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
         total_steps=step,
         dealt=used,
         settled_step=settled_step,
-        banker_net=_banker_net(settlement, banker),
+        banker_net=_banker_net(settlement, banker, currency),
+        currency=currency,
     )
 
 
@@ -264,8 +273,15 @@ def _settle(seats: dict[int, Seat], d: dict[str, Any], step: int) -> None:
 
 
 def _headline(
-    facts: list[dict[str, Any]], settlement: dict[str, Any] | None, voided: dict[str, Any] | None, phase: str
+    facts: list[dict[str, Any]],
+    settlement: dict[str, Any] | None,
+    voided: dict[str, Any] | None,
+    phase: str,
+    currency: str = DEFAULT,
 ) -> Headline:
+    def money(amount: int, signed: bool = False) -> str:
+        return _money(amount, currency, signed)
+
     closed = facts[-1]["kind"] == "round_closed"
     when = utc(facts[-1]["timestamp"])
     if voided is not None:
@@ -306,8 +322,12 @@ def _wallets(
     return rows
 
 
-def _banker_net(settlement: dict[str, Any] | None, banker: str | None) -> dict[str, str]:
+def _banker_net(settlement: dict[str, Any] | None, banker: str | None, currency: str = DEFAULT) -> dict[str, str]:
     """What the round gave the banker: its net before commission, the commission on it, its net."""
+
+    def money(amount: int, signed: bool = False) -> str:
+        return _money(amount, currency, signed)
+
     if settlement is None:
         return {}
     before = settlement["banker_net_before_commission"]
@@ -319,7 +339,10 @@ def _banker_net(settlement: dict[str, Any] | None, banker: str | None) -> dict[s
     }
 
 
-def _house(settlement: dict[str, Any] | None, banker: str | None) -> dict[str, str]:
+def _house(settlement: dict[str, Any] | None, banker: str | None, currency: str = DEFAULT) -> dict[str, str]:
+    def money(amount: int, signed: bool = False) -> str:
+        return _money(amount, currency, signed)
+
     if settlement is None:
         return {}
     return {

@@ -61,8 +61,8 @@ def _environment() -> Environment:
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    env.filters["money"] = money
-    env.filters["signed"] = lambda amount: money(amount, signed=True)
+    env.filters["money"] = money  # {{ amount | money(page.currency) }}: pokdeng_service.money, the one place
+    env.filters["signed"] = lambda amount, currency: money(amount, currency, signed=True)
     return env
 
 

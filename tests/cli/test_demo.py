@@ -24,7 +24,7 @@ def test_demo_plays_every_profile_verifies_and_says_what_to_try_next(
     out = buffer.getvalue()
     for profile in ("classic", "ante", "room", "kingmaker"):
         assert profile in out
-    assert "= 0 balanced" in out
+    assert "= THB 0.00 balanced" in out
     assert "verified offline: PASS" in out and "anchored" in out
     db = tmp_path / DEFAULT_DB
     assert db.is_file() and db.with_name(db.name + ".vault-key").is_file()  # kept, not deleted on exit

@@ -86,7 +86,8 @@ def test_the_table_shows_who_won_what_and_why(store: Store, tmp_path: Path) -> N
     assert re.search(r"\d points? \([a-z ]+\) against the banker's \d points? \([a-z ]+\)", shown), shown
     for label in ("Stake", "Reserved", "Result", "Multiplier", "Gross", "Commission", "Net", "Balance"):
         assert label in shown
-    assert re.search(r"1,000,000 → 1,00\d,\d{3}|1,000,000 → 99\d,\d{3}", shown), "balances before and after"
+    before_after = r"THB 10,000\.00 → THB 10,0\d\d\.\d\d|THB 10,000\.00 → THB 9,9\d\d\.\d\d"
+    assert re.search(before_after, shown), "balances before and after, in the round's currency"
     assert "19/20" not in shown and "x19" not in shown  # multipliers as a person reads them
     assert re.search(r"\b0\.95×|\b[1-5]×", shown)
     assert 'class="card' in text and any(suit in shown for suit in "♠♥♣♦")
