@@ -22,8 +22,8 @@ Tokens come from configuration as SHA-256 digests, never in clear text: a JSON
 or TOML file listing ``{token_sha256, role, player, name}``. Presented tokens are
 hashed and compared with ``hmac.compare_digest`` against every entry. With no
 file, development mode makes one random operator token and prints it once.
-``python -m pokdeng_service.auth new --role player --player alice`` makes a token
-and the entry to add to the file.
+``pokdeng auth new --role player --player alice [--tokens FILE]`` (or ``python -m
+pokdeng_service.auth new ...``) makes a token and the entry for the file, or adds it to the file.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ import argparse
 import hashlib
 import hmac
 import json
+import os
 import secrets
 import sys
 import tomllib
@@ -203,27 +204,95 @@ def _new_token(role: str, player: str | None, name: str) -> tuple[str, dict[str,
     return token, entry
 
 
+def add_to_token_file(path: str | Path, entry: Mapping[str, str]) -> None:
+    """Add ``entry`` (``{token_sha256, role, player?, name?}``) to the token file ``path``, a JSON (``.json``)
+    or TOML (any other suffix) file as ``TokenStore.from_file`` reads it. A file that does not exist is made,
+    readable by its owner only (mode 0600); one that exists must already be private (``store.secret_files``:
+    else ``TokenConfigError``, nothing written) and stay a valid token file with the entry (no token twice).
+    The new file replaces the old at once (written beside it, then renamed), keeping its mode 0600."""
+    file = Path(path)
+    toml = file.suffix.lower() != ".json"
+    if file.exists():
+        try:
+            text = read_secret(file, "token file").decode("utf-8")
+        except OSError as error:
+            raise TokenConfigError(f"cannot read token file {file}: {error.strerror}") from None
+        except SecretFileError as error:
+            raise TokenConfigError(str(error)) from None
+        try:
+            data = tomllib.loads(text) if toml else json.loads(text)
+        except (ValueError, tomllib.TOMLDecodeError) as error:
+            raise TokenConfigError(f"token file {file} is not valid {file.suffix or 'TOML'}: {error}") from None
+    else:
+        text, data = "", {"tokens": []}
+    items = data.get("tokens") if isinstance(data, Mapping) else data
+    if not isinstance(items, list):
+        raise TokenConfigError(f'token file {file} has no list "tokens"')
+    if toml:  # appended as a table of its own: the file's comments and layout stay as they are
+        lines = ["[[tokens]]", *(f"{key} = {json.dumps(value)}" for key, value in entry.items())]
+        new = text + ("\n" if text and not text.endswith("\n") else "") + ("\n" if text else "") + "\n".join(lines)
+        new += "\n"
+    else:
+        grown = [*items, dict(entry)]
+        new = json.dumps({**data, "tokens": grown} if isinstance(data, Mapping) else grown, indent=2) + "\n"
+    try:  # what the server will read: the old entries and the new one (no token twice)
+        grown_store = TokenStore.from_mapping(tomllib.loads(new) if toml else json.loads(new))
+    except (ValueError, tomllib.TOMLDecodeError) as error:
+        raise TokenConfigError(f"token file {file} cannot take the entry: {error}") from None
+    if len(grown_store) != len(items) + 1:
+        raise TokenConfigError(f"token file {file} cannot take the entry: write its tokens as [[tokens]] tables")
+    temporary = file.with_name(f".{file.name}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0), 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(new)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temporary, 0o600)  # (whatever the umask)
+        os.replace(temporary, file)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
+
+
+def new_token(role: str, player: str | None, name: str, tokens: str | None, out: IO[str] | None = None) -> int:
+    """``new``: a random token, printed once, and its entry: printed, or added to the token file ``tokens``.
+    0, or 2 (a role and player that do not go together, a token file that cannot take the entry)."""
+    out = out or sys.stdout
+    try:
+        token, entry = _new_token(role, player, name)
+        if tokens:
+            add_to_token_file(tokens, entry)
+    except TokenConfigError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # (a folder that does not exist, one not writable)
+        print(f"error: cannot write token file {tokens}: {error.strerror or error}", file=sys.stderr)
+        return 2
+    print(f"token (give it to the client; it is not stored): {token}", file=out)
+    if tokens:
+        print(f"added to the token file {tokens}: {json.dumps(entry)}", file=out)
+        print("a server reads its token file when it starts: restart it for the token to count", file=out)
+    else:
+        print(f"entry for the token file: {json.dumps(entry)}", file=out)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m pokdeng_service.auth", description="Make pokdeng API tokens.")
     sub = parser.add_subparsers(dest="command", required=True)
     new = sub.add_parser("new", help="make a random token; prints it once, and the entry for the token file")
-    new.add_argument("--role", choices=[r.value for r in Role], required=True)
+    new.add_argument("--role", choices=[r.value for r in Role], required=True, help="what the token may do")
     new.add_argument("--player", help="the player id a player token is bound to")
     new.add_argument("--name", default="", help="a label for logs")
+    new.add_argument("--tokens", metavar="FILE", help="add the entry to this token file (made with mode 0600)")
     digest = sub.add_parser("hash", help="the token_sha256 of a token read from standard input")
     digest.set_defaults(command="hash")
     args = parser.parse_args(argv)
     if args.command == "hash":
         print(token_digest(sys.stdin.readline().strip()))
         return 0
-    try:
-        token, entry = _new_token(args.role, args.player, args.name)
-    except TokenConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    print(f"token (give it to the client; it is not stored): {token}")
-    print(f"entry for the token file: {json.dumps(entry)}")
-    return 0
+    return new_token(args.role, args.player, args.name, args.tokens)
 
 
 if __name__ == "__main__":

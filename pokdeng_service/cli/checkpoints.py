@@ -292,14 +292,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
     """Register ``keys`` and ``checkpoints`` on the ``pokdeng`` subparsers."""
     keys = sub.add_parser("keys", help="the signing keys of signed tree heads: new, show, rotate")
-    keys.add_argument(
-        "action", choices=("new", "show", "rotate"), help="new: make the key file; show: print the public keys; "
-        "rotate: a new current key, the old ones kept for verifying",
-    )  # fmt: skip
-    keys.add_argument("--key-file", help="the key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)")
-    keys.add_argument("--db", help="the SQLite file the default key file sits beside (default: pokdeng.sqlite)")
-    keys.add_argument("-o", "--output", help="show: write the public keys to this file (for auditors)")
-    keys.set_defaults(handler=cmd_keys)
+    key_actions = keys.add_subparsers(dest="action", required=True, metavar="ACTION")
+    for name, help_text in (
+        ("new", "make the key file with one new signing key (mode 0600; never overwrites one)"),
+        ("show", "print the public keys (KEY_ID PUBLIC_KEY), for auditors and the pages' --key"),
+        ("rotate", "a new current key; the old ones are kept for verifying (restart the server after)"),
+    ):
+        action = key_actions.add_parser(name, help=help_text, description=help_text[0].upper() + help_text[1:] + ".")
+        action.add_argument(
+            "--key-file", help="the key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)"
+        )
+        action.add_argument("--db", help="the SQLite file the default key file sits beside (default: pokdeng.sqlite)")
+        if name == "show":
+            action.add_argument("-o", "--output", help="write the public keys to this file (for auditors)")
+        action.set_defaults(handler=cmd_keys, output=None)
 
     checkpoints = sub.add_parser("checkpoints", help="signed tree heads over a store's log of closed rounds")
     actions = checkpoints.add_subparsers(dest="action", required=True)

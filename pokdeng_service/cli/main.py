@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from pokdeng_service.cli.auth import add_auth_commands
 from pokdeng_service.cli.certify import add_certification_commands
 from pokdeng_service.cli.checkpoints import add_checkpoint_commands, public_keys
 from pokdeng_service.cli.output import EXIT_SIGPIPE, output_file
@@ -517,6 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_certification_commands(sub)
     add_checkpoint_commands(sub, _store_options)
     add_wallet_commands(sub, _store_options, _open_read_only)
+    add_auth_commands(sub)
     return parser
 
 

@@ -47,3 +47,28 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
         build_parser().parse_args(["--version"])
     assert done.value.code == 0
     assert capsys.readouterr().out.splitlines()[0] == f"pokdeng {__version__}"  # (tests/cli/test_startup.py: the rest)
+
+
+def test_every_subcommand_has_its_own_help(capsys: pytest.CaptureFixture[str]) -> None:
+    """``pokdeng keys new --help`` is the help of ``keys new``, not of ``keys``: every command with actions has
+    them as subcommands, and a positional argument with choices is a value (a profile), never an action."""
+    parser = build_parser()
+    for name, sub in _parsers(parser):
+        for action in sub._actions:
+            if not action.option_strings and action.choices and not isinstance(action, argparse._SubParsersAction):
+                assert action.dest == "profile", f"{name} {action.dest}: an action, not a subcommand"
+        if name == "pokdeng":
+            continue
+        with pytest.raises(SystemExit) as done:
+            parser.parse_args([*name.split()[1:], "--help"])
+        assert done.value.code == 0
+        assert capsys.readouterr().out.startswith(f"usage: {name} "), name
+    for command in (["keys", "new"], ["auth", "new"], ["checkpoints", "sign"], ["wallet", "pending"]):
+        assert f"pokdeng {' '.join(command)}" in dict(_parsers(parser)), command
+
+
+def test_the_token_roles_named_by_the_cli_are_the_roles() -> None:
+    from pokdeng_service.application.principal import Role
+    from pokdeng_service.cli.auth import ROLES
+
+    assert set(ROLES) == {r.value for r in Role}
