@@ -39,7 +39,7 @@ Each failure names its stream and the first bad position in it. Streams of other
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 from uuid import UUID
 
@@ -85,15 +85,23 @@ class StoreRecord(Protocol):
     def mapper(self) -> Mapper[UUID]: ...
 
 
-def verify_store(app: StoreRecord, page: int = PAGE, *, partition: int = 0, partitions: int = 1) -> list[Verdict]:
+def verify_store(
+    app: StoreRecord,
+    page: int = PAGE,
+    *,
+    partition: int = 0,
+    partitions: int = 1,
+    progress: Callable[[int], None] | None = None,
+) -> list[Verdict]:
     """Every stream of the store behind ``app`` verified, alone and against the others: one verdict per
     round, table and wallet, one for the sealed seeds, one for the command records and one for the
     store as a whole (its log, its digests, its layout: every stream in the partition its key names, for a
     store that is partition ``partition`` of ``partitions``; streams not verified here). Failures name the
-    stream and its first bad position."""
+    stream and its first bad position. ``progress`` is told the log's position read so far after each page
+    (the CLI's progress bar)."""
     audit = _StoreAudit(app)
     audit.partition, audit.partitions = partition, partitions
-    audit.read(page)
+    audit.read(page, progress)
     return audit.verdicts()
 
 
@@ -118,7 +126,7 @@ class _StoreAudit(StoreVerdicts):
 
     # -- reading -----------------------------------------------------------------------
 
-    def read(self, page: int) -> None:
+    def read(self, page: int, progress: Callable[[int], None] | None = None) -> None:
         recorder, mapper = self.app.recorder, self.app.mapper
         start = 1
         while True:
@@ -128,6 +136,8 @@ class _StoreAudit(StoreVerdicts):
             for note, fact in zip(notes, self._decode(mapper, notes), strict=True):
                 self.rows += 1
                 self._row(note, fact)
+            if progress is not None:
+                progress(notes[-1].id)
             if len(notes) < page:
                 break
             start = notes[-1].id + 1

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -205,18 +206,24 @@ def cmd_replay(args: argparse.Namespace) -> int:
     from pokdeng_service.cli import replay_view
 
     page = output_file(args.html) if args.html else None
+    keys = public_keys(args.key) if page is not None else None  # (a key that cannot be read: bad usage, first)
     app = _round_app(_open_read_only(args), args.round)
     view = app.get_round(args.round)
+    if args.player is not None:  # a --player the round does not concern: bad usage, before anything is printed
+        from pokdeng_service.application.access import participants
+
+        if args.player not in participants(view):
+            print(
+                f"pokdeng replay: {args.player!r} has no seat, stake or banker's role in round {view.round_id}",
+                file=sys.stderr,
+            )
+            return EXIT_USAGE
     verdict = audit.verify_round(app, args.round, check_wallets=True)
     print(replay_view.text(view))
     print()
     print(verdict.render())
     if page is not None:
-        try:
-            replay_view.write_dispute_page(app, view, verdict, page, public_keys(args.key), args.player)
-        except ValueError as error:  # a --player the round does not concern
-            print(f"pokdeng replay: {error}", file=sys.stderr)
-            return EXIT_USAGE
+        replay_view.write_dispute_page(app, view, verdict, page, keys, args.player)
         print(f"\nwrote {args.html}: the dispute page (docs/dispute.md); a browser checks the round there too")
     return EXIT_OK if verdict.ok else EXIT_FAILED
 
@@ -238,66 +245,113 @@ def cmd_verifier_page(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class _Verdicts:
+    """Where ``verify`` says its verdicts: as text (each verdict, or the failures only: ``--quiet``; ``--all``
+    prints its passes only with ``--verbose``, else a one-line tally), or with ``--json`` one JSON object at the
+    end, for a machine: every verdict (``Verdict.as_dict``, with the file of a bundle), the tallies and the exit
+    code. A failure is always said."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.json = bool(getattr(args, "json", False))
+        self.quiet = bool(args.quiet)
+        self.verbose = bool(getattr(args, "verbose", False))
+        self.found: list[dict[str, Any]] = []
+        self.summary: dict[str, Any] = {}
+
+    def say(self, verdict: Any, label: str = "", *, bulk: bool = False) -> None:
+        """One verdict: ``label`` before it (a bundle's file, a partition); ``bulk``: one of ``--all``'s many."""
+        if self.json:
+            self.found.append({**verdict.as_dict(), **({"where": label} if label else {})})
+            return
+        passed = verdict.status == "PASS"
+        if not passed or self.verbose or (not bulk and not self.quiet):
+            print(f"{label}: {verdict.render()}" if label else verdict.render())
+
+    def line(self, text: str, **counts: Any) -> None:
+        """A summary line (text), or its counts (JSON)."""
+        if self.json:
+            self.summary.update(counts)
+        else:
+            print(text)
+
+    def done(self, code: int) -> int:
+        if self.json:
+            print(json.dumps({"verdicts": self.found, **self.summary, "exit_code": code}, indent=2))
+        return code
+
+
 def cmd_verify(args: argparse.Namespace) -> int:
     # A bundle is named by --bundle or as a file (`pokdeng verify round.json`): it is checked
     # offline, with no server or database; anything else is a round id in the store.
+    out = _Verdicts(args)
     bundles = [args.bundle] if args.bundle else []
     bundles += [name for name in args.rounds if name.endswith(".json") or Path(name).is_file()]
     rounds = [name for name in args.rounds if name not in bundles]
     keys = public_keys(args.key) if bundles else None  # (a key that cannot be read: bad usage, before any file)
-    tally = _verify_bundles(bundles, keys, args.quiet)
+    if not bundles and not rounds and not args.all:
+        print("nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
+        return EXIT_USAGE
+    tally = _verify_bundles(bundles, keys, out)
     failed = tally["FAIL"]
     if bundles and not rounds and not args.all:
-        if len(bundles) > 1:
-            print(", ".join(f"{tally[k]} {k.lower()}" for k in ("PASS", "UNANCHORED", "FAIL", "unreadable")))
-        return _bundles_exit(tally, args.allow_unanchored)
+        if len(bundles) > 1 or out.json:
+            out.line(
+                ", ".join(f"{tally[k]} {k.lower()}" for k in ("PASS", "UNANCHORED", "FAIL", "unreadable")),
+                bundles={k.lower(): v for k, v in tally.items()},
+            )
+        return out.done(_bundles_exit(tally, args.allow_unanchored))
     from pokdeng_service import audit
     from pokdeng_service.audit.table_pins import TablePins
+    from pokdeng_service.cli.progress import Progress
 
     app = _open_read_only(args)
     passed = tally["PASS"] + tally["UNANCHORED"]
     if args.all:
-        code = _verify_all(app, args.quiet, passed, failed, _config(args))
-        return code if code != EXIT_OK else _bundles_exit(tally, args.allow_unanchored)
-    if not rounds:
-        print("nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
-        return EXIT_USAGE
+        code = _verify_all(app, out, passed, failed, _config(args))
+        return out.done(code if code != EXIT_OK else _bundles_exit(tally, args.allow_unanchored))
     pins: dict[int, TablePins] = {}  # one reader per partition, shared over the run
-    for round_id in rounds:
-        part = _round_app(app, round_id)
-        reader = pins.setdefault(id(part), TablePins(part))
-        verdict = audit.verify_round(part, round_id, check_wallets=True, pins=reader)
-        if not verdict.ok or not args.quiet:
-            print(verdict.render())
-        failed += not verdict.ok
+    with Progress("verifying rounds", len(rounds)) as bar:
+        for round_id in rounds:
+            part = _round_app(app, round_id)
+            reader = pins.setdefault(id(part), TablePins(part))
+            verdict = audit.verify_round(part, round_id, check_wallets=True, pins=reader)
+            out.say(verdict)
+            failed += not verdict.ok
+            bar.advance()
     checked = len(rounds) + passed + tally["FAIL"]
-    print(f"{checked - failed} passed, {failed} failed")
-    return EXIT_FAILED if failed else _bundles_exit(tally, args.allow_unanchored)
+    out.line(f"{checked - failed} passed, {failed} failed", passed=checked - failed, failed=failed)
+    return out.done(EXIT_FAILED if failed else _bundles_exit(tally, args.allow_unanchored))
 
 
-def _verify_bundles(names: Sequence[str], keys: Any, quiet: bool) -> dict[str, int]:
-    """Each bundle file's verdict, printed (``--quiet``: the failures only): every file of the batch is checked,
+def _verify_bundles(names: Sequence[str], keys: Any, out: _Verdicts) -> dict[str, int]:
+    """Each bundle file's verdict, said (``--quiet``: the failures only): every file of the batch is checked,
     whatever the others hold; one that cannot be read is said on standard error. The count of each verdict
     (``PASS``, ``UNANCHORED``, ``FAIL``) and of the files that could not be read (``unreadable``)."""
+    tally = dict.fromkeys(("PASS", "UNANCHORED", "FAIL", "unreadable"), 0)
+    if not names:
+        return tally
     from pokdeng_service.audit.bundle import verify_bundle  # (offline: no store, application or server)
     from pokdeng_service.audit.verdicts import Verdict
+    from pokdeng_service.cli.progress import Progress
 
-    tally = dict.fromkeys(("PASS", "UNANCHORED", "FAIL", "unreadable"), 0)
-    for name in names:
-        try:
-            raw = Path(name).read_bytes()
-        except OSError as error:
-            print(f"cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
-            tally["unreadable"] += 1
-            continue
-        try:
-            verdict = verify_bundle(raw, keys=keys)
-        except Exception as error:  # (verify_bundle never raises; were it to, the batch still goes on)
-            verdict = Verdict(f"bundle {name}")
-            verdict.add("form", False, f"the bundle could not be checked: {type(error).__name__}: {error}")
-        if verdict.status != "PASS" or not quiet:
-            print(verdict.render() if len(names) == 1 else f"{name}: {verdict.render()}")
-        tally[verdict.status] += 1
+    with Progress("verifying bundles", len(names)) as bar:
+        for name in names:
+            bar.advance()
+            try:
+                raw = Path(name).read_bytes()
+            except OSError as error:
+                print(f"cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
+                tally["unreadable"] += 1
+                if out.json:
+                    out.found.append({"where": name, "status": "unreadable", "ok": False, "error": str(error)})
+                continue
+            try:
+                verdict = verify_bundle(raw, keys=keys)
+            except Exception as error:  # (verify_bundle never raises; were it to, the batch still goes on)
+                verdict = Verdict(f"bundle {name}")
+                verdict.add("form", False, f"the bundle could not be checked: {type(error).__name__}: {error}")
+            out.say(verdict, name if len(names) > 1 or out.json else "")
+            tally[verdict.status] += 1
     return tally
 
 
@@ -310,32 +364,43 @@ def _bundles_exit(tally: dict[str, int], allow_unanchored: bool) -> int:
     return EXIT_UNANCHORED if tally["UNANCHORED"] and not allow_unanchored else EXIT_OK
 
 
-def _verify_all(app: Any, quiet: bool, passed: int, failed: int, config: StoreConfig) -> int:
+def _verify_all(app: Any, out: _Verdicts, passed: int, failed: int, config: StoreConfig) -> int:
     """``verify --all``: every stream of every partition (``audit.verify_store``) and its read models against
-    the record (``audit.views``), each verdict printed (failures only with ``--quiet``); then the closed
-    rounds' tally (with the bundles named) and the tally of everything else (open rounds, tables, wallets,
-    seeds, command records, the store, the read models)."""
+    the record (``audit.views``): each failure said (every verdict with ``--verbose``), a progress bar on a
+    terminal's standard error while the log is read; then the closed rounds' tally (with the bundles named) and
+    the tally of everything else (open rounds, tables, wallets, seeds, command records, the store, the read
+    models)."""
     from pokdeng_service import audit
+    from pokdeng_service.cli.progress import Progress
 
     others: dict[str, list[int]] = {}
-    for partition, part in enumerate(app.apps):
-        verdicts = audit.verify_store(part, partition=partition, partitions=len(app.apps))
-        for verdict in [*verdicts, _read_models_verdict(config, part, partition)]:
-            if not verdict.ok or not quiet:
-                print(verdict.render() if len(app.apps) == 1 else f"[partition {partition}] {verdict.render()}")
-            kind = verdict.subject.split(" ", 1)[0]
-            if kind == "round" and not verdict.subject.endswith("(open)"):
-                passed += verdict.ok
-                failed += not verdict.ok
-            else:
-                name = {"round": "open rounds", "table": "tables", "wallet": "wallets"}.get(kind, verdict.subject)
-                tally = others.setdefault(name, [0, 0])
-                tally[0 if verdict.ok else 1] += 1
-    print(f"{passed} passed, {failed} failed")
+    sizes = [int(getattr(part, "max_position", 0) or 0) for part in app.apps]
+    with Progress("verifying the store (events read)", sum(sizes)) as bar:
+        for partition, part in enumerate(app.apps):
+            read = functools.partial(lambda before, position: bar.update(before + position), sum(sizes[:partition]))
+            verdicts = audit.verify_store(part, partition=partition, partitions=len(app.apps), progress=read)
+            for verdict in [*verdicts, _read_models_verdict(config, part, partition)]:
+                out.say(verdict, f"[partition {partition}]" if len(app.apps) > 1 else "", bulk=True)
+                kind = verdict.subject.split(" ", 1)[0]
+                if kind == "round" and not verdict.subject.endswith("(open)"):
+                    passed += verdict.ok
+                    failed += not verdict.ok
+                else:
+                    name = {"round": "open rounds", "table": "tables", "wallet": "wallets"}.get(kind, verdict.subject)
+                    tally = others.setdefault(name, [0, 0])
+                    tally[0 if verdict.ok else 1] += 1
+    out.line(f"{passed} passed, {failed} failed", passed=passed, failed=failed)
     ok = sum(t[0] for t in others.values())
     bad = sum(t[1] for t in others.values())
     kinds = ", ".join(f"{name}: {t[0] + t[1]}" for name, t in others.items())
-    print(f"store: {ok} passed, {bad} failed ({kinds})")
+    out.line(
+        f"store: {ok} passed, {bad} failed ({kinds})",
+        store={
+            "passed": ok,
+            "failed": bad,
+            "kinds": {name: {"passed": t[0], "failed": t[1]} for name, t in others.items()},
+        },
+    )
     return EXIT_OK if not failed and not bad else EXIT_FAILED
 
 
@@ -485,7 +550,14 @@ def build_parser() -> argparse.ArgumentParser:
         "--all", action="store_true", help="the whole store: every round, table and wallet stream, seeds, requests"
     )
     verify.add_argument("--bundle", help="a bundle file from `pokdeng export` (no server or database needed)")
-    verify.add_argument("--quiet", action="store_true", help="print failures only")
+    talk = verify.add_mutually_exclusive_group()
+    talk.add_argument("--quiet", action="store_true", help="print failures only (and the tallies)")
+    talk.add_argument(
+        "--verbose", action="store_true", help="--all: print every verdict, not only the failures and the tallies"
+    )
+    talk.add_argument(
+        "--json", action="store_true", help="print one JSON object: every verdict, the tallies and the exit code"
+    )
     verify.add_argument(
         "--key", action="append", help="bundles: the operator's public key (hex) or key file; repeat for several"
     )

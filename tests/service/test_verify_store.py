@@ -338,7 +338,7 @@ def test_verify_all_passes_an_untampered_store_of_every_profile(
     play.seat_bets(d, still_open, 100)
     assert len(app.snapshots.recorder.select_events(wallet_uuid("classic-t-p2"))) >= 1
     service.close()
-    assert main(["verify", "--all", "--db", str(db)]) == EXIT_OK
+    assert main(["verify", "--all", "--verbose", "--db", str(db)]) == EXIT_OK  # (every verdict, passes too)
     out = capsys.readouterr().out
     assert f"{len(closed)} passed, 0 failed" in out
     assert f"PASS  round {still_open} (open)" in out and "PASS  wallet classic-t-p2" in out
