@@ -13,6 +13,11 @@ outbox is checked against its round's own record (``check_round``):
   those debits, and nothing else; a voided round rolls back every accepted debit, and credits
   nothing; an open round credits nothing.
 
+A transaction whose money a player is owed (``outbox.Tx.owed``: a credit or a rollback the platform
+refused, a credit unanswered for ``OWED_AFTER`` seconds) fails its round's check and the
+``platform transactions`` verdict until it is done or an operator resolves it with a recorded reason
+(``pokdeng wallet resolve TX_ID --reason TEXT``): money owed is never seen as a pass.
+
 Such a round's money is the platform's: the round's verdict gets a ``platform wallet`` check, and
 the store's own wallets are not asked for it. One more verdict, ``platform transactions``, sums up
 the streams (and the transactions still pending, which the recovery finishes).
@@ -22,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 from uuid import UUID
 
@@ -81,6 +87,15 @@ def check_round(txs: Mapping[str, Tx], outcome: str, reserved: Mapping[str, int]
 _UNDONE = (ROLLING_BACK, ROLLED_BACK)
 
 
+def owed_problem(txs: Mapping[str, Tx], now: datetime | None = None) -> str:
+    """The transactions whose money a player is owed, as a check's problem ("" if none)."""
+    owed = [(t, t.owed(now)) for t in txs.values() if t.owed(now)]
+    if not owed:
+        return ""
+    listed = "; ".join(f"{t.tx_id}: {t.amount} to {t.player}, {why}" for t, why in owed)
+    return f"{len(owed)} owed to players ({listed}): pay it, or record it with pokdeng wallet resolve TX_ID --reason"
+
+
 def summary(txs: Mapping[str, Tx]) -> str:
     debits = sum(t.amount for t in txs.values() if t.kind == "debit" and t.accepted)
     credits = sum(t.amount for t in txs.values() if t.kind == "credit")
@@ -127,7 +142,7 @@ def verify_platform_round(app: Any, verdict: Verdict, round_id: str, facts: Sequ
     if txs is None:
         return False
     outcome, reserved, nets = round_record(facts)
-    problem = check_round(txs.txs, outcome, reserved, nets)
+    problem = check_round(txs.txs, outcome, reserved, nets) or owed_problem(txs.txs)
     verdict.add("platform wallet", not problem, problem or summary(txs.txs))
     return True
 
@@ -175,6 +190,7 @@ class PlatformAudit:
         if not self.outboxes:
             return []
         problems: list[str] = []
+        owed: list[str] = []
         pending = checked = 0
         for outbox in self.outboxes.values():
             stream = outbox.stream
@@ -190,9 +206,13 @@ class PlatformAudit:
                                   record.nets)  # fmt: skip
             if stream.problems:
                 problem = problem or f"its transactions stream fails verification ({next(iter(stream.problems))})"
+            owes = owed_problem(outbox.txs)
+            if owes:
+                owed.append(f"{stream.label}: {owes}")
+            problem = problem or owes
             if record.verdict is not None:
                 record.verdict.add("platform wallet", not problem, problem or summary(outbox.txs))
-            if problem:
+            if problem and not owes:
                 problems.append(f"{stream.label}: {problem}")
             record.reserved, record.nets = {}, {}  # (the platform holds this round's money, not the store's wallets)
             checked += 1
@@ -203,7 +223,17 @@ class PlatformAudit:
         settled = sum(1 for o in self.outboxes.values() for t in o.txs.values() if t.status in (ACCEPTED, APPLIED))
         verdict.add("rounds", not problems, f"{checked} rounds' debits and credits as the rounds say ({settled} done)")
         verdict.add("pending", True, f"{pending} transactions pending (the recovery finishes them)")
+        owes = f"{len(owed)} rounds owe players money; the first, {owed[0]}" if owed else "no money owed to a player"
+        verdict.add("owed", not owed, owes)
         return [verdict]
 
 
-__all__ = ["STREAM", "PlatformAudit", "check_round", "round_record", "summary", "verify_platform_round"]
+__all__ = [
+    "STREAM",
+    "PlatformAudit",
+    "check_round",
+    "owed_problem",
+    "round_record",
+    "summary",
+    "verify_platform_round",
+]

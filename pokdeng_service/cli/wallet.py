@@ -7,7 +7,12 @@
   requested and not answered (a running server's recovery finishes them), the debits held by open
   rounds (their settlement or void finishes them), and debits stranded by a round closed without
   crediting or rolling them back; exit 1 if there is any, 0 if none (the guard before switching
-  adapters, docs/wallet.md).
+  adapters, docs/wallet.md), and the money owed to players (a credit or rollback the platform refused, a
+  credit unanswered for 15 minutes) until it is paid or resolved.
+* ``pokdeng wallet resolve TX_ID --reason TEXT [--operator NAME]``: an operator records that an owed or
+  stranded transaction was settled outside the protocol (say a manual credit on the platform): a
+  ``tx_resolved`` fact in the round's outbox, with the reason; nothing is sent for it any more, and
+  ``pending`` and ``pokdeng verify`` no longer count it as owed.
 
 Times are ISO 8601 (``2026-03-14T15:00:00+00:00``; a date is its midnight UTC); the default period
 is the last 24 hours.
@@ -70,13 +75,22 @@ def cmd_pending(args: argparse.Namespace) -> int:
     else:
         for item in found:
             print(item.render())
-        count = {state: sum(1 for i in found if i.state == state) for state in ("pending", "held", "stranded")}
+        states = ("pending", "held", "stranded", "owed")
+        count = {state: sum(1 for i in found if i.state == state) for state in states}
         held = {i.round_id for i in found if i.state == "held"}
         total = sum(len(r.txs) for r in rounds)
+        owed: dict[str, int] = {}
+        for item in found:
+            if item.state in ("owed", "stranded"):
+                owed[item.tx.player] = owed.get(item.tx.player, 0) + item.tx.amount
         print(
             f"{len(found)} pending of {total} transactions: {count['pending']} calls to the platform unfinished, "
-            f"{count['held']} debits held by {len(held)} open rounds, {count['stranded']} stranded"
+            f"{count['held']} debits held by {len(held)} open rounds, {count['stranded']} stranded, "
+            f"{count['owed']} owed"
         )
+        if owed:
+            print("OWED to players: " + ", ".join(f"{p} {a}" for p, a in sorted(owed.items())))
+            print("(pay them on the platform, then record it: pokdeng wallet resolve TX_ID --reason TEXT)")
         if held or count["pending"]:
             print("(a server on --wallet remote finishes them: its recovery sends what is pending, and each open "
                   "round's settlement or void credits or rolls back its debits)")  # fmt: skip
@@ -86,6 +100,61 @@ def cmd_pending(args: argparse.Namespace) -> int:
     return EXIT_DIFFERENT if found else EXIT_OK
 
 
+def _open_writable(args: argparse.Namespace) -> Any:
+    """The store, to record a fact (one that exists: a mistyped SQLite path creates none)."""
+    from pokdeng_service.application.config import StoreConfig
+    from pokdeng_service.application.partitions import PartitionedPokdeng
+    from pokdeng_service.store.readonly import sqlite_uri
+
+    config = StoreConfig.from_args(
+        db=args.db,
+        postgres_url=args.postgres_url,
+        partitions=args.partitions,
+        vault_key_file=getattr(args, "vault_key_file", None),
+        partition_urls=getattr(args, "partition_url", None),
+    )
+    if config.kind == "sqlite":
+        for k in range(config.partitions):
+            sqlite_uri(config.sqlite_file(k))  # (StoreUnavailable: "no such database", exit 4)
+    return PartitionedPokdeng.open(config)
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    """Record an operator's resolution of an owed or stranded transaction (exit 0; 2: none such, or not one to
+    resolve)."""
+    from pokdeng_service.wallet.reconcile import recorded_rounds
+
+    reason = args.reason.strip()
+    if not reason:
+        print("pokdeng: --reason is required: say how the transaction was settled (kept in the record)")
+        return EXIT_USAGE
+    service = args.open_store(args)
+    found = next((r for r in recorded_rounds(service.apps) if args.tx_id in r.txs), None)
+    if found is None:
+        print(f"pokdeng: no transaction {args.tx_id!r} in the store's outboxes", file=sys.stderr)
+        return EXIT_USAGE
+    tx = found.txs[args.tx_id]
+    if tx.resolved:
+        print(f"{tx.tx_id}: already resolved by {tx.resolved_by or 'an operator'}: {tx.resolved}")
+        return EXIT_OK
+    stranded = tx in found.held() and found.closed()
+    if not tx.owed() and not stranded:
+        print(
+            f"pokdeng: {tx.tx_id} ({tx.kind} {tx.status}) is not owed: only a credit or rollback the platform refused, "
+            "a credit unanswered for 15 minutes, or a stranded debit is resolved by hand (a server on --wallet "
+            "remote finishes the rest)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
+    from pokdeng_service.wallet.remote import record_resolution
+
+    operator = args.operator or os.environ.get("USER", "") or "operator"
+    record_resolution(found.app, found.round_id, tx.tx_id, reason, operator)
+    what = f"{tx.kind} of {tx.amount} to {tx.player} (round {found.round_id})"
+    print(f"{tx.tx_id}: {what} resolved by {operator}: {reason}")
+    return EXIT_OK
+
+
 def add_wallet_commands(
     sub: Any,
     store_options: Callable[[argparse.ArgumentParser], None],
@@ -93,7 +162,7 @@ def add_wallet_commands(
 ) -> None:
     """``open_store``: the CLI's read-only opening of the store (``main._open_read_only``), handed down."""
     """``pokdeng wallet reconcile|pending`` (registered by ``cli.main.build_parser``)."""
-    wallet = sub.add_parser("wallet", help="transactions with the platform's wallet: reconcile, pending")
+    wallet = sub.add_parser("wallet", help="transactions with the platform's wallet: reconcile, pending, resolve")
     commands = wallet.add_subparsers(dest="wallet_command", required=True)
     reconcile = commands.add_parser("reconcile", help="compare pokdeng's record with the platform's for a period")
     reconcile.add_argument(
@@ -112,3 +181,11 @@ def add_wallet_commands(
     pending.add_argument("--json", action="store_true", help="the list as JSON")
     store_options(pending)
     pending.set_defaults(handler=cmd_pending, open_store=open_store)
+    resolve = commands.add_parser(
+        "resolve", help="record that an owed or stranded transaction was settled by hand (with a reason)"
+    )
+    resolve.add_argument("tx_id", help="the transaction's id (as pokdeng wallet pending lists it)")
+    resolve.add_argument("--reason", required=True, help="how it was settled, say the platform's manual credit ref")
+    resolve.add_argument("--operator", help="who resolves it (default: $USER)")
+    store_options(resolve)
+    resolve.set_defaults(handler=cmd_resolve, open_store=_open_writable)

@@ -8,7 +8,8 @@
   settlement, rollback on a void;
 * ``stakes``: the step the one pipeline runs before a stake: its debits requested, sent, and given back
   if the stake is not recorded;
-* ``recovery``: the worker that finishes every pending transaction (also after a crash);
+* ``recovery``: the worker that finishes every pending transaction (also after a crash); ``owed``: the
+  money owed to players (a credit or rollback refused, a credit long unanswered) as metrics;
 * ``reconcile``: both sides of a period compared; ``config``: the deployment's choice of adapter;
   ``switch``: the checks before a server changes adapter (the outbox's verification is
   ``pokdeng_service.audit.outbox``);

@@ -19,7 +19,16 @@ Facts (``kind``: ``data``), each on the chain like a round's (``codec.chain_dige
 * ``debit_rolled_back``: tx_id, debited (whether money had been taken), balance
 * ``credit_requested``: tx_id, player, amount, debits (with the round's ``round_settled``)
 * ``credit_applied``: tx_id, balance, platform_ref
-* ``credit_refused``: tx_id, status, reason (an operator must settle it: reconciliation lists it)
+* ``credit_refused``: tx_id, status, reason (the player is owed it until an operator resolves it)
+* ``rollback_refused``: tx_id, status, reason (the platform's first refusal of a rollback: the debit's money
+  is owed to the player while it lasts; the rollback stays pending and is sent again)
+* ``tx_resolved``: tx_id, reason, operator (``pokdeng wallet resolve``: an operator settled the transaction
+  outside the protocol, say a manual credit on the platform; nothing is sent for it any more)
+
+A transaction is **owed** (``owed``) while a player is owed its money and no call of pokdeng will pay it
+by itself: a credit refused, a rollback refused, or a credit unanswered for longer than ``OWED_AFTER``
+seconds, none of them resolved. ``pokdeng wallet pending`` lists it, ``pokdeng verify`` fails on it,
+``pokdeng_wallet_owed_minor_units`` counts it (docs/wallet.md, "Money owed").
 
 ``step`` is the one fold of these facts (the aggregate, the verification and the reconciliation
 use it); it refuses a fact that does not follow from the ones before (``ValueError``).
@@ -30,6 +39,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any, cast
 
 from eventsourcing.domain import Aggregate, event
@@ -45,6 +55,8 @@ PURPOSES = ("bet", "cover", "side")
 DEBIT_OPEN = "requested"  # sent (or about to be), no definite answer recorded
 ACCEPTED, REFUSED, ROLLING_BACK, ROLLED_BACK = "accepted", "refused", "rollback_requested", "rolled_back"
 APPLIED = "applied"  # a credit's success
+OWED_AFTER = 900.0
+"""Seconds a credit may stay unanswered before its money counts as owed (the platform long failing it)."""
 
 
 def debit_tx_id(round_id: str, purpose: str, seat: int, bettor: str, attempt: int) -> str:
@@ -76,11 +88,31 @@ class Tx:
     reason: str = ""  # a refusal's or rollback's reason
     debited: bool | None = None  # a rollback: whether the debit had taken money
     accepted: bool = False  # a debit: whether its bet was placed (it may be rolled back since, by a void)
+    refusal: str = ""  # a rollback: the platform's refusal of it (it stays pending, and owed)
+    resolved: str = ""  # the operator's recorded reason (``tx_resolved``): finished outside the protocol
+    resolved_by: str = ""
 
     @property
     def pending(self) -> bool:
         """Whether something is still to be done with the platform."""
-        return self.status in (DEBIT_OPEN, ROLLING_BACK)
+        return self.status in (DEBIT_OPEN, ROLLING_BACK) and not self.resolved
+
+    def owed(self, now: datetime | None = None, after: float = OWED_AFTER) -> str:
+        """Why the player is owed this transaction's money and no call will pay it by itself ("" if it is not):
+        a credit refused, a rollback refused, a credit unanswered for ``after`` seconds (at ``now``); never once
+        resolved."""
+        if self.resolved:
+            return ""
+        if self.kind == "credit" and self.status == REFUSED:
+            return f"credit refused by the platform ({self.reason or 'no reason given'})"
+        if self.kind == "debit" and self.status == ROLLING_BACK and self.refusal:
+            return f"rollback refused by the platform ({self.refusal})"
+        if self.kind == "credit" and self.status == DEBIT_OPEN and self.requested_at:
+            moment = now or datetime.now(tz=UTC)
+            age = (moment - datetime.fromisoformat(self.requested_at)).total_seconds()
+            if age >= after:
+                return f"credit unanswered for {int(age)} s"
+        return ""
 
     @property
     def stake(self) -> tuple[str, int, str]:
@@ -129,9 +161,21 @@ def step(txs: Mapping[str, Tx], kind: str, data: Mapping[str, Any], timestamp: s
         out[tx_id] = replace(found, status=APPLIED)
     elif kind == "credit_refused" and found.kind == "credit" and found.status == DEBIT_OPEN:
         out[tx_id] = replace(found, status=REFUSED, reason=str(data.get("reason") or data.get("status", "")))
+    elif kind == "rollback_refused" and found.kind == "debit" and found.status == ROLLING_BACK and not found.refusal:
+        out[tx_id] = replace(found, refusal=str(data.get("reason") or data.get("status") or "refused"))
+    elif kind == "tx_resolved" and not found.resolved and (found.status, found.kind) in RESOLVABLE:
+        reason = data.get("reason")
+        if not isinstance(reason, str) or not reason.strip():
+            raise ValueError(f"transaction {tx_id} is resolved without a reason")
+        out[tx_id] = replace(found, resolved=reason, resolved_by=str(data.get("operator", "")))
     else:
         raise ValueError(f"{kind} does not follow: transaction {tx_id} is a {found.kind}, {found.status}")
     return out
+
+
+RESOLVABLE = frozenset({(REFUSED, "credit"), (DEBIT_OPEN, "credit"), (ROLLING_BACK, "debit"), (ACCEPTED, "debit")})
+"""(status, kind) of the transactions an operator may resolve: a credit refused or unanswered, a rollback not done,
+an accepted debit (stranded by a round closed without crediting or rolling it back)."""
 
 
 def fold(facts: Iterable[tuple[str, Mapping[str, Any], str]]) -> dict[str, Tx]:
@@ -151,6 +195,8 @@ KINDS = (
     "credit_requested",
     "credit_applied",
     "credit_refused",
+    "rollback_refused",
+    "tx_resolved",
 )
 
 
@@ -231,6 +277,16 @@ class WalletTransactions(ChainedStream):
     def refuse_credit(self, tx_id: str, status: str, reason: str, command_id: str) -> None:
         self._fact("credit_refused", {"tx_id": tx_id, "status": status, "reason": reason}, command_id)
 
+    def refuse_rollback(self, tx_id: str, status: str, reason: str, command_id: str) -> None:
+        self._fact("rollback_refused", {"tx_id": tx_id, "status": status, "reason": reason}, command_id)
+
+    def resolve(self, tx_id: str, reason: str, operator: str, command_id: str) -> None:
+        self._fact("tx_resolved", {"tx_id": tx_id, "reason": reason, "operator": operator}, command_id)
+
+    def owed(self, now: datetime | None = None, after: float = OWED_AFTER) -> list[Tx]:
+        """The transactions whose money a player is owed (``Tx.owed``)."""
+        return [t for t in self.txs.values() if t.owed(now, after)]
+
 
 def _fact_class(name: str) -> type[ChainedStream.Fact]:
     attrs = {"__qualname__": f"WalletTransactions.{name}", "__module__": __name__}
@@ -269,7 +325,9 @@ __all__ = [
     "DEBIT_OPEN",
     "FACTS",
     "KINDS",
+    "OWED_AFTER",
     "REFUSED",
+    "RESOLVABLE",
     "ROLLED_BACK",
     "ROLLING_BACK",
     "STREAM",

@@ -16,23 +16,41 @@ pokdeng never recorded, when the platform recorded it then. Each is compared by 
 * a debit accepted by a round that is still open (its stake in play: no credit settles it, no rollback
   undoes it) is listed as held, not as a difference; one whose round is closed without crediting or
   rolling it back (settled outside the platform's wallet) is a difference: the player is owed it;
-* a transaction of the platform that pokdeng has no record of is a difference (a debit without a
-  record must never happen).
+* a credit the platform refused, a rollback it refused, and a credit unanswered for ``OWED_AFTER``
+  seconds are differences: the player is owed the money (``outbox.Tx.owed``) until an operator
+  resolves the transaction (``tx_resolved``); a resolved transaction is listed apart, with its reason
+  (and is a difference only if the platform moved money for it after all);
+* a transaction of the platform that pokdeng has no record of, in a round of one of pokdeng's
+  tables, is a difference (a debit without a record must never happen); one of a round of no table
+  of pokdeng's (another game's, a manual credit, ...) is *not ours*: listed apart, not a difference.
 
-The totals per player (what moved for pokdeng and for the platform) are compared too.
+Each side's totals per player are built from that side's own record: pokdeng's from its outboxes
+(the transactions requested in the period: an accepted debit not rolled back takes its amount, an
+applied credit gives its own), the platform's from its ``ListTransactions`` rows recorded in the
+period (transactions not ours apart); every player of either side is reported with both.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from eventsourcing.utils import get_topic
 
 from pokdeng_service.store import fastpaths
-from pokdeng_service.wallet.outbox import ACCEPTED, APPLIED, FACTS, REFUSED, ROLLED_BACK, Tx, WalletTransactions, step
+from pokdeng_service.wallet.outbox import (
+    ACCEPTED,
+    APPLIED,
+    FACTS,
+    REFUSED,
+    ROLLED_BACK,
+    ROLLING_BACK,
+    Tx,
+    WalletTransactions,
+    step,
+)
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
 
 PAGE = 1000
@@ -60,23 +78,38 @@ class Reconciliation:
     differences: list[Difference] = field(default_factory=list)
     pending: list[Difference] = field(default_factory=list)
     held: list[Difference] = field(default_factory=list)  # accepted debits of open rounds (their stakes in play)
+    resolved: list[Difference] = field(default_factory=list)  # finished by an operator (``pokdeng wallet resolve``)
+    not_ours: list[Difference] = field(default_factory=list)  # the platform's transactions of no table of pokdeng's
     pokdeng_totals: dict[str, int] = field(default_factory=dict)  # player -> money moved (credits - debits)
-    platform_totals: dict[str, int] = field(default_factory=dict)
+    platform_totals: dict[str, int] = field(default_factory=dict)  # (pokdeng's tables' transactions)
+    not_ours_totals: dict[str, int] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:
         return not self.differences
+
+    @property
+    def players(self) -> list[str]:
+        """Every player of either side (its transactions of pokdeng's tables)."""
+        return sorted({*self.pokdeng_totals, *self.platform_totals})
 
     def render(self) -> str:
         lines = [f"reconciliation {self.since} .. {self.until}: {self.compared} transactions compared"]
         lines += [f"  DIFF {d.render()}" for d in self.differences]
         lines += [f"  pending {d.render()}" for d in self.pending]
         lines += [f"  held {d.render()}" for d in self.held]
+        lines += [f"  resolved {d.render()}" for d in self.resolved]
+        lines += [f"  not ours {d.render()}" for d in self.not_ours]
+        for player in self.players:
+            ours, theirs = self.pokdeng_totals.get(player, 0), self.platform_totals.get(player, 0)
+            differs = f" (differs by {theirs - ours})" if ours != theirs else ""
+            lines.append(f"  player {player}: moved per pokdeng {ours}, per the platform {theirs}{differs}")
         moved = sum(self.pokdeng_totals.values())
         lines.append(
-            f"{len(self.differences)} differences, {len(self.pending)} pending, {len(self.held)} held by open rounds; "
-            f"money moved for the players: "
-            f"pokdeng {moved}, platform {sum(self.platform_totals.values())}"
+            f"{len(self.differences)} differences, {len(self.pending)} pending, {len(self.held)} held by open rounds, "
+            f"{len(self.resolved)} resolved by an operator, {len(self.not_ours)} of the platform not ours; money "
+            f"moved for {len(self.players)} players: pokdeng {moved}, platform {sum(self.platform_totals.values())}"
+            f" (not ours: {sum(self.not_ours_totals.values())})"
         )
         return "\n".join(lines)
 
@@ -88,8 +121,12 @@ class Reconciliation:
             "differences": [d.__dict__ for d in self.differences],
             "pending": [d.__dict__ for d in self.pending],
             "held": [d.__dict__ for d in self.held],
+            "resolved": [d.__dict__ for d in self.resolved],
+            "not_ours": [d.__dict__ for d in self.not_ours],
+            "players": self.players,
             "pokdeng_totals": self.pokdeng_totals,
             "platform_totals": self.platform_totals,
+            "not_ours_totals": self.not_ours_totals,
         }
 
 
@@ -112,10 +149,17 @@ class RecordedRound:
         nor rolled back. An open round holds every accepted debit until its settlement (one credit per player,
         naming its debits) or its void (their rollbacks); a closed round holds none."""
         settled = {d for t in self.txs.values() if t.kind == "credit" for d in t.debits}
-        return [t for t in self.txs.values() if t.kind == "debit" and t.status == ACCEPTED and t.tx_id not in settled]
+        return [
+            t for t in self.txs.values()
+            if t.kind == "debit" and t.status == ACCEPTED and t.tx_id not in settled and not t.resolved
+        ]  # fmt: skip
 
-    def pending(self) -> list[Tx]:
-        return [t for t in self.txs.values() if t.pending]
+    def pending(self, now: datetime | None = None) -> list[Tx]:
+        """Requested and not answered (and not owed: ``owed``)."""
+        return [t for t in self.txs.values() if t.pending and not t.owed(now)]
+
+    def owed(self, now: datetime | None = None) -> list[Tx]:
+        return [t for t in self.txs.values() if t.owed(now)]
 
     def closed(self) -> bool:
         """Whether the round is closed (settled or voided), as its own stream says (a round the store does not
@@ -174,17 +218,22 @@ class Unfinished:
     * ``held``: a debit accepted by an open round (its stake in play): the round's settlement credits it,
       its void rolls it back, both only on a server on ``--wallet remote``;
     * ``stranded``: a debit accepted by a round that is closed and neither credited nor rolled it back (a
-      round settled or voided outside the platform's wallet: no server finishes it; an operator must)."""
+      round settled or voided outside the platform's wallet: no server finishes it; an operator must);
+    * ``owed``: a credit or a rollback the platform refused, or a credit unanswered for ``OWED_AFTER`` seconds:
+      the player is owed its money (a server keeps sending a rollback or an unanswered credit, but only the
+      platform's operators can mend a refusal) until it is done or resolved (``pokdeng wallet resolve``)."""
 
     tx: Tx
     round_id: str
     state: str
+    why: str = ""  # an owed transaction: why the player is owed it
 
     def as_dict(self) -> dict[str, Any]:
         tx = self.tx
         return {
             "tx_id": tx.tx_id, "round_id": self.round_id, "player": tx.player, "amount": tx.amount,
             "kind": tx.kind, "status": tx.status, "requested_at": tx.requested_at, "state": self.state,
+            "why": self.why,
         }  # fmt: skip
 
     def render(self) -> str:
@@ -193,15 +242,18 @@ class Unfinished:
             "pending": f"{tx.status}",
             "held": f"held by open round {self.round_id} (its settlement or void on --wallet remote finishes it)",
             "stranded": f"STRANDED: round {self.round_id} is closed and neither credited nor rolled it back",
+            "owed": f"OWED to {tx.player}: {self.why} (round {self.round_id})",
         }[self.state]
         return f"{tx.tx_id}: {tx.kind} of {tx.amount} ({tx.player}) {what}"
 
 
-def unfinished(rounds: Iterable[RecordedRound]) -> list[Unfinished]:
+def unfinished(rounds: Iterable[RecordedRound], now: datetime | None = None) -> list[Unfinished]:
     """What pokdeng's record has not finished with the platform (``Unfinished``), round by round."""
     out: list[Unfinished] = []
+    moment = now or datetime.now(tz=UTC)
     for found in rounds:
-        out += [Unfinished(tx, found.round_id, "pending") for tx in found.pending()]
+        out += [Unfinished(tx, found.round_id, "owed", tx.owed(moment)) for tx in found.owed(moment)]
+        out += [Unfinished(tx, found.round_id, "pending") for tx in found.pending(moment)]
         held = found.held()
         if held:
             state = "stranded" if found.closed() else "held"
@@ -237,33 +289,48 @@ def _ms(text: str) -> int:
     return int(datetime.fromisoformat(text).timestamp() * 1000)
 
 
+def _table(round_id: str) -> str:
+    return round_id.rpartition("#")[0]
+
+
 def reconcile(
-    apps: Iterable[Any], platform: Any, since: datetime, until: datetime, margin: float = 300.0
-) -> Reconciliation:
+    apps: Iterable[Any], platform: Any, since: datetime, until: datetime, margin: float = 300.0,
+    now: datetime | None = None,
+) -> Reconciliation:  # fmt: skip
     """Compare pokdeng's record with the platform's (``PlatformWallet.transactions``) for ``[since, until)``."""
     since_ms, until_ms = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
+    moment = now or datetime.now(tz=UTC)
     report = Reconciliation(since.isoformat(), until.isoformat())
     rounds = recorded_rounds(apps)
     ours = recorded_transactions(apps, rounds)
+    tables = {_table(r.round_id) for r in rounds} - {""}
     wide = platform.transactions(max(0, since_ms - int(margin * 1000)), until_ms + int(margin * 1000))
     theirs = platform_transactions(wide)
     for tx_id, entry in sorted(ours.items()):
         if not since_ms <= _ms(entry.tx.requested_at) < until_ms:
             continue
         report.compared += 1
-        _compare(report, entry, theirs.get(tx_id, _Theirs()))
-    for tx_id, found in sorted(theirs.items()):
+        _compare(report, entry, theirs.get(tx_id, _Theirs()), moment)
+    for tx_id, found in sorted(theirs.items()):  # the platform's totals, from its own record of the period
+        rows = [r for r in (found.debit, found.credit, found.rollback) if r is not None]
         first = found.first
+        mine = tx_id in ours or first.round_id in ours or _table(first.round_id) in tables
+        totals = report.platform_totals if mine else report.not_ours_totals
+        for row in rows:
+            if since_ms <= row.recorded_unix_ms < until_ms:
+                totals[row.player] = totals.get(row.player, 0) + _row_moved(row)
         if tx_id in ours or not since_ms <= first.recorded_unix_ms < until_ms:
             continue
-        report.compared += 1
         moved = _moved(found)
         what = f"{'debited' if found.debit is not None else 'credited'} {abs(moved)}" if moved else "moved nothing"
-        report.differences.append(Difference(tx_id, first.player, first.round_id, "has no record of it", what))
-        report.platform_totals[first.player] = report.platform_totals.get(first.player, 0) + moved
-    for item in unfinished(rounds):
+        if mine:
+            report.compared += 1
+            report.differences.append(Difference(tx_id, first.player, first.round_id, "has no record of it", what))
+        else:
+            report.not_ours.append(Difference(tx_id, first.player, first.round_id, "not ours", what))
+    for item in unfinished(rounds, moment):
         tx = item.tx
-        if item.state == "pending" or not since_ms <= _ms(tx.requested_at) < until_ms:
+        if item.state not in ("held", "stranded") or not since_ms <= _ms(tx.requested_at) < until_ms:
             continue
         if item.state == "held":
             says = f"debit {tx.amount} accepted, its round open (its settlement or void finishes it)"
@@ -275,6 +342,15 @@ def reconcile(
             )
             report.differences.append(Difference(tx.tx_id, tx.player, item.round_id, says, "holds it"))
     return report
+
+
+def _row_moved(row: Any) -> int:
+    """What one row of the platform's record moved for its player (credits +, debits -)."""
+    if row.kind == pb.TRANSACTION_KIND_DEBIT:
+        return -row.amount if row.status == pb.TRANSACTION_STATUS_APPLIED else 0
+    if row.kind == pb.TRANSACTION_KIND_ROLLBACK:
+        return int(row.amount)
+    return int(row.amount) if row.status == pb.TRANSACTION_STATUS_APPLIED else 0
 
 
 def _moved(entry: _Theirs) -> int:
@@ -289,21 +365,40 @@ def _moved(entry: _Theirs) -> int:
     return moved
 
 
-def _compare(report: Reconciliation, ours: _Ours, theirs: _Theirs) -> None:
+def _ours_moved(tx: Tx) -> int:
+    """What pokdeng's own record says one transaction moved for its player: an accepted debit not rolled back
+    (a rollback not done yet included) takes its amount, an applied credit gives its own."""
+    if tx.kind == "debit":
+        return -tx.amount if tx.status == ACCEPTED or (tx.status == ROLLING_BACK and tx.accepted) else 0
+    return tx.amount if tx.status == APPLIED else 0
+
+
+def _compare(report: Reconciliation, ours: _Ours, theirs: _Theirs, now: datetime) -> None:
     tx = ours.tx
     moved = _moved(theirs)
-    report.platform_totals[tx.player] = report.platform_totals.get(tx.player, 0) + moved
+    report.pokdeng_totals[tx.player] = report.pokdeng_totals.get(tx.player, 0) + _ours_moved(tx)
 
     def differ(pokdeng: str, platform: str) -> None:
         report.differences.append(Difference(tx.tx_id, tx.player, ours.round_id, pokdeng, platform))
 
     platform = f"moved {moved}" if theirs.first is not None else "has no record of it"
+    owed = tx.owed(now)
+    if tx.resolved:
+        says = f"{tx.kind} {tx.amount} {tx.status}, resolved by {tx.resolved_by or 'an operator'}: {tx.resolved}"
+        paid = tx.kind == "credit" and theirs.credit is not None and moved
+        if paid:  # (paid by the platform after all: and maybe by the operator's hand too)
+            differ(f"{says}; yet the platform applied the credit", platform)
+        else:
+            report.resolved.append(Difference(tx.tx_id, tx.player, ours.round_id, says, platform))
+        return
+    if owed:
+        differ(f"{tx.kind} {tx.amount} {tx.status}: {owed}: the player is owed {tx.amount}", platform)
+        return
     if tx.pending:
         report.pending.append(Difference(tx.tx_id, tx.player, ours.round_id, f"{tx.kind} {tx.status}", platform))
         return
     if tx.kind == "debit":
         want = -tx.amount if tx.status == ACCEPTED else 0
-        report.pokdeng_totals[tx.player] = report.pokdeng_totals.get(tx.player, 0) + want
         if tx.status == ACCEPTED and (theirs.debit is None or theirs.debit.player != tx.player):
             differ(f"debit {tx.amount} accepted", platform)
         elif moved != want:
@@ -312,7 +407,6 @@ def _compare(report: Reconciliation, ours: _Ours, theirs: _Theirs) -> None:
             differ(f"debit {tx.amount} rolled back", platform)
         return
     want = tx.amount if tx.status == APPLIED else 0
-    report.pokdeng_totals[tx.player] = report.pokdeng_totals.get(tx.player, 0) + want
     if tx.status == REFUSED:
         differ(f"credit {tx.amount} refused by the platform: the player is owed it", platform)
     elif theirs.credit is None or theirs.credit.player != tx.player or moved != want:

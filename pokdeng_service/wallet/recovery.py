@@ -8,8 +8,10 @@ each such round still has pending: credits and rollbacks are sent again with the
 the platform answers them; a debit left open (no definite answer recorded, claimed by no thread of
 this process, older than the grace: its command died with a process, or gave up) is rolled back
 first, rounds in the order they became pending. The outcomes recorded come back through the log
-and close the transactions. A command whose credits or rollbacks did not all get an answer wakes
-the worker at once (``wake``).
+and close the transactions (a rollback's refusal does not: it is sent again). A command whose credits
+or rollbacks did not all get an answer wakes the worker at once (``wake``). The worker's ``owed``
+(``wallet.owed.OwedTracker``) keeps the money owed to players from the same rows: the
+``pokdeng_wallet_owed_*`` metrics.
 
 Several processes on one store (PostgreSQL replicas) each run a worker: every call is idempotent
 by its tx id and every outcome is saved with the outbox's version check, so the first to record
@@ -26,7 +28,8 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from pokdeng_service.application.errors import StreamForged
-from pokdeng_service.wallet.outbox import FACTS
+from pokdeng_service.wallet.outbox import FACTS, load_transactions
+from pokdeng_service.wallet.owed import OwedTracker, track
 
 TOPICS = tuple(get_topic(cls) for cls in FACTS.values())
 """The stored topics of the outbox's facts (the rows the worker reads of the log)."""
@@ -44,6 +47,7 @@ class WalletRecovery:
         self.rounds: dict[str, set[str]] = {}  # round id -> its transactions the log leaves pending
         self.refused: set[str] = set()  # rounds whose outbox stream is refused (not what it claims)
         self.finished = 0  # ticks that left nothing pending
+        self.owed = track(OwedTracker(self._currency))  # the money owed (``pokdeng_wallet_owed_*``)
         self._woken: set[str] = set()
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -69,11 +73,16 @@ class WalletRecovery:
                 pending = self.rounds.setdefault(round_id, set())
                 if fact.kind in OPENS:
                     pending.add(tx_id)
-                else:
+                elif fact.kind != "rollback_refused":  # (a refused rollback stays pending: it is sent again)
                     pending.discard(tx_id)
+                self.owed.see(round_id, fact.kind, fact.data, fact.timestamp)
                 if not pending:
                     del self.rounds[round_id]
             self.position = notes[-1].id
+
+    def _currency(self, round_id: str) -> str:
+        found = load_transactions(self.app, round_id)
+        return found.currency if found is not None else ""
 
     def wake(self, round_id: str) -> None:
         """Finish this round's transactions at the next moment (a command just requested some)."""

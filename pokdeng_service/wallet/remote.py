@@ -238,10 +238,11 @@ class RemotePort:
             answers = []
             for tx in work:
                 answer = self._call(txs, tx)
-                if answer is None:
-                    left += 1
-                else:
-                    answers.append((tx, answer))
+                refused = answer is not None and tx.kind == "debit" and answer.status != "rolled_back"
+                if answer is None or refused:
+                    left += 1  # (a refused rollback stays pending: it is sent again)
+                if answer is not None and not (refused and tx.refusal):
+                    answers.append((tx, answer))  # (a rollback's refusal is recorded once)
             if answers:
                 self.record(app, round_id, lambda t: _outcomes(t, answers))
         except Exception:
@@ -288,7 +289,7 @@ class RemotePort:
         if tx.kind == "debit" and answer.status != "rolled_back":
             self.stats["rollbacks_refused"] += 1
             log.error("wallet: the platform refuses to roll back %s: %s", tx.tx_id, answer.reason or answer.status)
-            return None
+            return answer
         if tx.kind == "credit" and not answer.applied:
             log.error("wallet: the platform refuses credit %s: %s", tx.tx_id, answer.reason or answer.status)
         self.stats[f"{'rollbacks' if tx.kind == 'debit' else 'credits'}_{answer.status}"] += 1
@@ -298,7 +299,9 @@ class RemotePort:
 def _outcomes(txs: WalletTransactions, answers: list[tuple[Tx, Answer]]) -> None:
     """Record the platform's answers on the outbox as stored now (each only if still pending)."""
     for tx, answer in answers:
-        if tx.kind == "debit":
+        if tx.kind == "debit" and answer.status != "rolled_back":
+            _rollback_refused(txs, tx.tx_id, answer.status, answer.reason)
+        elif tx.kind == "debit":
             _rolled_back(txs, tx.tx_id, answer.debited, answer.balance)
         elif answer.applied:
             _credited(txs, tx.tx_id, answer.balance, answer.platform_ref)
@@ -321,6 +324,12 @@ def _rolled_back(txs: WalletTransactions, tx_id: str, debited: bool, balance: in
         txs.record_rollback(tx_id, debited, balance, RECOVERY)
 
 
+def _rollback_refused(txs: WalletTransactions, tx_id: str, status: str, reason: str) -> None:
+    found = txs.txs.get(tx_id)
+    if found is not None and found.status == ROLLING_BACK and not found.refusal:
+        txs.refuse_rollback(tx_id, status, reason, RECOVERY)
+
+
 def _credited(txs: WalletTransactions, tx_id: str, balance: int, platform_ref: str) -> None:
     if _status(txs, tx_id) == DEBIT_OPEN:
         txs.apply_credit(tx_id, balance, platform_ref, RECOVERY)
@@ -329,6 +338,22 @@ def _credited(txs: WalletTransactions, tx_id: str, balance: int, platform_ref: s
 def _credit_refused(txs: WalletTransactions, tx_id: str, status: str, reason: str) -> None:
     if _status(txs, tx_id) == DEBIT_OPEN:
         txs.refuse_credit(tx_id, status, reason, RECOVERY)
+
+
+def record_resolution(app: Any, round_id: str, tx_id: str, reason: str, operator: str) -> None:
+    """An operator's resolution of a transaction (``tx_resolved``, ``pokdeng wallet resolve``), saved with the
+    outbox's version check (again on a conflict with a running server)."""
+    for _ in range(8):
+        txs = load_transactions(app, round_id)
+        if txs is None:
+            raise NotFound(f"round {round_id!r} has no transactions with the platform")
+        txs.resolve(tx_id, reason, operator, "wallet-resolve")
+        try:
+            app.save(txs)
+            return
+        except IntegrityError:
+            continue
+    raise Conflict(f"the transactions of round {round_id!r} kept conflicting with concurrent writers")
 
 
 def attach(apps: list[Any], config: WalletConfig, *, recovery: bool = True) -> list[Any]:
@@ -359,4 +384,4 @@ def close_platform(apps: list[Any]) -> None:
                 port.platform.close()
 
 
-__all__ = ["MONEY_CLOSES", "RemotePort", "attach", "close_platform"]
+__all__ = ["MONEY_CLOSES", "RemotePort", "attach", "close_platform", "record_resolution"]
