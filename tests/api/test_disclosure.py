@@ -3,6 +3,7 @@ still verifies offline); its refused bet does not show the backer's funds; opera
 
 from __future__ import annotations
 
+import hashlib
 import json
 
 import grpc
@@ -38,3 +39,14 @@ def test_a_players_bundle_and_refusals_show_only_its_own_money(local: Served) ->
     assert "bob" not in json.dumps(json.loads(mine.bundle_json)["balances"])
     assert audit.verify_bundle(mine.bundle_json.encode()).ok
     assert audit.verify_bundle(everything.bundle_json.encode()).ok
+    # each says whom it was made for, inside its digest: a player's cannot pass for the operator's (docs/audit.md)
+    audited = local.api("auditor").get("AuditService", "ExportRound", pb.ExportRoundRequest(round_id=round_id))
+    made_for = {json.loads(b.bundle_json)["made_for"] for b in (mine, everything, audited)}
+    assert made_for == {"player:alice", "operator", "auditor"}
+    assert json.loads(audited.bundle_json)["balances"] == json.loads(everything.bundle_json)["balances"]
+    relabelled = json.loads(mine.bundle_json)
+    relabelled["made_for"] = "operator"
+    body = {k: v for k, v in relabelled.items() if k != "bundle_digest"}
+    relabelled["bundle_digest"] = hashlib.sha256(audit.bundle_bytes(body)[:-1]).hexdigest()
+    verdict = audit.verify_bundle(audit.bundle_bytes(relabelled))
+    assert verdict.status == "FAIL" and verdict.first_difference.startswith("balances"), verdict.render()
