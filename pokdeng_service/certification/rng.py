@@ -189,10 +189,20 @@ def _chi(test_id: str, title: str, decks: int, result: stats.ChiSquare) -> dict[
 
 
 def battery_tests(results: Sequence[BatteryResult]) -> list[dict[str, Any]]:
+    """One test per p-value line (a test that prints two lines for one ntuple gets ids ``.../1`` and ``.../2``)."""
+    seen: dict[tuple[str, str, int], int] = {}
+    out = []
+    for r in results:
+        key = (r.command, r.test, r.ntup)
+        seen[key] = seen.get(key, 0) + 1
+        out.append((r, seen[key]))
+    repeated = {key for key, count in seen.items() if count > 1}
     return [
         _test(
-            f"dieharder/{r.test}/{r.ntup}",
-            f"dieharder {r.test}" + (f" ntup {r.ntup}" if r.ntup else ""),
+            f"dieharder/{r.test}/{r.ntup}" + (f"/{k}" if (r.command, r.test, r.ntup) in repeated else ""),
+            f"dieharder {r.test}"
+            + (f" ntup {r.ntup}" if r.ntup else "")
+            + (f" ({k})" if (r.command, r.test, r.ntup) in repeated else ""),
             None,
             r.pvalue,
             r.pvalue,
@@ -205,7 +215,7 @@ def battery_tests(results: Sequence[BatteryResult]) -> list[dict[str, Any]]:
                 "ntup": r.ntup,
             },
         )
-        for r in results
+        for r, k in out
     ]
 
 

@@ -74,3 +74,17 @@ def test_dieharder_on_the_stream() -> None:
     assert result.test == "diehard_birthdays" and result.psamples == 20
     assert 0.0 <= result.pvalue <= 1.0 and result.assessment in ("PASSED", "WEAK", "FAILED")
     assert result.stream_bytes > 0
+
+
+def test_every_line_is_its_own_test_in_the_report() -> None:
+    from pokdeng_service.certification.rng import battery_tests
+
+    text = OUTPUT + "          sts_serial|   3|    100000|     100|0.54745000|  PASSED\n" * 2
+    tests = battery_tests(parse_dieharder(text, "dieharder -g 200 -S 1 -d 102", 1))
+    assert [t["id"] for t in tests] == [
+        "dieharder/diehard_birthdays/0",
+        "dieharder/rgb_bitdist/2",
+        "dieharder/sts_serial/3/1",
+        "dieharder/sts_serial/3/2",
+    ]
+    assert tests[1]["dieharder_assessment"] == "WEAK" and tests[1]["pvalue"] == 0.00021
