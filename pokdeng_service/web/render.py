@@ -22,8 +22,9 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markupsafe import Markup
 
 from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.money import default_locale, exponents
 from pokdeng_service.version import __version__
-from pokdeng_service.web import model
+from pokdeng_service.web import answer, model
 from pokdeng_service.web.describe import money
 
 # The verifier, in the order the page needs it: primitives (canonical JSON, SHA-256, HMAC, the shuffle,
@@ -76,6 +77,8 @@ def _common(keys: Sequence[str], generated: datetime | None) -> dict[str, Any]:
         "script": _inline(script, "the scripts"),
         "script_hash": script_hash(script),
         "keys": [key.lower() for key in keys],
+        "locale": default_locale(),  # the pages' script writes amounts as pokdeng_service.money does
+        "exponents": " ".join(f"{code}:{digits}" for code, digits in sorted(exponents().items())),
     }
 
 
@@ -112,6 +115,8 @@ def dispute_page(
         "bundle_b64": base64.b64encode(bundle_raw).decode("ascii") if bundle_raw is not None else "",
         "bundle_size": f"{len(bundle_raw):,}" if bundle_raw is not None else "",
         "bundle_name": _file_name(page.round_id),
+        "answer": answer.lines(page),
+        "legend": answer.legend(page.profile),
     }
     return _environment().get_template("dispute.html.j2").render(context)
 
