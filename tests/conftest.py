@@ -70,6 +70,7 @@ import atexit
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -121,6 +122,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="run the long forms of the volume tests (more examples, kills and rounds; tests/needs.py long_run)",
     )
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """``-n auto`` (pyproject.toml's addopts): xdist's worker a core for the suite or its folders; none for a run
+    of single files or tests (no workers to start, and a debugger or ``-s`` works as without xdist)."""
+    if config.args and all("::" in arg or Path(arg).is_file() for arg in config.args):
+        return 0
+    return None  # (xdist's own count: PYTEST_XDIST_AUTO_NUM_WORKERS, else the cores)
 
 
 def pytest_configure(config: pytest.Config) -> None:

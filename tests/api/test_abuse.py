@@ -16,7 +16,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -48,7 +48,7 @@ IDLE_SOCKETS, IDLE_CHANNELS = 100, 100  # 200 connections
 OWN_CONNECTION = (("grpc.use_local_subchannel_pool", 1),)  # (channels to one target share one otherwise)
 
 
-class _Timer(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+class _Timer(grpc.UnaryUnaryClientInterceptor):
     """Records the latency of every unary call made through the channel it wraps."""
 
     def __init__(self) -> None:
@@ -105,10 +105,10 @@ class Abuser:
         hostile = [grpc.aio.insecure_channel(self.target, options=OWN_CONNECTION) for _ in range(10)]
         self.channels.extend(hostile)
         for i in range(HOSTILE["reflection"]):
-            stub = reflection_pb2_grpc.ServerReflectionStub(hostile[i % 10])
+            stub: Any = reflection_pb2_grpc.ServerReflectionStub(cast(Any, hostile[i % 10]))  # (an aio channel)
             self.calls["reflection"].append(stub.ServerReflectionInfo())  # no token, and it never asks anything
         for i in range(HOSTILE["health"]):
-            health = health_pb2_grpc.HealthStub(hostile[i % 10])
+            health: Any = health_pb2_grpc.HealthStub(hostile[i % 10])  # (its stubs name no methods)
             self.calls["health"].append(health.Watch(health_pb2.HealthCheckRequest()))  # no token
         for i in range(HOSTILE["events"]):
             events = pb_grpc.EventServiceStub(hostile[i % 10])
@@ -217,7 +217,7 @@ def test_200_hostile_streams_and_200_idle_connections_leave_an_operators_round_a
         # a whole round beside them, every call answered within its deadline, while they all still hold on
         abused = _round(served, timer, channel, "t", 2)
         assert runtime.streams["health"] == caps["health"] and runtime.streams["events"] == caps["events"]
-        health = health_pb2_grpc.HealthStub(channel).Check(health_pb2.HealthCheckRequest(), timeout=TIMEOUT)
+        health = cast(Any, health_pb2_grpc.HealthStub(channel)).Check(health_pb2.HealthCheckRequest(), timeout=TIMEOUT)
         assert health.status == health_pb2.HealthCheckResponse.SERVING
     finally:
         abuser.close()
@@ -276,7 +276,7 @@ def test_one_caller_cannot_take_every_place_and_a_full_server_says_resource_exha
 
 
 def _reflect(channel: grpc.Channel, metadata: tuple[tuple[str, str], ...] = ()) -> Any:
-    stub = reflection_pb2_grpc.ServerReflectionStub(channel)
+    stub: Any = reflection_pb2_grpc.ServerReflectionStub(channel)
     request = reflection_pb2.ServerReflectionRequest(list_services="")
     return next(stub.ServerReflectionInfo(iter([request]), metadata=metadata, timeout=5))
 
@@ -317,7 +317,7 @@ def test_streams_that_keep_the_server_waiting_are_ended(tmp_path: Path, start_se
     # before the limit (an end by the deadline would be DEADLINE_EXCEEDED)
     try:
         started = time.monotonic()
-        watch = health_pb2_grpc.HealthStub(served.channel).Watch(health_pb2.HealthCheckRequest(), timeout=60)
+        watch = cast(Any, health_pb2_grpc.HealthStub(served.channel)).Watch(health_pb2.HealthCheckRequest(), timeout=60)
         assert [m.status for m in watch] == [health_pb2.HealthCheckResponse.SERVING]  # then it ends (OK)
         assert time.monotonic() - started >= IDLE - 0.1
 
@@ -325,7 +325,7 @@ def test_streams_that_keep_the_server_waiting_are_ended(tmp_path: Path, start_se
             time.sleep(120)
             yield from ()
 
-        stub = reflection_pb2_grpc.ServerReflectionStub(served.channel)
+        stub: Any = reflection_pb2_grpc.ServerReflectionStub(served.channel)
         metadata = (("authorization", f"Bearer {TOKENS['auditor']}"),)
         started = time.monotonic()
         call = stub.ServerReflectionInfo(nothing(), metadata=metadata, timeout=60)

@@ -20,14 +20,14 @@ from __future__ import annotations
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import grpc
 import pytest
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service import audit
-from pokdeng_service.api import server as api_server
+from pokdeng_service.api import methods as api_methods
 from pokdeng_service.api.admission import Limits, Runtime, caller_key
 from pokdeng_service.api.errors import details_of
 from pokdeng_service.api.fairness import FairWorkers
@@ -68,7 +68,7 @@ def test_freed_workers_go_to_the_waiting_callers_in_turn() -> None:
     threads = []
     for count, name in enumerate(("ann-2", "ann-3", "ann-4"), start=1):  # a flood, queued first
         threads.append(_queue(workers, "ann", name, order))
-        _wait_for(lambda count=count: workers.waiting() == count)  # type: ignore[misc]
+        _wait_for(lambda count=count: workers.waiting() == count)
     threads.append(_queue(workers, "bob", "bob-1", order))
     _wait_for(lambda: workers.waiting() == 4)
     for _ in range(4):
@@ -137,6 +137,11 @@ class _Deadline:
         return True
 
 
+def _context(seconds: float | None = None) -> grpc.ServicerContext:
+    """A call's context as the runtime reads it: its time remaining, and whether its client is still there."""
+    return cast(grpc.ServicerContext, _Deadline(seconds))
+
+
 def test_costly_bodies_run_one_at_a_time_beside_the_cheap_ones() -> None:
     runtime = Runtime(Limits(workers=4))
     assert runtime.limits.costly_workers == 1
@@ -162,7 +167,7 @@ def test_costly_bodies_run_one_at_a_time_beside_the_cheap_ones() -> None:
     runtime.run("dan", context, cheap_ran.set)  # a cheap call: a worker at once, beside the costly one
     assert cheap_ran.is_set()
     with pytest.raises(Exception, match="costly slot"):  # a costly call waits for the slot, until its deadline
-        runtime.run("dan", _Deadline(0.05), costly, costly=True)
+        runtime.run("dan", _context(0.05), costly, costly=True)
     time.sleep(0.1)
     assert most[0] == 1
     release.set()
@@ -174,7 +179,7 @@ def test_costly_bodies_run_one_at_a_time_beside_the_cheap_ones() -> None:
 def test_the_audits_and_large_pages_are_the_costly_calls() -> None:
     """Found from the outside too: a player reading its own statement in pages of 1,000 lines (27 ms each)
     from 16 connections slowed another player's GetTable from 1.1 ms to 20 ms; 5.6 ms in the costly slot."""
-    rpcs = {rpc.method: rpc for rpc in api_server.RPCS}
+    rpcs = {rpc.method: rpc for rpc in api_methods.RPCS}
     always = {name for name, rpc in rpcs.items() if rpc.costly is True}
     assert always == {"ReplayRound", "VerifyRound", "ExportRound", "GetInclusionProof", "GetConsistencyProof"}
     sometimes = {name for name, rpc in rpcs.items() if callable(rpc.costly)}
@@ -298,7 +303,9 @@ def test_one_player_holds_at_most_half_the_watch_streams(tmp_path: Path, start_s
         for _ in range(4):
             watch(alice)
         refused = details_of(error_of(lambda: watch(alice)))
-        assert refused.code == grpc.StatusCode.RESOURCE_EXHAUSTED and refused.metadata.get("limit") == "4", refused
+        assert refused.code == grpc.StatusCode.RESOURCE_EXHAUSTED and (refused.metadata or {}).get("limit") == "4", (
+            refused
+        )
         watch(bob)  # another player still watches
         watch(ops)  # and so does the operator
         assert served.server.runtime.streams["watch"] == 6
@@ -468,8 +475,8 @@ def test_a_worker_granted_after_the_client_gave_up_does_not_start_the_call() -> 
             return False
 
     with pytest.raises(Exception, match="deadline passed"):
-        runtime.run("ann", _Gone(5.0), lambda: ran.append("late"))
+        runtime.run("ann", cast(grpc.ServicerContext, _Gone(5.0)), lambda: ran.append("late"))
     with pytest.raises(Exception, match="deadline passed"):
-        runtime.run("ann", _Deadline(-0.001), lambda: ran.append("past"))
-    runtime.run("ann", _Deadline(5.0), lambda: ran.append("on time"))
+        runtime.run("ann", _context(-0.001), lambda: ran.append("past"))
+    runtime.run("ann", _context(5.0), lambda: ran.append("on time"))
     assert ran == ["on time"]

@@ -14,8 +14,9 @@ import signal
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
 import grpc
 import pytest
@@ -63,10 +64,13 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def wait_for(what: str, check: object, timeout: float = 20.0) -> object:
+T = TypeVar("T")
+
+
+def wait_for(what: str, check: Callable[[], T], timeout: float = 20.0) -> T:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        value = check() if callable(check) else check
+        value = check()
         if value:
             return value
         time.sleep(0.05)
@@ -181,7 +185,8 @@ def test_read_models_off_keep_no_views_and_say_so(tmp_path: Path) -> None:
         with pytest.raises(grpc.RpcError) as refused:
             served.driver.client.call("TableService", "ListTables")
         assert refused.value.code() == grpc.StatusCode.FAILED_PRECONDITION
-        details = dict(refused.value.trailing_metadata() or ())["grpc-status-details-bin"]
+        metadata: dict[str, Any] = dict(cast(Any, refused.value.trailing_metadata()) or ())
+        details = metadata["grpc-status-details-bin"]
         assert b"NO_READ_MODELS" in details  # (the ErrorInfo's reason)
 
 
