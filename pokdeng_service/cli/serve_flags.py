@@ -58,9 +58,17 @@ FLAGS: dict[str, dict[str, Any]] = {
         "help": "project the read models in a child process (default), a thread of the server, or not at all",
     },
     "--wallet": {"choices": ["internal", "remote"], "help": "the store's wallets (default) or the platform's"},
-    "--wallet-url": {"help": "the platform's wallet service: host:port (gRPC) or http://host:port (JSON)"},
+    "--wallet-url": {
+        "help": "the platform's wallet service: host:port or grpcs://host:port (gRPC), http(s)://host:port (JSON)"
+    },
     "--wallet-timeout": {"type": float, "help": "seconds one call to the platform's wallet may take (default 2)"},
     "--wallet-attempts": {"type": int, "help": "calls of one wallet transaction within a command (default 3)"},
+    "--wallet-tls-ca": {"help": "CA file (PEM) that verifies the platform's certificate (grpcs://, https://)"},
+    "--wallet-tls-cert": {"help": "pokdeng's client certificate (PEM) to the platform: mutual TLS"},
+    "--wallet-tls-key": {"help": "the client certificate's private key (a secret file: chmod 600)"},
+    "--wallet-sign-key": {"help": "Ed25519 or RSA private key (PEM, chmod 600) signing every wallet request"},
+    "--wallet-platform-keys": {"help": "the platform's public keys (PEM): its signed answers verified"},
+    "--wallet-signature-window": {"type": float, "help": "seconds a signed answer's time may be off (default 60)"},
     "--wallet-allow-unfinished": {
         "action": "store_const",
         "const": True,

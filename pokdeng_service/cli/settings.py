@@ -87,6 +87,12 @@ class ServeSettings(BaseSettings):
     wallet_url: str | None = Field(None, description="the platform's wallet: host:port (gRPC) or http://... (JSON)")
     wallet_timeout: float = Field(2.0, gt=0, le=60, description="seconds one call to the platform's wallet may take")
     wallet_attempts: int = Field(3, ge=1, le=20, description="calls of one transaction within a command")
+    wallet_tls_ca: str | None = Field(None, description="CA file verifying the platform's certificate (grpcs, https)")
+    wallet_tls_cert: str | None = Field(None, description="pokdeng's client certificate to the platform (mutual TLS)")
+    wallet_tls_key: str | None = Field(None, description="its private key (a secret file: mode 600)")
+    wallet_sign_key: str | None = Field(None, description="the key file signing every request (Ed25519 or RSA PEM)")
+    wallet_platform_keys: str | None = Field(None, description="the platform's public keys: its answers verified")
+    wallet_signature_window: float = Field(60.0, ge=1, le=3600, description="seconds a signature's time may be off")
     wallet_allow_unfinished: bool = Field(
         False, description="start on the internal wallets although rounds hold the platform's money (docs/wallet.md)"
     )
@@ -133,7 +139,12 @@ class ServeSettings(BaseSettings):
         """The deployment's wallets (``wallet.config.WalletConfig``)."""
         from pokdeng_service.wallet.config import WalletConfig
 
-        return WalletConfig(self.wallet, self.wallet_url or "", self.wallet_timeout, self.wallet_attempts)
+        return WalletConfig(
+            self.wallet, self.wallet_url or "", self.wallet_timeout, self.wallet_attempts,
+            tls_ca=self.wallet_tls_ca or "", tls_cert=self.wallet_tls_cert or "", tls_key=self.wallet_tls_key or "",
+            sign_key=self.wallet_sign_key or "", platform_keys=self.wallet_platform_keys or "",
+            signature_window=self.wallet_signature_window,
+        )  # fmt: skip
 
     def rates(self) -> dict[str, Rate]:
         """Each caller's rates by class of methods (``api.rates.Rate``)."""

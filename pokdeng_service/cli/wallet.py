@@ -49,8 +49,23 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     until = args.until or datetime.now(tz=UTC)
     since = args.since or until - timedelta(days=1)
+    from pokdeng_service.application.config import ConfigError
+    from pokdeng_service.wallet.config import WalletConfig
+
+    def option(name: str) -> str:
+        return str(getattr(args, name) or os.environ.get(f"POKDENG_{name.upper()}", ""))
+
+    try:
+        config = WalletConfig(
+            "remote", url, timeout=args.timeout, tls_ca=option("wallet_tls_ca"), tls_cert=option("wallet_tls_cert"),
+            tls_key=option("wallet_tls_key"), sign_key=option("wallet_sign_key"),
+            platform_keys=option("wallet_platform_keys"),
+        )  # fmt: skip
+    except ConfigError as error:
+        print(f"pokdeng: {error}", file=sys.stderr)
+        return EXIT_USAGE
     service = args.open_store(args)
-    platform = PlatformWallet.connect(url, timeout=args.timeout, attempts=3)
+    platform = PlatformWallet.connect(url, timeout=args.timeout, attempts=3, security=config.security())
     try:
         report = reconcile(service.apps, platform, since, until, margin=args.margin)
     except Unanswered as error:  # (not a difference: nothing could be compared)
@@ -168,6 +183,14 @@ def add_wallet_commands(
     reconcile.add_argument(
         "--wallet-url", help="the platform's wallet: host:port (gRPC) or http://... ($POKDENG_WALLET_URL)"
     )
+    for flag, what in (
+        ("--wallet-tls-ca", "CA file verifying the platform's certificate (grpcs://, https://)"),
+        ("--wallet-tls-cert", "pokdeng's client certificate (mutual TLS)"),
+        ("--wallet-tls-key", "its private key (chmod 600)"),
+        ("--wallet-sign-key", "the key signing every request (chmod 600)"),
+        ("--wallet-platform-keys", "the platform's public keys: its answers verified"),
+    ):
+        reconcile.add_argument(flag, help=f"{what} ($POKDENG_{flag[2:].upper().replace('-', '_')})")
     reconcile.add_argument("--since", type=_time, help="the period's start (ISO 8601; default: 24 hours ago)")
     reconcile.add_argument("--until", type=_time, help="the period's end (ISO 8601; default: now)")
     reconcile.add_argument("--margin", type=float, default=300.0, help="seconds around the period read of the platform")

@@ -10,12 +10,19 @@
   after that); ``grace`` is how old a debit left open by another process must be before the recovery
   rolls it back (default: ``attempts * (timeout + 0.2) + 1`` seconds, longer than any command waits
   on its debit).
+
+The transport's protection (docs/wallet.md, "Authenticated transport"): ``grpcs://`` and ``https://``
+are TLS, the platform's certificate verified by ``tls_ca`` (else the system's trust store); with
+``tls_cert`` and ``tls_key`` pokdeng shows its client certificate (mutual TLS; the key a secret file);
+``sign_key`` (a secret file, Ed25519 or RSA PEM) signs every request; ``platform_keys`` (a file of PEM
+public keys) verifies the platform's signed answers, ``signature_window`` seconds either side of now.
+Every file is read at the start (a missing, unreadable or open-to-others file: ``ConfigError``, exit 2).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from pokdeng_service.application.config import ConfigError
 
@@ -30,6 +37,12 @@ class WalletConfig:
     attempts: int = 3
     recovery_interval: float = 0.5
     grace: float | None = None
+    tls_ca: str = ""
+    tls_cert: str = ""
+    tls_key: str = ""
+    sign_key: str = ""
+    platform_keys: str = ""
+    signature_window: float = 60.0
 
     def __post_init__(self) -> None:
         if self.kind not in ("internal", "remote"):
@@ -42,10 +55,48 @@ class WalletConfig:
             problem = url_problem(self.url)
             if problem:
                 raise ConfigError(f"--wallet-url: {problem}")
+        if self.kind == "remote":
+            self._check_security()
         if not 0 < self.timeout <= 60:
             raise ConfigError("the wallet timeout is 0 to 60 seconds")
         if not 1 <= self.attempts <= 20:
             raise ConfigError("the wallet attempts are 1 to 20")
+
+    @property
+    def tls(self) -> bool:
+        return self.url.startswith(("grpcs://", "https://"))
+
+    def _check_security(self) -> None:
+        if bool(self.tls_cert) != bool(self.tls_key):
+            raise ConfigError("mutual TLS needs both --wallet-tls-cert and --wallet-tls-key")
+        if (self.tls_ca or self.tls_cert) and not self.tls:
+            raise ConfigError(
+                f"--wallet-tls-ca and --wallet-tls-cert are for a TLS URL (grpcs://host:port, https://...), "
+                f"not {self.url}"
+            )
+        if not 1 <= self.signature_window <= 3600:
+            raise ConfigError("the wallet's signature window is 1 to 3600 seconds")
+        try:
+            self.security()
+        except (OSError, ValueError) as error:  # (SecretFileError, SignatureError: ValueErrors)
+            raise ConfigError(f"the platform wallet's keys: {error}") from None
+
+    def security(self) -> Any:
+        """The transport's protection (``platform.Security``), every file read now."""
+        from pathlib import Path
+
+        from pokdeng_service.store.secret_files import read_secret
+        from pokdeng_service.wallet.platform import Security
+        from pokdeng_service.wallet.signing import KeyFile, Signer, Verifier
+
+        for name, path in (("--wallet-tls-ca", self.tls_ca), ("--wallet-tls-cert", self.tls_cert)):
+            if path and b"-----BEGIN CERTIFICATE-----" not in Path(path).read_bytes():
+                raise ValueError(f"{name} {path} holds no PEM certificate")
+        if self.tls_key:
+            read_secret(self.tls_key, "wallet TLS client key")
+        signer = Signer(self.sign_key) if self.sign_key else None
+        answers = Verifier(KeyFile(self.platform_keys), self.signature_window) if self.platform_keys else None
+        return Security(self.tls_ca, self.tls_cert, self.tls_key, signer, answers)
 
     @property
     def remote(self) -> bool:
@@ -59,4 +110,9 @@ class WalletConfig:
         return self.attempts * (self.timeout + 0.2) + 1.0
 
     def describe(self) -> str:
-        return "internal wallets" if not self.remote else f"the platform's wallets at {self.url}"
+        if not self.remote:
+            return "internal wallets"
+        protection = ["mutual TLS" if self.tls_cert else "TLS"] if self.tls else []
+        protection += ["requests signed"] if self.sign_key else []
+        protection += ["answers verified"] if self.platform_keys else []
+        return f"the platform's wallets at {self.url}" + (f" ({', '.join(protection)})" if protection else "")

@@ -10,18 +10,23 @@ response for another tx_id (a reply that belongs to another call) are unknown ou
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, TypeVar
+from urllib.parse import urlsplit
 
 import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from pokdeng_service.store.secret_files import read_secret
+from pokdeng_service.wallet.signing import ANSWER, HEADER, Signer, Verifier
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
 from pokdeng_service.wallet.v1 import wallet_pb2_grpc as pb_grpc
 
@@ -63,20 +68,68 @@ class Transport(Protocol):
     def close(self) -> None: ...
 
 
-class GrpcTransport:
-    """gRPC to ``host:port`` (plaintext: the platform's wallet is reached on a private network or a sidecar)."""
+@dataclass(frozen=True)
+class Security:
+    """How the calls are protected (docs/wallet.md, "Authenticated transport"): TLS (``ca``: the CA file that
+    verifies the platform's certificate, the system's trust store if empty), mutual TLS (``cert`` and ``key``:
+    pokdeng's client certificate and its private key, a secret file), every request signed (``signer``), the
+    platform's answers verified (``answers``: None, not checked)."""
 
-    def __init__(self, target: str) -> None:
+    ca: str = ""
+    cert: str = ""
+    key: str = ""
+    signer: Signer | None = None
+    answers: Verifier | None = None
+
+    def client_key(self) -> bytes:
+        return read_secret(self.key, "wallet TLS client key") if self.key else b""
+
+    def check_answer(self, value: str | None, path: str, body: bytes, request_body: bytes) -> None:
+        """``ValueError`` (an unknown outcome) unless the answer is signed by one of the platform's keys."""
+        if self.answers is None:
+            return
+        problem = self.answers.problem(value, ANSWER, path, body, request_body)
+        if problem:
+            raise ValueError(f"the platform's answer is not signed by its key: {problem}")
+
+
+PLAIN = Security()
+
+
+def _path(method: str) -> str:
+    return f"/{SERVICE}/{method}"
+
+
+class GrpcTransport:
+    """gRPC to ``host:port``: plaintext (a private network or a sidecar), or TLS (``grpcs://``, mutual with a client
+    certificate) with ``security``; every request signed in its metadata when a signer is given."""
+
+    def __init__(self, target: str, security: Security = PLAIN, tls: bool = False) -> None:
         options = [
             ("grpc.initial_reconnect_backoff_ms", 100),
             ("grpc.min_reconnect_backoff_ms", 100),
             ("grpc.max_reconnect_backoff_ms", 1000),
         ]
-        self.channel = grpc.insecure_channel(target, options=options)
+        self.security = security
+        if tls:
+            ca = Path(security.ca).read_bytes() if security.ca else None
+            cert = Path(security.cert).read_bytes() if security.cert else None
+            credentials = grpc.ssl_channel_credentials(ca, security.client_key() or None, cert)
+            self.channel = grpc.secure_channel(target, credentials, options=options)
+        else:
+            self.channel = grpc.insecure_channel(target, options=options)
         self.stub = pb_grpc.PlatformWalletServiceStub(self.channel)
 
     def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
-        response: M = getattr(self.stub, method)(request, timeout=timeout)
+        security = self.security
+        if security.signer is None and security.answers is None:
+            response: M = getattr(self.stub, method)(request, timeout=timeout)
+            return response
+        body = request.SerializeToString(deterministic=True)
+        metadata = [(HEADER, security.signer.sign("POST", _path(method), body))] if security.signer else []
+        response, call = getattr(self.stub, method).with_call(request, timeout=timeout, metadata=metadata)
+        answer = dict(call.initial_metadata() or ()).get(HEADER)
+        security.check_answer(answer, _path(method), response.SerializeToString(deterministic=True), body)
         return response
 
     def close(self) -> None:
@@ -84,42 +137,55 @@ class GrpcTransport:
 
 
 class HttpTransport:
-    """JSON over HTTP: proto3 JSON POSTed to ``<base>/pokdeng.wallet.v1.PlatformWalletService/<Method>``."""
+    """JSON over HTTP(S): proto3 JSON POSTed to ``<base>/pokdeng.wallet.v1.PlatformWalletService/<Method>``; over
+    https the platform's certificate verified by ``security.ca`` (else the system's trust store), and pokdeng's
+    client certificate shown when given; every body signed (header ``x-pokdeng-signature``) when a signer is given."""
 
-    def __init__(self, base_url: str) -> None:
+    def __init__(self, base_url: str, security: Security = PLAIN) -> None:
         self.base = base_url.rstrip("/")
+        self.prefix = urlsplit(self.base).path
+        self.security = security
+        self.context: ssl.SSLContext | None = None
+        if self.base.startswith("https://"):
+            self.context = ssl.create_default_context(cafile=security.ca or None)
+            if security.cert:
+                security.client_key()  # (the secret-file rule, before the library reads it by its path)
+                self.context.load_cert_chain(security.cert, security.key)
 
     def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
         body = json_format.MessageToJson(request, indent=None).encode()
-        http_request = urllib.request.Request(
-            f"{self.base}/{SERVICE}/{method}", data=body, headers={"Content-Type": "application/json"}, method="POST"
-        )
-        with urllib.request.urlopen(http_request, timeout=timeout) as reply:
+        path = f"{self.prefix}{_path(method)}"
+        headers = {"Content-Type": "application/json"}
+        if self.security.signer is not None:
+            headers[HEADER] = self.security.signer.sign("POST", path, body)
+        http_request = urllib.request.Request(f"{self.base}{_path(method)}", data=body, headers=headers, method="POST")
+        with urllib.request.urlopen(http_request, timeout=timeout, context=self.context) as reply:
             if reply.status != 200:
                 raise OSError(f"HTTP {reply.status}")
-            data = json.loads(reply.read())
+            raw = reply.read()
+            self.security.check_answer(reply.headers.get(HEADER), path, raw, body)
+            data = json.loads(raw)
         return json_format.ParseDict(data, response_type(), ignore_unknown_fields=True)
 
     def close(self) -> None:
         pass
 
 
-SCHEMES = ("grpc", "http", "https")
-"""The URL schemes the adapter speaks: gRPC (also a bare ``host:port``), JSON over HTTP(S)."""
+SCHEMES = ("grpc", "grpcs", "http", "https")
+"""The URL schemes the adapter speaks: gRPC (also a bare ``host:port``), gRPC over TLS, JSON over HTTP(S)."""
 
 
 def url_problem(url: str) -> str:
     """What is wrong with the platform's wallet URL ("" if nothing): a scheme the adapter does not speak, no host, no
     port of gRPC."""
-    from urllib.parse import urlsplit
-
     scheme, sep, rest = url.partition("://")
     if not sep:
         scheme, rest = "grpc", url
     if scheme not in SCHEMES:
         return (
             f"the platform's wallet URL {url!r} has the scheme {scheme!r}, which pokdeng does not speak: give "
-            "host:port or grpc://host:port (gRPC), or http(s)://host:port[/base] (JSON over HTTP)"
+            "host:port or grpc://host:port (gRPC), grpcs://host:port (gRPC over TLS), or http(s)://host:port[/base] "
+            "(JSON over HTTP)"
         )
     try:
         parts = urlsplit(f"{scheme}://{rest}")
@@ -128,20 +194,22 @@ def url_problem(url: str) -> str:
         return f"the platform's wallet URL {url!r} is not a URL: {error}"
     if not parts.hostname:
         return f"the platform's wallet URL {url!r} names no host"
-    if scheme == "grpc" and (port is None or parts.path not in ("", "/")):
-        return f"the platform's wallet URL {url!r} is not host:port (gRPC: host:port or grpc://host:port)"
+    if scheme in ("grpc", "grpcs") and (port is None or parts.path not in ("", "/")):
+        return f"the platform's wallet URL {url!r} is not host:port (gRPC: host:port, grpc:// or grpcs://host:port)"
     return ""
 
 
-def transport_for(url: str) -> Transport:
-    """``http://...``/``https://...``: JSON over HTTP; ``grpc://host:port`` or ``host:port``: gRPC (``ValueError``:
-    any other URL, ``url_problem``)."""
+def transport_for(url: str, security: Security = PLAIN) -> Transport:
+    """``http://...``/``https://...``: JSON over HTTP(S); ``grpc://host:port`` or ``host:port``: gRPC;
+    ``grpcs://host:port``: gRPC over TLS (``ValueError``: any other URL, ``url_problem``)."""
     problem = url_problem(url)
     if problem:
         raise ValueError(problem)
     if url.startswith(("http://", "https://")):
-        return HttpTransport(url)
-    return GrpcTransport(url.removeprefix("grpc://"))
+        return HttpTransport(url, security)
+    if url.startswith("grpcs://"):
+        return GrpcTransport(url.removeprefix("grpcs://"), security, tls=True)
+    return GrpcTransport(url.removeprefix("grpc://"), security)
 
 
 class PlatformWallet:
@@ -157,8 +225,8 @@ class PlatformWallet:
         self._lock = threading.Lock()
 
     @classmethod
-    def connect(cls, url: str, timeout: float = 2.0, attempts: int = 3) -> PlatformWallet:
-        return cls(transport_for(url), timeout, attempts)
+    def connect(cls, url: str, timeout: float = 2.0, attempts: int = 3, security: Security = PLAIN) -> PlatformWallet:
+        return cls(transport_for(url, security), timeout, attempts)
 
     def close(self) -> None:
         self.transport.close()
@@ -245,4 +313,14 @@ def _describe(error: BaseException) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-__all__ = ["Answer", "GrpcTransport", "HttpTransport", "PlatformWallet", "Transport", "Unanswered", "transport_for"]
+__all__ = [
+    "PLAIN",
+    "Answer",
+    "GrpcTransport",
+    "HttpTransport",
+    "PlatformWallet",
+    "Security",
+    "Transport",
+    "Unanswered",
+    "transport_for",
+]

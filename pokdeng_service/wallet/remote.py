@@ -361,7 +361,7 @@ def attach(apps: list[Any], config: WalletConfig, *, recovery: bool = True) -> l
     recovery workers (one per application, not yet started)."""
     from pokdeng_service.wallet.recovery import WalletRecovery
 
-    platform = PlatformWallet.connect(config.url, config.timeout, config.attempts)
+    platform = PlatformWallet.connect(config.url, config.timeout, config.attempts, config.security())
     workers = []
     for app in apps:
         port = RemotePort(platform, config)

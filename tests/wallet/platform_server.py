@@ -8,6 +8,12 @@ not rolled back debits of its player, once each.
 
 ``Ledger`` is the logic (thread safe: one connection, one lock, a transaction per call);
 ``serve_grpc(ledger, interceptors=...)`` and ``serve_http(ledger)`` put it on 127.0.0.1.
+
+Both take ``tls`` (``ServerTls``: the platform's certificate and key, and the CA of the client
+certificates it requires: mutual TLS) and ``guard`` (``Guard``: the platform's side of the signatures:
+every request must be signed by an accepted key of pokdeng's, within the replay window, never a
+signature seen before, else UNAUTHENTICATED / HTTP 401 and nothing is applied; and, with its own key,
+the platform signs its answers), as a platform in production would.
 """
 
 from __future__ import annotations
@@ -16,10 +22,13 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+import ssl
 import threading
 import time
+from collections import Counter
 from collections.abc import Sequence
 from concurrent import futures
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -28,6 +37,7 @@ import grpc
 from google.protobuf import json_format
 from google.protobuf.message import Message
 
+from pokdeng_service.wallet.signing import ANSWER, HEADER, PrivateKey, Verifier, header
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
 from pokdeng_service.wallet.v1 import wallet_pb2_grpc as pb_grpc
 
@@ -280,11 +290,84 @@ class Servicer(pb_grpc.PlatformWalletServiceServicer):
         return self.ledger.list_transactions(request)
 
 
-def serve_grpc(ledger: Ledger, interceptors: Sequence[Any] = (), workers: int = 16) -> tuple[grpc.Server, int]:
-    """The ledger as a gRPC server on a free port of 127.0.0.1 (started); (server, port)."""
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), interceptors=list(interceptors))
+@dataclass
+class ServerTls:
+    cert: Path
+    key: Path
+    client_ca: Path | None = None  # mutual TLS: a client certificate signed by it is required
+
+
+@dataclass
+class Guard:
+    """The platform's side of the signatures: pokdeng's accepted keys (``clients``: their window, and replays
+    refused), the platform's own key signing its answers (``signer``: None, answers unsigned)."""
+
+    clients: Verifier
+    signer: PrivateKey | None = None
+    refused: Counter[str] = field(default_factory=Counter)  # refusals by their first words
+    key_ids: Counter[str] = field(default_factory=Counter)  # the accepted requests' key ids
+
+    def check(self, value: str | None, path: str, body: bytes) -> str:
+        problem = self.clients.problem(value, "POST", path, body)
+        if problem:
+            self.refused[" ".join(problem.split()[:2])] += 1
+        else:
+            from pokdeng_service.wallet.signing import parse
+
+            self.key_ids[parse(value or "").key_id] += 1
+        return problem
+
+    def sign(self, path: str, body: bytes, request_body: bytes) -> str | None:
+        return header(self.signer, ANSWER, path, body, request_body) if self.signer is not None else None
+
+
+class GuardInterceptor(grpc.ServerInterceptor):
+    """Every call's signature checked (metadata ``x-pokdeng-signature`` over the request's deterministic
+    serialization) before anything below it runs; its answer signed."""
+
+    def __init__(self, guard: Guard) -> None:
+        self.guard = guard
+
+    def intercept_service(self, continuation: Any, details: Any) -> Any:
+        handler = continuation(details)
+        if handler is None or handler.unary_unary is None:
+            return handler
+        inner, path = handler.unary_unary, details.method
+
+        def call(request: Any, context: Any) -> Any:
+            body = request.SerializeToString(deterministic=True)
+            problem = self.guard.check(dict(context.invocation_metadata()).get(HEADER), path, body)
+            if problem:
+                context.abort(grpc.StatusCode.UNAUTHENTICATED, f"signature refused: {problem}")
+            reply = inner(request, context)
+            signed = self.guard.sign(path, reply.SerializeToString(deterministic=True), body)
+            if signed is not None:
+                context.send_initial_metadata(((HEADER, signed),))
+            return reply
+
+        return grpc.unary_unary_rpc_method_handler(
+            call, request_deserializer=handler.request_deserializer, response_serializer=handler.response_serializer
+        )
+
+
+def serve_grpc(
+    ledger: Ledger, interceptors: Sequence[Any] = (), workers: int = 16, tls: ServerTls | None = None,
+    guard: Guard | None = None,
+) -> tuple[grpc.Server, int]:  # fmt: skip
+    """The ledger as a gRPC server on a free port of 127.0.0.1 (started); (server, port). ``guard``'s check runs
+    before the ``interceptors`` (a fault's duplicate delivery is the platform's own, not a replay)."""
+    chain = [GuardInterceptor(guard), *interceptors] if guard is not None else list(interceptors)
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), interceptors=chain)
     pb_grpc.add_PlatformWalletServiceServicer_to_server(Servicer(ledger), server)
-    port = server.add_insecure_port("127.0.0.1:0")
+    if tls is None:
+        port = server.add_insecure_port("127.0.0.1:0")
+    else:
+        client_ca = tls.client_ca.read_bytes() if tls.client_ca else None
+        credentials = grpc.ssl_server_credentials(
+            [(tls.key.read_bytes(), tls.cert.read_bytes())], root_certificates=client_ca,
+            require_client_auth=client_ca is not None,
+        )  # fmt: skip
+        port = server.add_secure_port("127.0.0.1:0", credentials)
     server.start()
     return server, port
 
@@ -298,8 +381,10 @@ _HTTP_METHODS = {
 }
 
 
-def serve_http(ledger: Ledger) -> tuple[ThreadingHTTPServer, int]:
-    """The ledger as JSON over HTTP on a free port of 127.0.0.1 (serving in a thread); (server, port)."""
+def serve_http(
+    ledger: Ledger, tls: ServerTls | None = None, guard: Guard | None = None
+) -> tuple[ThreadingHTTPServer, int]:
+    """The ledger as JSON over HTTP(S) on a free port of 127.0.0.1 (serving in a thread); (server, port)."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -310,11 +395,22 @@ def serve_http(ledger: Ledger) -> tuple[ThreadingHTTPServer, int]:
                 return
             request_type, call = found
             length = int(self.headers.get("Content-Length", 0))
-            request = json_format.Parse(self.rfile.read(length), request_type())
+            raw = self.rfile.read(length)
+            if guard is not None:
+                problem = guard.check(self.headers.get(HEADER), self.path, raw)
+                if problem:
+                    self._answer(401, json.dumps({"error": f"signature refused: {problem}"}).encode(), None)
+                    return
+            request = json_format.Parse(raw, request_type())
             body = json_format.MessageToJson(call(ledger, request)).encode()
-            self.send_response(200)
+            self._answer(200, body, guard.sign(self.path, body, raw) if guard is not None else None)
+
+        def _answer(self, code: int, body: bytes, signed: str | None) -> None:
+            self.send_response(code)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
+            if signed is not None:
+                self.send_header(HEADER, signed)
             self.end_headers()
             self.wfile.write(body)
 
@@ -322,6 +418,13 @@ def serve_http(ledger: Ledger) -> tuple[ThreadingHTTPServer, int]:
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    if tls is not None:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(tls.cert, tls.key)
+        if tls.client_ca is not None:
+            context.load_verify_locations(tls.client_ca)
+            context.verify_mode = ssl.CERT_REQUIRED
+        server.socket = context.wrap_socket(server.socket, server_side=True)
     threading.Thread(target=server.serve_forever, name="platform-http", daemon=True).start()
     return server, server.server_address[1]
 

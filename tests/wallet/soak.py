@@ -46,7 +46,7 @@ from pokdeng_testkit.harness.server import FAST_RECONNECT, ServerProcess, Store,
 from pokdeng_testkit.harness.tokens import Tokens
 
 from .faults import FaultPlan, Faults
-from .platform_server import Ledger, serve_grpc
+from .platform_server import Guard, Ledger, ServerTls, serve_grpc
 
 TABLES = "TableService"
 ROUNDS = "RoundService"
@@ -73,6 +73,7 @@ class SoakConfig:
     wallet_timeout: float = 0.25
     void_every: int = 12  # about one round in this many is voided after its bets
     max_seconds: float = 900.0  # a hang guard: what is checked is the rounds, however long a loaded machine takes
+    secure: bool = False  # gRPC over mutual TLS, every request signed and checked, the answers signed and verified
 
 
 @dataclass
@@ -129,12 +130,13 @@ class WalletServer(ServerProcess):
 
     wallet_url: str = ""
     wallet_timeout: float = 0.25
+    wallet_options: tuple[str, ...] = ()  # (the TLS and signature files of a secure run)
 
     def command(self) -> list[str]:
         return [
             *super().command(),
             "--wallet", "remote", "--wallet-url", self.wallet_url, "--wallet-timeout", str(self.wallet_timeout),
-            "--wallet-attempts", "3", "--log-format", "text", "--no-access-log",
+            "--wallet-attempts", "3", "--log-format", "text", "--no-access-log", *self.wallet_options,
         ]  # fmt: skip
 
 
@@ -221,6 +223,8 @@ class Soak:
         self.closed = 0  # rounds closed, over every table
         self.kill_at = [int(config.rounds * (k + 1) / (config.kills + 1)) for k in range(config.kills)]
         self.tokens = Tokens()
+        self.wallet_options: dict[str, str] = {}
+        self.guard: Guard | None = None
 
     # -- pokdeng's process -------------------------------------------------------------------
 
@@ -269,11 +273,17 @@ class Soak:
                 self.initial[table.dealer] = 20_000  # (a dealer's covers are refused now and then)
         for player, balance in self.initial.items():
             self.ledger.open_player(player, balance)
-        platform, port = serve_grpc(self.ledger, [self.faults], workers=24)
+        tls, guard, self.wallet_options = self.security()
+        platform, port = serve_grpc(self.ledger, [self.faults], workers=24, tls=tls, guard=guard)
         store = Store.sqlite(self.folder / "pokdeng.sqlite")
         tokens_file = self.tokens.write(self.folder / "tokens.json")
         self.server = WalletServer(store, tokens_file, self.folder / "pokdeng.log")
-        self.server.wallet_url, self.server.wallet_timeout = f"127.0.0.1:{port}", self.config.wallet_timeout
+        url = f"{'grpcs://' if tls else ''}127.0.0.1:{port}"
+        self.server.wallet_url, self.server.wallet_timeout = url, self.config.wallet_timeout
+        self.server.wallet_options = tuple(
+            f"--wallet-{k.replace('_', '-')}={v}" for k, v in self.wallet_options.items()
+        )
+        self.guard = guard
         supervisor = threading.Thread(target=self.supervise, name="soak-supervisor", daemon=True)
         try:
             self.server.start(timeout=60)
@@ -293,7 +303,7 @@ class Soak:
                 self.server.start(timeout=60)
             self.report.pending = self.await_finished()
             self.server.stop()
-            self.check(platform_url=f"127.0.0.1:{port}", since=since)
+            self.check(platform_url=url, since=since)
         finally:
             self.stop.set()
             self.server.close()
@@ -304,6 +314,26 @@ class Soak:
             self.ledger.close()
             self.report.seconds = time.monotonic() - started
         return self.report
+
+    def security(self) -> tuple[ServerTls | None, Guard | None, dict[str, str]]:
+        """A secure run's platform side (its certificate, requiring pokdeng's client certificate; pokdeng's key
+        accepted, replays refused; its answers signed) and pokdeng's wallet settings (``WalletConfig`` fields)."""
+        if not self.config.secure:
+            return None, None, {}
+        from pokdeng_service.wallet.signing import KeyFile, Verifier
+
+        from .pki import make_pki, public_pem, signing_key, write_private
+
+        pki = make_pki(self.folder / "pki")
+        pokdeng_key, platform_key = signing_key("ed25519"), signing_key("ed25519")
+        sign_key = write_private(self.folder / "pokdeng-sign.key", pokdeng_key)
+        (self.folder / "platform-public.pem").write_bytes(public_pem(platform_key.public_key()))
+        guard = Guard(Verifier(KeyFile(keys=[pokdeng_key.public_key()]), window=30, replays=True), platform_key)
+        options = {
+            "tls_ca": str(pki.ca), "tls_cert": str(pki.client_cert), "tls_key": str(pki.client_key),
+            "sign_key": str(sign_key), "platform_keys": str(self.folder / "platform-public.pem"),
+        }  # fmt: skip
+        return ServerTls(pki.server_cert, pki.server_key, pki.ca), guard, options
 
     def client(self) -> Client:
         return Client(self.server.target, self.tokens.operator, self.report, self.lock)
@@ -436,11 +466,13 @@ class Soak:
             time.sleep(0.3)
 
     def check(self, platform_url: str, since: datetime) -> None:
+        from pokdeng_service.wallet.config import WalletConfig
         from pokdeng_service.wallet.platform import PlatformWallet
         from pokdeng_service.wallet.reconcile import reconcile, recorded_transactions
 
         service = self.open_store()
-        wallet = PlatformWallet.connect(platform_url, timeout=5.0)
+        security = WalletConfig("remote", platform_url, **self.wallet_options).security()  # type: ignore[arg-type]
+        wallet = PlatformWallet.connect(platform_url, timeout=5.0, security=security)
         report = self.report
         try:
             result = reconcile(service.apps, wallet, since, datetime.now(tz=UTC) + timedelta(seconds=1))
@@ -464,6 +496,8 @@ class Soak:
         for entry in ours.values():
             if entry.tx.kind == "debit" and entry.tx.reason == "round_voided" and entry.tx.status != "rolled_back":
                 report.problems.append(f"a void's debit not rolled back: {entry.tx.tx_id}")
+        if self.guard is not None and (self.guard.refused or not self.guard.key_ids):
+            report.problems.append(f"the platform refused signatures: {dict(self.guard.refused)}")
         if self.faults.mismatched:
             report.problems.append(f"{self.faults.mismatched} duplicated requests answered differently")
         command = ["verify", "--all", "--quiet", *self.server.store.serve_args()]
