@@ -581,7 +581,9 @@ def build_parser() -> argparse.ArgumentParser:
     who.add_argument("--table", help="the table's id: its last rounds")
     who.add_argument("--player", help="a player's (wallet's) id: the last rounds it played")
     recall.add_argument("--limit", type=int, default=10, help="how many rounds (default 10)")
-    recall.add_argument("--json", action="store_true", help="print the rounds as JSON instead of text")
+    recall.add_argument(
+        "--json", action="store_true", help="print the rounds as JSON instead of text (amounts in minor units)"
+    )
     _store_options(recall)
     recall.set_defaults(handler=cmd_recall)
 
