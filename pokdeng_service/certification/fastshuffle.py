@@ -88,15 +88,14 @@ def order_matrix(
     highest = (_WORD_SPACE - _WORD_SPACE % n - 1).astype(np.uint32)[:, None]  # the last accepted word
     rejects = np.flatnonzero((words_t > highest).any(axis=0)).tolist()
     draws = (words_t % n.astype(np.uint32)[:, None]).astype(np.intp)  # (steps, shoes)
+    cells = draws * shoes + np.arange(shoes, dtype=np.intp)  # step k's j of each shoe, as an index of ``flat``
     order = np.repeat(np.arange(size, dtype=np.int16)[:, None], shoes, axis=1)
     flat = order.reshape(-1)
-    columns = np.arange(shoes, dtype=np.intp)
     for k in range(size - 1):
         i = size - 1 - k
-        cells = draws[k] * shoes + columns
-        swapped = order[i].copy()
-        order[i] = flat[cells]
-        flat[cells] = swapped
+        drawn = flat.take(cells[k])
+        flat[cells[k]] = order[i]
+        order[i] = drawn
     for s in rejects:  # a rejected word: the reference reads on past it
         order[:, s] = deck_order_indices(server_seeds[s], client_seed, nonces[s], decks)
     if rejected is not None:

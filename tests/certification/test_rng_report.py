@@ -14,6 +14,7 @@ import random
 from collections import Counter
 from itertools import pairwise, permutations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -280,3 +281,31 @@ def test_the_report_is_reproducible_and_complete(tmp_path: Path) -> None:
     page = render.rng_html(report, plots)
     assert report["verdict"]["text"] in page and "data:image/png;base64," in page
     assert "pokdeng-certification/D-deck" in page
+
+
+def test_a_lab_recounts_the_report_from_docs_shuffle_md_alone() -> None:
+    """The reference implementation printed in docs/shuffle.md (section 11) and the schedule of
+    docs/certification.md give the report's check values and tallies, integer for integer."""
+    import hashlib
+    import re
+
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    (code,) = re.findall(r"```python reference\n(.*?)```", (docs / "shuffle.md").read_text(encoding="utf-8"), re.S)
+    lab: dict[str, Any] = {}
+    exec(code, lab)
+    assert "pokdeng-certification/D-deck" in (docs / "certification.md").read_text(encoding="utf-8")
+    report, _ = build_rng_report(RngParameters("lab", {1: 120, 8: 30}, battery="none"))
+    for decks, shoes in ((1, 120), (8, 30)):
+        positions = np.zeros((52, 52 * decks), dtype=np.int64)
+        digests = {}
+        for i in range(shoes):
+            server_seed = hashlib.sha256(b"lab" + i.to_bytes(8, "big")).digest()
+            cards = lab["shuffle"](server_seed, f"pokdeng-certification/{decks}-deck", i, decks)
+            for p, card in enumerate(cards):
+                positions[lab["DECK"].index(card), p] += 1
+            digests[i] = hashlib.sha256(" ".join(cards).encode("ascii")).hexdigest()
+        run = report["runs"][str(decks)]
+        assert run["positions"] == positions.tolist()
+        assert {c["shoe"]: c["order_sha256"] for c in run["check_values"]} == {
+            c["shoe"]: digests[c["shoe"]] for c in run["check_values"]
+        }
