@@ -218,8 +218,8 @@ def chi_square(
 ) -> ChiSquare:
     """Pearson's sum (O - E)^2 / E times ``scale``, with ``df`` (default: cells - 1) degrees of freedom.
 
-    ``pool``: first merge neighbouring cells from each end until every expected count reaches it (for
-    distributions with thin tails, such as the number of runs)."""
+    ``pool``: first merge neighbouring cells until every expected count reaches it (for distributions with
+    thin tails, such as the number of runs)."""
     obs, exp = list(map(float, observed)), list(map(float, expected))
     if pool > 0:
         obs, exp = _pooled(obs, exp, pool)
@@ -229,16 +229,16 @@ def chi_square(
 
 
 def _pooled(obs: list[float], exp: list[float], least: float) -> tuple[list[float], list[float]]:
+    """Cells with no expectation dropped; then, while a cell expects less than ``least``, the smallest is
+    merged into its smaller neighbour (cells stay contiguous ranges)."""
     keep = [i for i, e in enumerate(exp) if e > 0]
     obs, exp = [obs[i] for i in keep], [exp[i] for i in keep]
-    while len(exp) > 2 and exp[0] < least:
-        first_obs, first_exp = obs.pop(0), exp.pop(0)
-        obs[0] += first_obs
-        exp[0] += first_exp
-    while len(exp) > 2 and exp[-1] < least:
-        last_obs, last_exp = obs.pop(), exp.pop()
-        obs[-1] += last_obs
-        exp[-1] += last_exp
+    while len(exp) > 2 and min(exp) < least:
+        i = exp.index(min(exp))
+        j = i + 1 if i == 0 or (i + 1 < len(exp) and exp[i + 1] < exp[i - 1]) else i - 1
+        low, high = min(i, j), max(i, j)
+        exp[low : high + 1] = [exp[low] + exp[high]]
+        obs[low : high + 1] = [obs[low] + obs[high]]
     return obs, exp
 
 

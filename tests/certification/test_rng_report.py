@@ -129,6 +129,15 @@ def test_the_laws_used() -> None:
     total = sum(counted.values())
     law = stats.runs_distribution(4, 3)
     assert {r: float(p) for r, p in enumerate(law) if p} == {r: c / total for r, c in counted.items()}
+    # pooling: each merged cell a contiguous range, every cell then expecting at least 5 (the law of runs
+    # alternates between odd and even counts, so a tail is not monotone)
+    assert stats.chi_square([1, 2, 3, 4, 5], [1, 10, 1, 10, 1], pool=5).statistic == pytest.approx(
+        (3 - 11) ** 2 / 11 + (12 - 12) ** 2 / 12
+    )
+    for n in (26, 208):
+        law_n = [1e6 * float(p) for p in stats.runs_distribution(n, n)]
+        pooled = stats.chi_square(law_n, law_n, pool=5.0)
+        assert pooled.min_expected >= 5 and pooled.statistic == pytest.approx(0, abs=1e-9)
     big = stats.runs_distribution(208, 208)
     assert sum(big) == 1
     assert float(sum(r * p for r, p in enumerate(big))) == pytest.approx(1 + 2 * 208 * 208 / 416)
