@@ -82,6 +82,7 @@ def export_bundle(app: AuditedRecord, round_id: str, made_for: str = "operator")
         "round_id": round_id,
         **copies,
         "balances": _balances(app, round_id, copies["settlement"]),
+        **_platform_transactions(app, round_id, state.currency),
         "events": [_event_dict(e) for e in facts],
         "inclusion": _inclusion(app.inclusion_proof(round_id)),
         "log": _log_anchor(app, round_id),
@@ -111,6 +112,26 @@ def _balances(app: AuditedRecord, round_id: str, settlement: dict[str, Any] | No
             raise stream_forged("wallet", player, wallet_uuid(player), f"it has {what} round {round_id}'s settlement")
         balances.append({"wallet": player, "before": found[1] - net, "after": found[1], "net": net})
     return balances
+
+
+def _platform_transactions(app: AuditedRecord, round_id: str, currency: str) -> dict[str, Any]:
+    """``platform_transactions`` of a round whose money is a platform's (docs/audit.md): its outbox's transactions in
+    the order they were requested; nothing for a round of the store's wallets. A round with a transaction still
+    pending (the recovery has not finished it) is refused: its bundle would show money not yet moved."""
+    from pokdeng_service.audit.platform_txs import bundle_transactions
+    from pokdeng_service.wallet.outbox import load_transactions
+
+    outbox = load_transactions(app, round_id)
+    if outbox is None:
+        return {}
+    pending = outbox.pending()
+    if pending:
+        listed = ", ".join(f"{t.tx_id} ({t.status})" for t in pending)
+        raise DomainError(
+            f"round {round_id}'s transactions with the platform are still pending ({listed}): export it once they "
+            "are done (the recovery of a server on --wallet remote finishes them; pokdeng wallet pending lists them)"
+        )
+    return {"platform_transactions": bundle_transactions(outbox.txs.values(), currency)}
 
 
 def _platform_round(app: AuditedRecord, round_id: str) -> bool:
@@ -172,6 +193,7 @@ _ORDER = (
     "payouts",
     "settlement",
     "balances",
+    "platform_transactions",
     "times",
     "events",
     "chain",
@@ -320,6 +342,8 @@ def shape_problem(bundle: dict[str, Any]) -> str | None:
         before, after, net = balance["before"], balance["after"], balance["net"]
         if (before is None) != (after is None) or (before is not None and net != after - before):
             return f"balances of {balance['wallet']!r}: not before and after with net = after - before, or both null"
+    if "platform_transactions" in bundle and any(b["before"] is not None for b in bundle["balances"]):
+        return "platform_transactions in a bundle whose balances are the store's (before and after not null)"
     inclusion, log = bundle.get("inclusion"), bundle.get("log")
     if inclusion is not None and inclusion["table_id"] != bundle["table_id"]:
         return f"inclusion: a checkpoint of table {inclusion['table_id']!r}, not the round's {bundle['table_id']!r}"
@@ -411,6 +435,13 @@ def _verify(verdict: Verdict, raw: bytes, keys: PublicKeys | None) -> None:
     if bundle.get("inclusion") is not None:
         checks.run("inclusion", lambda: _check_inclusion(verdict, bundle))
     checks.run("balances", lambda: _check_balances(verdict, bundle, facts))
+    if "platform_transactions" in bundle:
+        checks.run("platform transactions", lambda: _check_transactions(verdict, bundle, facts))
+    elif any(b["before"] is None for b in bundle["balances"]):
+        verdict.warn(
+            "its balances are a platform's and it carries no platform_transactions (exported before bundles "
+            "carried them): its money with the platform is not checked; export the round again"
+        )
     checks.run(
         "log inclusion",
         lambda: check_anchor(verdict, bundle["round_id"], bundle["chain"]["last"], bundle.get("log"), keys),
@@ -478,6 +509,24 @@ def _check_balances(verdict: Verdict, bundle: dict[str, Any], facts: Sequence[Re
         or f"made for {bundle.get('made_for', 'anyone (version 1)')}: "
         "the balances it holds, each wallet's net the settlement's",
     )
+
+
+def _check_transactions(verdict: Verdict, bundle: dict[str, Any], facts: Sequence[Recorded]) -> None:
+    from pokdeng_service.audit.platform_txs import resolved_transactions, transactions_problem
+
+    made_for = bundle["made_for"]
+    txs = bundle["platform_transactions"]
+    problem = transactions_problem(bundle["round_id"], made_for, txs, facts)
+    debits = sum(1 for t in txs if t["kind"] == "debit")
+    verdict.add(
+        "platform transactions",
+        problem is None,
+        problem
+        or f"{debits} debits and {len(txs) - debits} credits of {made_for}: the ids the round's, the accepted debits "
+        "its stakes, the credits or rollbacks its settlement's or void's, none left open",
+    )
+    for said in resolved_transactions(txs):
+        verdict.warn(f"platform transaction {said}: settled outside the protocol by an operator, not checked")
 
 
 def balances_problem(bundle: dict[str, Any], facts: Sequence[Recorded]) -> str | None:
@@ -555,6 +604,8 @@ def for_recipient(bundle: dict[str, Any], made_for: str) -> dict[str, Any]:
     if made_for.startswith("player:"):
         player = made_for.removeprefix("player:")
         body["balances"] = [b for b in bundle.get("balances", ()) if b.get("wallet") == player]
+        if "platform_transactions" in bundle:
+            body["platform_transactions"] = [t for t in bundle["platform_transactions"] if t.get("player") == player]
     body["bundle_digest"] = _digest(body)
     return {k: body[k] for k in _ORDER if k in body}
 

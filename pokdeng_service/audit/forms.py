@@ -225,6 +225,15 @@ INCLUSION_TYPES_V1 = MappingProxyType(
 """Version 1 also named the checkpoint (its period, and its event's position and digest on the table's stream):
 nothing offline can check those, and version 2 leaves them out."""
 
+TX_TYPES = MappingProxyType(
+    {
+        "tx_id": "text", "kind": "text", "player": "text", "amount": "int", "currency": "currency",
+        "purpose": "text", "seat": "int?", "bettor": "text?", "status": "text", "accepted": "bool",
+        "debits": ["text"], "resolved": "text",
+    }
+)  # fmt: skip
+"""One transaction of ``platform_transactions``: a platform-wallet round's outbox in its bundle (``platform_txs``)."""
+
 _RESTATED = None  # a member compared whole with what the events give (the copies check): any JSON value here
 BUNDLE_TYPES: Mapping[int, Mapping[str, Any]] = MappingProxyType(
     {
@@ -232,8 +241,9 @@ BUNDLE_TYPES: Mapping[int, Mapping[str, Any]] = MappingProxyType(
             "format": "text", "format_version": "int", "made_for": "recipient", "round_id": "text",
             "table_id": "text", "round_no": "int", "profile": _RESTATED, "engine_version": "version",
             "shuffle": _RESTATED, "decisions": _RESTATED, "payouts": _RESTATED, "settlement": _RESTATED,
-            "balances": [dict(BALANCE_TYPES)], "times": _RESTATED, "events": [dict(EVENT_TYPES)],
-            "chain": _RESTATED, "inclusion": None, "log": None, "bundle_digest": "hex64",
+            "balances": [dict(BALANCE_TYPES)], "platform_transactions": [dict(TX_TYPES)], "times": _RESTATED,
+            "events": [dict(EVENT_TYPES)], "chain": _RESTATED, "inclusion": None, "log": None,
+            "bundle_digest": "hex64",
         },
         1: {
             "format": "text", "format_version": "int", "round_id": "text", "table_id": "text", "round_no": "int",
@@ -245,8 +255,12 @@ BUNDLE_TYPES: Mapping[int, Mapping[str, Any]] = MappingProxyType(
     }
 )  # fmt: skip
 """A bundle's members by its ``format_version`` (``inclusion`` and ``log`` are null or as below)."""
-OPTIONAL_MEMBERS: Mapping[int, frozenset[str]] = MappingProxyType({2: frozenset(), 1: frozenset({"inclusion", "log"})})
-"""Members a bundle of that version may lack: version 1's bundles made before the checkpoint and the log."""
+OPTIONAL_MEMBERS: Mapping[int, frozenset[str]] = MappingProxyType(
+    {2: frozenset({"platform_transactions"}), 1: frozenset({"inclusion", "log"})}
+)
+"""Members a bundle of that version may lack: version 1's bundles made before the checkpoint and the log; version
+2's ``platform_transactions``, present exactly when the round's money is a platform's (absent from such bundles made
+before it was added)."""
 
 
 def bundle_types_problem(bundle: Any) -> str | None:

@@ -31,7 +31,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pokdeng_core import events as re
+from pokdeng_service.audit.platform_txs import round_money
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store.codec import genesis_digest
 from pokdeng_service.store.facts import Recorded, RecordedEvent
@@ -103,26 +103,9 @@ def summary(txs: Mapping[str, Tx]) -> str:
 
 
 def round_record(facts: Iterable[Recorded]) -> tuple[str, dict[str, int], dict[str, int]]:
-    """(outcome, reserved per player, nets) of a round from its facts (``verify ROUND``)."""
-    reserved: dict[str, int] = {}
-    nets: dict[str, int] = {}
-    outcome, banker = "", None
-    for fact in facts:
-        data = fact.data
-        if fact.kind == re.RoundOpened.kind:
-            banker = data.get("banker_player")
-        elif fact.kind in (re.BetPlaced.kind, re.SideBetPlaced.kind):
-            reserved[data["player"]] = reserved.get(data["player"], 0) + data["reserved"]
-            if data.get("banker_reserved") and banker:
-                reserved[banker] = reserved.get(banker, 0) + data["banker_reserved"]
-        elif fact.kind == re.RoundSettled.kind:
-            reserved = {player: held for player, held, _net in data["wallets"]}
-            nets = {player: net for player, _held, net in data["wallets"]}
-        elif fact.kind == re.RoundVoided.kind:
-            reserved = {player: held for player, held in data["wallets"]}
-        elif fact.kind == re.RoundClosed.kind:
-            outcome = data["outcome"]
-    return outcome, reserved, nets
+    """(outcome, reserved per player, nets) of a round from its facts (``verify ROUND``; ``platform_txs.round_money``,
+    which a bundle's check reads too)."""
+    return round_money(facts)
 
 
 def verify_platform_round(app: Any, verdict: Verdict, round_id: str, facts: Sequence[Recorded]) -> bool:
