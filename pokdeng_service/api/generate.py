@@ -19,7 +19,8 @@ so that the installed package (the wheel) carries its API:
 
 The same command generates the platform wallet protocol (docs/wallet.md):
 ``proto/pokdeng/wallet/v1/wallet.proto`` into ``pokdeng_service/wallet/v1/`` (``WALLET``, with
-its own ``GENERATED`` stamp). Each generated package is a ``Target``; ``TARGETS`` lists them,
+its own ``GENERATED`` stamp), and its version 2, ``proto/pokdeng/wallet/v2/wallet.proto`` into
+``pokdeng_service/wallet/v2/`` (``WALLET_V2``). Each generated package is a ``Target``; ``TARGETS`` lists them,
 ``generate_into(out_root, target)`` makes one, and ``generate()`` remakes every one.
 """
 
@@ -65,7 +66,13 @@ WALLET = Target(
     Path("pokdeng_service/wallet/v1"),
     ("wallet_pb2.py", "wallet_pb2.pyi", "wallet_pb2_grpc.py", "wallet_pb2_grpc.pyi"),
 )
-TARGETS = (API, WALLET)
+WALLET_V2 = Target(
+    Path("pokdeng/wallet/v2/wallet.proto"),
+    "pokdeng_service/wallet/v2/wallet.proto",
+    Path("pokdeng_service/wallet/v2"),
+    ("wallet_pb2.py", "wallet_pb2.pyi", "wallet_pb2_grpc.py", "wallet_pb2_grpc.pyi"),
+)
+TARGETS = (API, WALLET, WALLET_V2)
 
 
 class GenerationError(RuntimeError):

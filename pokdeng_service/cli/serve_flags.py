@@ -69,6 +69,9 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--wallet-sign-key": {"help": "Ed25519 or RSA private key (PEM, chmod 600) signing every wallet request"},
     "--wallet-platform-keys": {"help": "the platform's public keys (PEM): its signed answers verified"},
     "--wallet-signature-window": {"type": float, "help": "seconds a signed answer's time may be off (default 60)"},
+    "--wallet-protocol": {"type": int, "choices": [1, 2], "help": "pokdeng.wallet.v1 (default) or v2 (docs/wallet.md)"},
+    "--wallet-game-code": {"help": "the game code protocol v2 sends in every call (default pokdeng)"},
+    "--wallet-provider-id": {"help": "the provider id protocol v2 sends in every call (default pokdeng)"},
     "--wallet-allow-unfinished": {
         "action": "store_const",
         "const": True,

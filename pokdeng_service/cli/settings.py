@@ -93,6 +93,9 @@ class ServeSettings(BaseSettings):
     wallet_sign_key: str | None = Field(None, description="the key file signing every request (Ed25519 or RSA PEM)")
     wallet_platform_keys: str | None = Field(None, description="the platform's public keys: its answers verified")
     wallet_signature_window: float = Field(60.0, ge=1, le=3600, description="seconds a signature's time may be off")
+    wallet_protocol: int = Field(1, ge=1, le=2, description="the wallet protocol: pokdeng.wallet.v1 or v2")
+    wallet_game_code: str = Field("pokdeng", min_length=1, description="the game code of protocol v2's calls")
+    wallet_provider_id: str = Field("pokdeng", min_length=1, description="the provider id of protocol v2's calls")
     wallet_allow_unfinished: bool = Field(
         False, description="start on the internal wallets although rounds hold the platform's money (docs/wallet.md)"
     )
@@ -143,7 +146,8 @@ class ServeSettings(BaseSettings):
             self.wallet, self.wallet_url or "", self.wallet_timeout, self.wallet_attempts,
             tls_ca=self.wallet_tls_ca or "", tls_cert=self.wallet_tls_cert or "", tls_key=self.wallet_tls_key or "",
             sign_key=self.wallet_sign_key or "", platform_keys=self.wallet_platform_keys or "",
-            signature_window=self.wallet_signature_window,
+            signature_window=self.wallet_signature_window, protocol=self.wallet_protocol,
+            game_code=self.wallet_game_code, provider_id=self.wallet_provider_id,
         )  # fmt: skip
 
     def rates(self) -> dict[str, Rate]:

@@ -59,13 +59,15 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         config = WalletConfig(
             "remote", url, timeout=args.timeout, tls_ca=option("wallet_tls_ca"), tls_cert=option("wallet_tls_cert"),
             tls_key=option("wallet_tls_key"), sign_key=option("wallet_sign_key"),
-            platform_keys=option("wallet_platform_keys"),
+            platform_keys=option("wallet_platform_keys"), protocol=int(option("wallet_protocol") or 1),
         )  # fmt: skip
     except ConfigError as error:
         print(f"pokdeng: {error}", file=sys.stderr)
         return EXIT_USAGE
     service = args.open_store(args)
-    platform = PlatformWallet.connect(url, timeout=args.timeout, attempts=3, security=config.security())
+    platform = PlatformWallet.connect(
+        url, timeout=args.timeout, attempts=3, security=config.security(), protocol=config.protocol
+    )
     try:
         report = reconcile(service.apps, platform, since, until, margin=args.margin)
     except Unanswered as error:  # (not a difference: nothing could be compared)
@@ -191,6 +193,9 @@ def add_wallet_commands(
         ("--wallet-platform-keys", "the platform's public keys: its answers verified"),
     ):
         reconcile.add_argument(flag, help=f"{what} ($POKDENG_{flag[2:].upper().replace('-', '_')})")
+    reconcile.add_argument(
+        "--wallet-protocol", type=int, choices=[1, 2], help="the platform's protocol, 1 or 2 ($POKDENG_WALLET_PROTOCOL)"
+    )
     reconcile.add_argument("--since", type=_time, help="the period's start (ISO 8601; default: 24 hours ago)")
     reconcile.add_argument("--until", type=_time, help="the period's end (ISO 8601; default: now)")
     reconcile.add_argument("--margin", type=float, default=300.0, help="seconds around the period read of the platform")

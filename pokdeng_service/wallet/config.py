@@ -43,6 +43,9 @@ class WalletConfig:
     sign_key: str = ""
     platform_keys: str = ""
     signature_window: float = 60.0
+    protocol: int = 1  # pokdeng.wallet.v1, or v2 (docs/wallet.md, "Protocol version 2")
+    game_code: str = "pokdeng"
+    provider_id: str = "pokdeng"
 
     def __post_init__(self) -> None:
         if self.kind not in ("internal", "remote"):
@@ -74,6 +77,10 @@ class WalletConfig:
                 f"--wallet-tls-ca and --wallet-tls-cert are for a TLS URL (grpcs://host:port, https://...), "
                 f"not {self.url}"
             )
+        if self.protocol not in (1, 2):
+            raise ConfigError(f"the wallet protocol is version 1 or 2, not {self.protocol}")
+        if not self.game_code or not self.provider_id:
+            raise ConfigError("the wallet's game code and provider id are not empty")
         if not 1 <= self.signature_window <= 3600:
             raise ConfigError("the wallet's signature window is 1 to 3600 seconds")
         try:
@@ -115,4 +122,5 @@ class WalletConfig:
         protection = ["mutual TLS" if self.tls_cert else "TLS"] if self.tls else []
         protection += ["requests signed"] if self.sign_key else []
         protection += ["answers verified"] if self.platform_keys else []
+        protection += [f"protocol v2, game {self.game_code}, provider {self.provider_id}"] if self.protocol == 2 else []
         return f"the platform's wallets at {self.url}" + (f" ({', '.join(protection)})" if protection else "")

@@ -173,6 +173,20 @@ def step(txs: Mapping[str, Tx], kind: str, data: Mapping[str, Any], timestamp: s
     return out
 
 
+def closing_tx(txs: Mapping[str, Tx]) -> str | None:
+    """The round's last transaction by its record (protocol v2's ``round_closed``): the last credit of its
+    settlement, else the last rollback of its void (of the accepted debits, in the order they were requested);
+    None while the round has neither."""
+    credits = [t.tx_id for t in txs.values() if t.kind == "credit"]
+    if credits:
+        return credits[-1]
+    voided = [
+        t.tx_id for t in txs.values()
+        if t.kind == "debit" and t.accepted and t.reason == "round_voided" and t.status in (ROLLING_BACK, ROLLED_BACK)
+    ]  # fmt: skip
+    return voided[-1] if voided else None
+
+
 RESOLVABLE = frozenset({(REFUSED, "credit"), (DEBIT_OPEN, "credit"), (ROLLING_BACK, "debit"), (ACCEPTED, "debit")})
 """(status, kind) of the transactions an operator may resolve: a credit refused or unanswered, a rollback not done,
 an accepted debit (stranded by a round closed without crediting or rolling it back)."""
@@ -333,6 +347,7 @@ __all__ = [
     "STREAM",
     "Tx",
     "WalletTransactions",
+    "closing_tx",
     "credit_tx_id",
     "debit_tx_id",
     "fold",

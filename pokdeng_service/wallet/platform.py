@@ -15,6 +15,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +29,7 @@ from google.protobuf.message import Message
 from pokdeng_service.store.secret_files import read_secret
 from pokdeng_service.wallet.signing import ANSWER, HEADER, Signer, Verifier
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
-from pokdeng_service.wallet.v1 import wallet_pb2_grpc as pb_grpc
+from pokdeng_service.wallet.v2 import wallet_pb2 as pb2
 
 SERVICE = "pokdeng.wallet.v1.PlatformWalletService"
 M = TypeVar("M", bound=Message)
@@ -96,8 +97,9 @@ class Security:
 PLAIN = Security()
 
 
-def _path(method: str) -> str:
-    return f"/{SERVICE}/{method}"
+def _path(method: str, request: Message) -> str:
+    """``/pokdeng.wallet.v<N>.PlatformWalletService/<Method>``: the service of the request's protocol version."""
+    return f"/{request.DESCRIPTOR.file.package}.PlatformWalletService/{method}"
 
 
 class GrpcTransport:
@@ -118,18 +120,27 @@ class GrpcTransport:
             self.channel = grpc.secure_channel(target, credentials, options=options)
         else:
             self.channel = grpc.insecure_channel(target, options=options)
-        self.stub = pb_grpc.PlatformWalletServiceStub(self.channel)
+        self._callables: dict[str, Any] = {}
+
+    def _callable(self, path: str, request: Message, response_type: type[Message]) -> Any:
+        found = self._callables.get(path)
+        if found is None:
+            found = self._callables[path] = self.channel.unary_unary(
+                path, request_serializer=type(request).SerializeToString, response_deserializer=response_type.FromString
+            )
+        return found
 
     def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
-        security = self.security
+        security, path = self.security, _path(method, request)
+        stub = self._callable(path, request, response_type)
         if security.signer is None and security.answers is None:
-            response: M = getattr(self.stub, method)(request, timeout=timeout)
+            response: M = stub(request, timeout=timeout)
             return response
         body = request.SerializeToString(deterministic=True)
-        metadata = [(HEADER, security.signer.sign("POST", _path(method), body))] if security.signer else []
-        response, call = getattr(self.stub, method).with_call(request, timeout=timeout, metadata=metadata)
+        metadata = [(HEADER, security.signer.sign("POST", path, body))] if security.signer else []
+        response, call = stub.with_call(request, timeout=timeout, metadata=metadata)
         answer = dict(call.initial_metadata() or ()).get(HEADER)
-        security.check_answer(answer, _path(method), response.SerializeToString(deterministic=True), body)
+        security.check_answer(answer, path, response.SerializeToString(deterministic=True), body)
         return response
 
     def close(self) -> None:
@@ -154,11 +165,12 @@ class HttpTransport:
 
     def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
         body = json_format.MessageToJson(request, indent=None).encode()
-        path = f"{self.prefix}{_path(method)}"
+        path = f"{self.prefix}{_path(method, request)}"
         headers = {"Content-Type": "application/json"}
         if self.security.signer is not None:
             headers[HEADER] = self.security.signer.sign("POST", path, body)
-        http_request = urllib.request.Request(f"{self.base}{_path(method)}", data=body, headers=headers, method="POST")
+        url = f"{self.base}{_path(method, request)}"
+        http_request = urllib.request.Request(url, data=body, headers=headers, method="POST")
         with urllib.request.urlopen(http_request, timeout=timeout, context=self.context) as reply:
             if reply.status != 200:
                 raise OSError(f"HTTP {reply.status}")
@@ -215,8 +227,14 @@ def transport_for(url: str, security: Security = PLAIN) -> Transport:
 class PlatformWallet:
     """The platform's wallet: every call retried with its transaction id until a definite answer."""
 
-    def __init__(self, transport: Transport, timeout: float = 2.0, attempts: int = 3, backoff: float = 0.05) -> None:
+    def __init__(
+        self, transport: Transport, timeout: float = 2.0, attempts: int = 3, backoff: float = 0.05,
+        protocol: int = 1, game_code: str = "pokdeng", provider_id: str = "pokdeng",
+    ) -> None:  # fmt: skip
         self.transport = transport
+        self.protocol = protocol  # 1: pokdeng.wallet.v1; 2: pokdeng.wallet.v2 (docs/wallet.md)
+        self.game_code = game_code
+        self.provider_id = provider_id
         self.timeout = timeout
         self.attempts = attempts
         self.backoff = backoff
@@ -225,8 +243,12 @@ class PlatformWallet:
         self._lock = threading.Lock()
 
     @classmethod
-    def connect(cls, url: str, timeout: float = 2.0, attempts: int = 3, security: Security = PLAIN) -> PlatformWallet:
-        return cls(transport_for(url, security), timeout, attempts)
+    def connect(
+        cls, url: str, timeout: float = 2.0, attempts: int = 3, security: Security = PLAIN, protocol: int = 1,
+        game_code: str = "pokdeng", provider_id: str = "pokdeng",
+    ) -> PlatformWallet:  # fmt: skip
+        transport = transport_for(url, security)
+        return cls(transport, timeout, attempts, protocol=protocol, game_code=game_code, provider_id=provider_id)
 
     def close(self) -> None:
         self.transport.close()
@@ -236,6 +258,12 @@ class PlatformWallet:
     def debit(
         self, tx_id: str, player: str, round_id: str, table_id: str, amount: int, currency: str, purpose: str
     ) -> Answer:
+        if self.protocol == 2:
+            request2 = pb2.DebitRequest(
+                tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount, currency=currency,
+                purpose=purpose, game_code=self.game_code, provider_id=self.provider_id,
+            )  # fmt: skip
+            return _answer_v2("Debit", self._definite_v2("Debit", request2, currency))
         request = pb.DebitRequest(
             tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount,
             currency=currency, purpose=purpose,
@@ -244,8 +272,15 @@ class PlatformWallet:
         return Answer(STATUS_NAMES[reply.status], reply.balance, reply.platform_ref, reply.reason)
 
     def credit(
-        self, tx_id: str, player: str, round_id: str, table_id: str, amount: int, currency: str, debits: list[str]
-    ) -> Answer:
+        self, tx_id: str, player: str, round_id: str, table_id: str, amount: int, currency: str, debits: list[str],
+        round_closed: bool = False,
+    ) -> Answer:  # fmt: skip
+        if self.protocol == 2:
+            request2 = pb2.CreditRequest(
+                tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount, currency=currency,
+                debit_tx_ids=debits, game_code=self.game_code, provider_id=self.provider_id, round_closed=round_closed,
+            )  # fmt: skip
+            return _answer_v2("Credit", self._definite_v2("Credit", request2, currency))
         request = pb.CreditRequest(
             tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount,
             currency=currency, debit_tx_ids=debits,
@@ -253,13 +288,31 @@ class PlatformWallet:
         reply = self._definite("Credit", request, pb.CreditResponse, tx_id)
         return Answer(STATUS_NAMES[reply.status], reply.balance, reply.platform_ref, reply.reason)
 
-    def rollback(self, tx_id: str, player: str, round_id: str, reason: str) -> Answer:
+    def rollback(
+        self, tx_id: str, player: str, round_id: str, reason: str, amount: int = 0, currency: str = "",
+        table_id: str = "", round_closed: bool = False,
+    ) -> Answer:  # fmt: skip
+        """Undo the debit ``tx_id`` (version 2: as its own transaction ``<tx_id>:rollback``, with the debit's amount
+        and currency)."""
+        if self.protocol == 2:
+            request2 = pb2.RollbackRequest(
+                tx_id=rollback_tx_id(tx_id), original_tx_id=tx_id, player=player, round_id=round_id,
+                table_id=table_id, amount=amount, currency=currency, reason=reason, game_code=self.game_code,
+                provider_id=self.provider_id, round_closed=round_closed,
+            )  # fmt: skip
+            return _answer_v2("Rollback", self._definite_v2("Rollback", request2, currency))
         request = pb.RollbackRequest(tx_id=tx_id, player=player, round_id=round_id, reason=reason)
         reply = self._definite("Rollback", request, pb.RollbackResponse, tx_id)
         return Answer(STATUS_NAMES[reply.status], reply.balance, "", reply.reason, reply.debited)
 
     def balance(self, player: str, currency: str) -> int | None:
         """The player's balance, None if the platform has no such player (``Unanswered``: no answer)."""
+        if self.protocol == 2:
+            request2 = pb2.BalanceRequest(
+                player=player, currency=currency, game_code=self.game_code, provider_id=self.provider_id
+            )
+            reply2 = self._definite_v2("Balance", request2, currency, key="player", ident=player)
+            return int(reply2.balance) if reply2.status == pb2.STATUS_APPLIED else None
         request = pb.BalanceRequest(player=player, currency=currency)
         reply = self._definite("Balance", request, pb.BalanceResponse, player, key="player")
         return int(reply.balance) if reply.status == pb.TRANSACTION_STATUS_APPLIED else None
@@ -268,12 +321,20 @@ class PlatformWallet:
         """The platform's record of a period, page by page (``Unanswered`` if a page has no answer)."""
         token = ""
         while True:
-            request = pb.ListTransactionsRequest(
-                since_unix_ms=since_ms, until_unix_ms=until_ms, page_token=token, page_size=page_size
-            )
-            reply = self._call_retried("ListTransactions", request, pb.ListTransactionsResponse)
-            yield from reply.transactions
-            token = reply.next_page_token
+            if self.protocol == 2:
+                request2 = pb2.ListTransactionsRequest(
+                    since_unix_ms=since_ms, until_unix_ms=until_ms, page_token=token, page_size=page_size
+                )
+                reply2 = self._call_retried("ListTransactions", request2, pb2.ListTransactionsResponse, _own_request)
+                yield from (_row_v1(row) for row in reply2.transactions)
+                token = reply2.next_page_token
+            else:
+                request = pb.ListTransactionsRequest(
+                    since_unix_ms=since_ms, until_unix_ms=until_ms, page_token=token, page_size=page_size
+                )
+                reply = self._call_retried("ListTransactions", request, pb.ListTransactionsResponse)
+                yield from reply.transactions
+                token = reply.next_page_token
             if not token:
                 return
 
@@ -285,24 +346,103 @@ class PlatformWallet:
 
         return self._call_retried(method, request, kind, definite)
 
+    def _definite_v2(self, method: str, request: Message, currency: str, key: str = "tx_id", ident: str = "") -> Any:
+        """A version 2 answer: to this attempt's request id and this transaction (or player), with a status, in the
+        request's currency."""
+        want = ident or str(getattr(request, key))
+        response = pb2.BalanceResponse if method == "Balance" else pb2.TransactionResponse
+
+        def definite(reply: Any, sent: Message) -> bool:
+            return bool(
+                reply.request_id == getattr(sent, "request_id", None) and getattr(reply, key) == want
+                and reply.status != pb2.STATUS_UNSPECIFIED
+                and (reply.currency == currency or reply.status == pb2.STATUS_UNKNOWN_PLAYER)
+            )  # fmt: skip
+
+        return self._call_retried(method, request, response, definite)
+
     def _call_retried(self, method: str, request: Message, kind: type[M], definite: Any = None) -> M:
         last = "no call made"
+        versioned = "request_id" in request.DESCRIPTOR.fields_by_name  # (version 2: a request id per attempt)
         for attempt in range(self.attempts):
             if attempt:
                 time.sleep(min(self.backoff * 2 ** (attempt - 1), 1.0))
             with self._lock:
                 self.calls += 1
+            sent = request
+            if versioned:
+                sent = type(request)()
+                sent.CopyFrom(request)
+                sent.request_id = uuid.uuid4().hex  # type: ignore[attr-defined]
             try:
-                reply = self.transport.call(method, request, kind, self.timeout)
+                reply = self.transport.call(method, sent, kind, self.timeout)
             except (grpc.RpcError, OSError, ValueError, json_format.ParseError) as error:
                 last = _describe(error)
             else:
-                if definite is None or definite(reply):
+                if definite is None or (definite(reply, sent) if versioned else definite(reply)):
                     return reply
                 last = "an answer that is not this call's"
             with self._lock:
                 self.unanswered += 1
         raise Unanswered(f"{method}: no definite answer after {self.attempts} calls ({last})")
+
+
+def rollback_tx_id(debit_tx_id: str) -> str:
+    """Version 2: a rollback's own tx id, ``<debit tx id>:rollback``."""
+    return f"{debit_tx_id}:rollback"
+
+
+def _own_request(reply: Any, sent: Any) -> bool:
+    return bool(reply.request_id == sent.request_id)
+
+
+_V2_NAMES = {
+    pb2.STATUS_APPLIED: "applied",
+    pb2.STATUS_INSUFFICIENT_FUNDS: "insufficient_funds",
+    pb2.STATUS_UNKNOWN_PLAYER: "unknown_player",
+    pb2.STATUS_ROLLED_BACK: "rolled_back",
+}
+
+
+def _answer_v2(method: str, reply: Any) -> Answer:
+    """A version 2 answer as the adapter knows answers: DUPLICATE as what the first call was answered (nothing applied
+    now, the money moved once), a rollback's APPLIED or BET_NOT_FOUND as done (debited or not: a tombstone), a
+    credit's BET_NOT_FOUND, WRONG_CURRENCY, ROUND_CLOSED as refusals (the player is owed it: docs/wallet.md)."""
+    status = reply.original if reply.status == pb2.STATUS_DUPLICATE else reply.status
+    name = pb2.Status.Name(reply.status).removeprefix("STATUS_").lower()
+    if method == "Rollback" and status in (pb2.STATUS_APPLIED, pb2.STATUS_ROLLED_BACK, pb2.STATUS_BET_NOT_FOUND):
+        debited = bool(reply.debited) and status != pb2.STATUS_BET_NOT_FOUND
+        return Answer("rolled_back", reply.balance, reply.platform_ref, reply.reason or name, debited)
+    if status in _V2_NAMES and not (method == "Rollback" and status == pb2.STATUS_INSUFFICIENT_FUNDS):
+        return Answer(_V2_NAMES[status], reply.balance, reply.platform_ref, reply.reason)
+    return Answer("refused", reply.balance, reply.platform_ref, f"{name}: {reply.reason}" if reply.reason else name)
+
+
+_V1_KIND: dict[int, Any] = {
+    pb2.TRANSACTION_KIND_DEBIT: pb.TRANSACTION_KIND_DEBIT,
+    pb2.TRANSACTION_KIND_CREDIT: pb.TRANSACTION_KIND_CREDIT,
+    pb2.TRANSACTION_KIND_ROLLBACK: pb.TRANSACTION_KIND_ROLLBACK,
+}
+_V1_STATUS: dict[int, Any] = {
+    pb2.STATUS_APPLIED: pb.TRANSACTION_STATUS_APPLIED,
+    pb2.STATUS_ROLLED_BACK: pb.TRANSACTION_STATUS_ROLLED_BACK,
+    pb2.STATUS_BET_NOT_FOUND: pb.TRANSACTION_STATUS_ROLLED_BACK,
+    pb2.STATUS_INSUFFICIENT_FUNDS: pb.TRANSACTION_STATUS_INSUFFICIENT_FUNDS,
+    pb2.STATUS_UNKNOWN_PLAYER: pb.TRANSACTION_STATUS_UNKNOWN_PLAYER,
+}
+
+
+def _row_v1(row: Any) -> pb.Transaction:
+    """A version 2 row as the reconciliation reads rows: a rollback under the tx id of the debit it undoes."""
+    rollback = row.kind == pb2.TRANSACTION_KIND_ROLLBACK
+    return pb.Transaction(
+        tx_id=row.original_tx_id if rollback and row.original_tx_id else row.tx_id,
+        kind=_V1_KIND.get(row.kind, pb.TRANSACTION_KIND_UNSPECIFIED),
+        player=row.player, round_id=row.round_id, amount=row.amount, currency=row.currency,
+        status=_V1_STATUS.get(row.status, pb.TRANSACTION_STATUS_REFUSED),
+        debit_tx_ids=[row.original_tx_id] if rollback else list(row.debit_tx_ids),
+        recorded_unix_ms=row.recorded_unix_ms,
+    )  # fmt: skip
 
 
 def _describe(error: BaseException) -> str:

@@ -44,6 +44,7 @@ from pokdeng_service.wallet.outbox import (
     ROLLING_BACK,
     Tx,
     WalletTransactions,
+    closing_tx,
     credit_tx_id,
     load_transactions,
 )
@@ -235,9 +236,14 @@ class RemotePort:
         try:
             work = self._abandoned(app, txs, mine, grace)
             left += len(mine) - len(work)
-            answers = []
+            answers: list[tuple[Tx, Answer]] = []
+            closing = closing_tx(txs.txs) if self.platform.protocol == 2 else None
+            work.sort(key=lambda t: t.tx_id == closing)  # (the round's last transaction last)
             for tx in work:
-                answer = self._call(txs, tx)
+                if tx.tx_id == closing and self._before_closing(txs, tx, work, answers):
+                    left += 1  # (sent once every other transaction of the round has its answer: next time)
+                    continue
+                answer = self._call(txs, tx, closing=tx.tx_id == closing)
                 refused = answer is not None and tx.kind == "debit" and answer.status != "rolled_back"
                 if answer is None or refused:
                     left += 1  # (a refused rollback stays pending: it is sent again)
@@ -275,14 +281,25 @@ class RemotePort:
                 work += [saved.txs[tx_id] for tx_id in old if saved.txs[tx_id].status == ROLLING_BACK]
         return work
 
-    def _call(self, txs: WalletTransactions, tx: Tx) -> Answer | None:
-        """The platform's definite answer to one rollback or credit, or None (to be tried again later)."""
+    @staticmethod
+    def _before_closing(txs: WalletTransactions, closing: Tx, work: list[Tx], answers: list[tuple[Tx, Answer]]) -> bool:
+        """Whether another transaction of the round is still without its answer (a refused rollback aside: it
+        waits on the platform's operators, not on a call), so that the round's closing one must wait."""
+        answered = {tx.tx_id for tx, answer in answers if tx.kind == "credit" or answer.status == "rolled_back"}
+        waiting = [t for t in txs.pending() if t.tx_id != closing.tx_id and not t.refusal and t.tx_id not in answered]
+        return bool(waiting)
+
+    def _call(self, txs: WalletTransactions, tx: Tx, closing: bool = False) -> Answer | None:
+        """The platform's definite answer to one rollback or credit, or None (to be tried again later); ``closing``:
+        the round's last transaction (protocol v2's ``round_closed``)."""
         try:
             if tx.kind == "debit":
-                answer = self.platform.rollback(tx.tx_id, tx.player, txs.round_id, tx.reason)
+                answer = self.platform.rollback(
+                    tx.tx_id, tx.player, txs.round_id, tx.reason, tx.amount, txs.currency, txs.table_id, closing
+                )
             else:
                 answer = self.platform.credit(
-                    tx.tx_id, tx.player, txs.round_id, txs.table_id, tx.amount, txs.currency, list(tx.debits)
+                    tx.tx_id, tx.player, txs.round_id, txs.table_id, tx.amount, txs.currency, list(tx.debits), closing
                 )
         except Unanswered:
             return None
@@ -361,7 +378,10 @@ def attach(apps: list[Any], config: WalletConfig, *, recovery: bool = True) -> l
     recovery workers (one per application, not yet started)."""
     from pokdeng_service.wallet.recovery import WalletRecovery
 
-    platform = PlatformWallet.connect(config.url, config.timeout, config.attempts, config.security())
+    platform = PlatformWallet.connect(
+        config.url, config.timeout, config.attempts, config.security(), config.protocol, config.game_code,
+        config.provider_id,
+    )  # fmt: skip
     workers = []
     for app in apps:
         port = RemotePort(platform, config)

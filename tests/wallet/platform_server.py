@@ -40,6 +40,8 @@ from google.protobuf.message import Message
 from pokdeng_service.wallet.signing import ANSWER, HEADER, PrivateKey, Verifier, header
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
 from pokdeng_service.wallet.v1 import wallet_pb2_grpc as pb_grpc
+from pokdeng_service.wallet.v2 import wallet_pb2 as pb2
+from pokdeng_service.wallet.v2 import wallet_pb2_grpc as pb2_grpc
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS players (player TEXT PRIMARY KEY, currency TEXT NOT NULL, balance INTEGER NOT NULL);
@@ -290,6 +292,160 @@ class Servicer(pb_grpc.PlatformWalletServiceServicer):
         return self.ledger.list_transactions(request)
 
 
+class V2:
+    """Protocol version 2 on the same ledger (docs/wallet.md, "Protocol version 2"): a request id per call, rollbacks
+    as their own transactions (``<debit>:rollback``, the debit as ``original_tx_id``), DUPLICATE and BET_NOT_FOUND,
+    the currency in every answer. It keeps every request (``requests``), the rounds closed by a ``round_closed``
+    transaction, and the transactions that came for a round after it was closed (``late``: must stay empty)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+        self.requests: list[tuple[str, Any]] = []
+        self.closed: dict[str, str] = {}  # round id -> the tx id that closed it
+        self.late: list[str] = []
+        self.lock = threading.Lock()
+
+    def _known(self, tx_id: str, kind: int) -> Any:
+        with self.ledger.lock:
+            return self.ledger.db.execute(
+                "SELECT status, amount FROM txs WHERE tx_id = ? AND kind = ?", (tx_id, kind)
+            ).fetchone()
+
+    def _seen(self, method: str, request: Any, tx_id: str, known: Any) -> str:
+        """ "" or why the request is refused outright (no request id, no game or provider)."""
+        with self.lock:
+            self.requests.append((method, request))
+            if known is None and request.round_id in self.closed:
+                self.late.append(tx_id)
+            if request.round_closed:
+                self.closed.setdefault(request.round_id, tx_id)
+        if not request.request_id or not request.game_code or not request.provider_id:
+            return "a version 2 call names its request id, game code and provider id"
+        return ""
+
+    def _currency(self, player: str, asked: str) -> str:
+        found = self.ledger._player(player, "")
+        return found[1] if found else asked
+
+    def _answer(
+        self, request: Any, tx_id: str, status: Any, known: Any, v1: Any, **more: Any
+    ) -> pb2.TransactionResponse:
+        reply = pb2.TransactionResponse(
+            request_id=request.request_id, tx_id=tx_id, balance=v1.balance, reason=v1.reason,
+            currency=self._currency(request.player, request.currency), platform_ref=getattr(v1, "platform_ref", ""),
+            **more,
+        )  # fmt: skip
+        if known is not None:
+            reply.status, reply.original = pb2.STATUS_DUPLICATE, status
+        else:
+            reply.status = status
+        return reply
+
+    def debit(self, request: pb2.DebitRequest) -> pb2.TransactionResponse:
+        known = self._known(request.tx_id, DEBIT) or self._known(request.tx_id, ROLLBACK)
+        problem = self._seen("Debit", request, request.tx_id, known)
+        if problem:
+            return pb2.TransactionResponse(request_id=request.request_id, tx_id=request.tx_id,
+                                           status=pb2.STATUS_REFUSED, reason=problem)  # fmt: skip
+        v1 = self.ledger.debit(pb.DebitRequest(
+            tx_id=request.tx_id, player=request.player, round_id=request.round_id, amount=request.amount,
+            currency=request.currency, table_id=request.table_id, purpose=request.purpose,
+        ))  # fmt: skip
+        return self._answer(request, request.tx_id, _V2_STATUS.get(v1.status, pb2.STATUS_REFUSED), known, v1)
+
+    def credit(self, request: pb2.CreditRequest) -> pb2.TransactionResponse:
+        known = self._known(request.tx_id, CREDIT)
+        problem = self._seen("Credit", request, request.tx_id, known)
+        if problem:
+            return pb2.TransactionResponse(request_id=request.request_id, tx_id=request.tx_id,
+                                           status=pb2.STATUS_REFUSED, reason=problem)  # fmt: skip
+        v1 = self.ledger.credit(pb.CreditRequest(
+            tx_id=request.tx_id, player=request.player, round_id=request.round_id, amount=request.amount,
+            currency=request.currency, debit_tx_ids=request.debit_tx_ids, table_id=request.table_id,
+        ))  # fmt: skip
+        status = _V2_STATUS.get(v1.status, pb2.STATUS_REFUSED)
+        if v1.status == REFUSED and "not an open applied debit" in v1.reason:
+            status = pb2.STATUS_BET_NOT_FOUND
+        return self._answer(request, request.tx_id, status, known, v1)
+
+    def rollback(self, request: pb2.RollbackRequest) -> pb2.TransactionResponse:
+        known = self._known(request.original_tx_id, ROLLBACK)
+        problem = self._seen("Rollback", request, request.tx_id, known)
+        if request.tx_id != f"{request.original_tx_id}:rollback" or not request.currency:
+            problem = problem or "a rollback is <original tx id>:rollback, with the debit's amount and currency"
+        debit = self._known(request.original_tx_id, DEBIT)
+        if debit is not None and debit[0] == APPLIED and int(debit[1]) != request.amount:
+            problem = problem or f"the debit took {debit[1]}, not {request.amount}"
+        if problem:
+            return pb2.TransactionResponse(request_id=request.request_id, tx_id=request.tx_id,
+                                           status=pb2.STATUS_REFUSED, reason=problem)  # fmt: skip
+        v1 = self.ledger.rollback(pb.RollbackRequest(
+            tx_id=request.original_tx_id, player=request.player, round_id=request.round_id, reason=request.reason
+        ))  # fmt: skip
+        if v1.status != ROLLED_BACK:
+            status = pb2.STATUS_REFUSED
+        else:
+            status = pb2.STATUS_APPLIED if v1.debited else pb2.STATUS_BET_NOT_FOUND
+        return self._answer(request, request.tx_id, status, known, v1, debited=v1.debited)
+
+    def balance(self, request: pb2.BalanceRequest) -> pb2.BalanceResponse:
+        v1 = self.ledger.balance(pb.BalanceRequest(player=request.player, currency=request.currency))
+        return pb2.BalanceResponse(
+            request_id=request.request_id, player=request.player, status=_V2_STATUS.get(v1.status, pb2.STATUS_REFUSED),
+            balance=v1.balance, currency=self._currency(request.player, request.currency),
+        )  # fmt: skip
+
+    def list_transactions(self, request: pb2.ListTransactionsRequest) -> pb2.ListTransactionsResponse:
+        v1 = self.ledger.list_transactions(pb.ListTransactionsRequest(
+            since_unix_ms=request.since_unix_ms, until_unix_ms=request.until_unix_ms, page_token=request.page_token,
+            page_size=request.page_size,
+        ))  # fmt: skip
+        page = pb2.ListTransactionsResponse(request_id=request.request_id, next_page_token=v1.next_page_token)
+        closing = set(self.closed.values())
+        for row in v1.transactions:
+            rollback = row.kind == ROLLBACK
+            status = _V2_STATUS.get(row.status, pb2.STATUS_REFUSED)
+            if rollback:
+                status = pb2.STATUS_APPLIED if row.amount else pb2.STATUS_BET_NOT_FOUND
+            tx_id = f"{row.tx_id}:rollback" if rollback else row.tx_id
+            page.transactions.add(
+                tx_id=tx_id, kind=row.kind, player=row.player, round_id=row.round_id, amount=row.amount,
+                currency=row.currency, status=status, debit_tx_ids=[] if rollback else row.debit_tx_ids,
+                original_tx_id=row.tx_id if rollback else "", round_closed=tx_id in closing,
+                recorded_unix_ms=row.recorded_unix_ms,
+            )  # fmt: skip
+        return page
+
+
+_V2_STATUS = {
+    APPLIED: pb2.STATUS_APPLIED,
+    pb.TRANSACTION_STATUS_INSUFFICIENT_FUNDS: pb2.STATUS_INSUFFICIENT_FUNDS,
+    pb.TRANSACTION_STATUS_UNKNOWN_PLAYER: pb2.STATUS_UNKNOWN_PLAYER,
+    ROLLED_BACK: pb2.STATUS_ROLLED_BACK,
+    REFUSED: pb2.STATUS_REFUSED,
+}
+
+
+class ServicerV2(pb2_grpc.PlatformWalletServiceServicer):
+    def __init__(self, v2: V2) -> None:
+        self.v2 = v2
+
+    def Debit(self, request: pb2.DebitRequest, context: Any) -> pb2.TransactionResponse:
+        return self.v2.debit(request)
+
+    def Credit(self, request: pb2.CreditRequest, context: Any) -> pb2.TransactionResponse:
+        return self.v2.credit(request)
+
+    def Rollback(self, request: pb2.RollbackRequest, context: Any) -> pb2.TransactionResponse:
+        return self.v2.rollback(request)
+
+    def Balance(self, request: pb2.BalanceRequest, context: Any) -> pb2.BalanceResponse:
+        return self.v2.balance(request)
+
+    def ListTransactions(self, request: pb2.ListTransactionsRequest, context: Any) -> pb2.ListTransactionsResponse:
+        return self.v2.list_transactions(request)
+
+
 @dataclass
 class ServerTls:
     cert: Path
@@ -350,6 +506,14 @@ class GuardInterceptor(grpc.ServerInterceptor):
         )
 
 
+def v2_of(ledger: Ledger) -> V2:
+    """The ledger's one version 2 face (its requests and closed rounds kept across servers)."""
+    found = getattr(ledger, "v2", None)
+    if found is None:
+        found = ledger.v2 = V2(ledger)  # type: ignore[attr-defined]
+    return found
+
+
 def serve_grpc(
     ledger: Ledger, interceptors: Sequence[Any] = (), workers: int = 16, tls: ServerTls | None = None,
     guard: Guard | None = None,
@@ -359,6 +523,7 @@ def serve_grpc(
     chain = [GuardInterceptor(guard), *interceptors] if guard is not None else list(interceptors)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers), interceptors=chain)
     pb_grpc.add_PlatformWalletServiceServicer_to_server(Servicer(ledger), server)
+    pb2_grpc.add_PlatformWalletServiceServicer_to_server(ServicerV2(v2_of(ledger)), server)
     if tls is None:
         port = server.add_insecure_port("127.0.0.1:0")
     else:
@@ -381,6 +546,15 @@ _HTTP_METHODS = {
 }
 
 
+_HTTP_V2: dict[str, tuple[type[Any], str]] = {
+    "Debit": (pb2.DebitRequest, "debit"),
+    "Credit": (pb2.CreditRequest, "credit"),
+    "Rollback": (pb2.RollbackRequest, "rollback"),
+    "Balance": (pb2.BalanceRequest, "balance"),
+    "ListTransactions": (pb2.ListTransactionsRequest, "list_transactions"),
+}
+
+
 def serve_http(
     ledger: Ledger, tls: ServerTls | None = None, guard: Guard | None = None
 ) -> tuple[ThreadingHTTPServer, int]:
@@ -390,6 +564,9 @@ def serve_http(
         def do_POST(self) -> None:
             method = self.path.rsplit("/", 1)[-1]
             found = _HTTP_METHODS.get(method) if self.path.startswith("/pokdeng.wallet.v1.") else None
+            if self.path.startswith("/pokdeng.wallet.v2."):
+                v2 = _HTTP_V2.get(method)
+                found = (v2[0], lambda _ledger, r, name=v2[1]: getattr(v2_of(ledger), name)(r)) if v2 else None
             if found is None:
                 self.send_error(404)
                 return

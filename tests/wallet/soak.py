@@ -74,6 +74,7 @@ class SoakConfig:
     void_every: int = 12  # about one round in this many is voided after its bets
     max_seconds: float = 900.0  # a hang guard: what is checked is the rounds, however long a loaded machine takes
     secure: bool = False  # gRPC over mutual TLS, every request signed and checked, the answers signed and verified
+    protocol: int = 1  # pokdeng.wallet.v1 or v2
 
 
 @dataclass
@@ -280,6 +281,8 @@ class Soak:
         self.server = WalletServer(store, tokens_file, self.folder / "pokdeng.log")
         url = f"{'grpcs://' if tls else ''}127.0.0.1:{port}"
         self.server.wallet_url, self.server.wallet_timeout = url, self.config.wallet_timeout
+        if self.config.protocol != 1:
+            self.wallet_options["protocol"] = str(self.config.protocol)
         self.server.wallet_options = tuple(
             f"--wallet-{k.replace('_', '-')}={v}" for k, v in self.wallet_options.items()
         )
@@ -343,10 +346,11 @@ class Soak:
         try:
             for table in self.tables:
                 profile = pb.PROFILE_CLASSIC if table.profile == "classic" else pb.PROFILE_KINGMAKER
+                dealer: dict[str, Any] = {"dealer": table.dealer} if table.dealer else {}
                 client.call(
                     TABLES, "OpenTable", request_id=f"open:{table.table_id}", table_id=table.table_id,
                     profile=profile, min_stake=100, max_stake=500, seats=5, turn_timeout=Duration(seconds=3600),
-                    **({"dealer": table.dealer} if table.dealer else {}),
+                    **dealer,
                 )  # fmt: skip
                 for seat, player in enumerate(table.players, 1):
                     client.call(
@@ -471,8 +475,10 @@ class Soak:
         from pokdeng_service.wallet.reconcile import reconcile, recorded_transactions
 
         service = self.open_store()
-        security = WalletConfig("remote", platform_url, **self.wallet_options).security()  # type: ignore[arg-type]
-        wallet = PlatformWallet.connect(platform_url, timeout=5.0, security=security)
+        options: dict[str, Any] = {k: v for k, v in self.wallet_options.items() if k != "protocol"}
+        security = WalletConfig("remote", platform_url, **options).security()
+        protocol = self.config.protocol
+        wallet = PlatformWallet.connect(platform_url, timeout=5.0, security=security, protocol=protocol)
         report = self.report
         try:
             result = reconcile(service.apps, wallet, since, datetime.now(tz=UTC) + timedelta(seconds=1))
@@ -498,6 +504,11 @@ class Soak:
                 report.problems.append(f"a void's debit not rolled back: {entry.tx.tx_id}")
         if self.guard is not None and (self.guard.refused or not self.guard.key_ids):
             report.problems.append(f"the platform refused signatures: {dict(self.guard.refused)}")
+        late = getattr(self.ledger, "v2", None)
+        if late is not None and late.late:
+            report.problems.append(f"transactions after their round's round_closed: {late.late[:5]}")
+        if self.config.protocol == 2 and (late is None or not any(r.round_closed for _m, r in late.requests)):
+            report.problems.append("protocol 2: no round_closed transaction reached the platform")
         if self.faults.mismatched:
             report.problems.append(f"{self.faults.mismatched} duplicated requests answered differently")
         command = ["verify", "--all", "--quiet", *self.server.store.serve_args()]
