@@ -107,13 +107,18 @@ HEAD_TYPES = {"format": "text", "format_version": "int", "log_id": "text", "key_
 LOG_TYPES = {"index": "int", "leaf": "hex64", "path": ["hex64"], "head": HEAD_TYPES}
 INCLUSION_TYPES = {"table_id": "text", "root": "hex64", "size": "int", "index": "int", "leaf": "hex64",
                    "path": ["hex64"]}  # fmt: skip
+TX_TYPES = {"tx_id": "text", "kind": "text", "player": "text", "amount": "int", "currency": "currency",
+            "purpose": "text", "seat": "int?", "bettor": "text?", "status": "text", "accepted": "bool",
+            "debits": ["text"], "resolved": "text"}  # fmt: skip
 VERSIONS: dict[int, dict[str, Any]] = {  # format_version: (the members, those that may be absent, inclusion's)
     2: {"members": {
             "format": "text", "format_version": "int", "made_for": "recipient", "round_id": "text",
             "table_id": "text", "round_no": "int", "profile": None, "engine_version": "version", "shuffle": None,
-            "decisions": None, "payouts": None, "settlement": None, "balances": [BALANCE_TYPES], "times": None,
-            "events": [EVENT_TYPES], "chain": None, "inclusion": None, "log": None, "bundle_digest": "hex64"},
-        "optional": set(), "inclusion": INCLUSION_TYPES},
+            "decisions": None, "payouts": None, "settlement": None, "balances": [BALANCE_TYPES],
+            "platform_transactions": [TX_TYPES], "times": None, "events": [EVENT_TYPES], "chain": None,
+            "inclusion": None, "log": None, "bundle_digest": "hex64"},
+        # platform_transactions: present exactly when the round's money is a platform's (docs/wallet.md)
+        "optional": {"platform_transactions"}, "inclusion": INCLUSION_TYPES},
     1: {"members": {
             "format": "text", "format_version": "int", "round_id": "text", "table_id": "text", "round_no": "int",
             "profile": None, "engine_version": "version", "shuffle": None, "decisions": None, "payouts": None,
@@ -806,6 +811,15 @@ class BundleCheck:
             ("balances", self.balances),
         ):
             _check(verdict, name, step)
+        if "platform_transactions" in bundle:
+            _check(verdict, "platform transactions", self.platform_transactions)
+            resolved = [t for t in bundle["platform_transactions"] if isinstance(t, dict) and t.get("resolved")]
+            verdict.warnings += [f"platform transaction {t['tx_id']}: resolved by an operator, not checked"
+                                 for t in resolved]  # fmt: skip
+        elif any(isinstance(b, dict) and b.get("before") is None for b in bundle.get("balances") or []):
+            verdict.warnings.append(
+                "its balances are a platform's and it carries no platform_transactions: its money is not checked"
+            )
         if bundle.get("inclusion") is not None:
             _check(verdict, "inclusion", self.inclusion)
         try:
@@ -840,6 +854,9 @@ class BundleCheck:
             kind = event["kind"]
             problem = members_problem(event["data"], EVENT_DATA_TYPES[kind], f"{where} data", ADDED_DATA.get(kind))
             _require(problem is None, str(problem))
+        if "platform_transactions" in b:
+            nulls = all(entry["before"] is None for entry in b["balances"])
+            _require(nulls, "platform_transactions in a bundle whose balances are the store's (not null)")
         inclusion, log = b.get("inclusion"), b.get("log")
         if inclusion is not None:
             problem = members_problem(inclusion, form["inclusion"], "inclusion")
@@ -1503,6 +1520,100 @@ class BundleCheck:
             expected = [wallet for wallet, _net in wallets]
         _require(listed == expected, f"made for {made_for}: balances of {listed}, the settlement gives {expected}")
         return f"made for {made_for}: {len(seen)} wallet(s), each after = before + the round's net"
+
+    def platform_transactions(self) -> str:
+        """§ Round bundle, `platform_transactions` (a round on a platform's wallets, docs/wallet.md), in order: each
+        transaction's fields, its id the deterministic one (`<round>:<purpose>:<seat>:<bettor>:<n>`, n its stake's
+        earlier debits in the list; `<round>:credit:<player>`), the round's currency, of the bundle's audience;
+        each wallet's accepted debits sum to what the round reserves for it; a settled round credits each wallet
+        reserved + net, settling exactly its accepted debits, and nobody else, and rolls back no placed stake; a
+        voided round credits nobody and rolls back every accepted debit; nothing is left open."""
+        round_id, txs = self.bundle["round_id"], self.bundle["platform_transactions"]
+        opened = self.opening
+        currency, banker = opened.get("currency", "THB"), opened["banker_player"]
+        closed = self.first("round_closed")
+        outcome = closed["data"]["outcome"] if closed else ""
+        _require(outcome in ("settled", "voided"), f"the round is not closed settled or voided ({outcome})")
+        reserved: dict[str, int] = {}
+        nets: dict[str, int] = {}
+        settled, voided = self.first("round_settled"), self.first("round_voided")
+        if settled:
+            reserved = {p: held for p, held, _net in settled["data"]["wallets"]}
+            nets = {p: net for p, _held, net in settled["data"]["wallets"]}
+        elif voided:
+            reserved = {p: held for p, held in voided["data"]["wallets"]}
+        made_for = self.bundle["made_for"]
+        player = made_for[len("player:") :] if made_for.startswith("player:") else None
+        ids: set[str] = set()
+        attempts: dict[tuple[str, int, str], int] = {}
+        accepted: dict[str, list[str]] = {}
+        for i, tx in enumerate(txs):
+            tx_id, kind, who, status = tx["tx_id"], tx["kind"], tx["player"], tx["status"]
+            where = f"transaction {i} ({tx_id})"
+            _require(tx_id not in ids, f"{where}: its id appears twice")
+            ids.add(tx_id)
+            _require(tx["amount"] >= 0, f"{where}: a negative amount")
+            _require(tx["currency"] == currency, f"{where}: currency {tx['currency']}, the round's is {currency}")
+            _require(player is None or who == player, f"{where}: of {who!r}, in a bundle made for {made_for}")
+            if kind == "debit":
+                purpose, seat, bettor = tx["purpose"], tx["seat"], tx["bettor"]
+                _require(
+                    purpose in ("bet", "cover", "side")
+                    and seat is not None
+                    and bettor is not None
+                    and not tx["debits"],
+                    f"{where}: a debit is of purpose bet, cover or side, with a seat and a bettor, no debits",
+                )
+                n = attempts.get((purpose, seat, bettor), 0)
+                attempts[(purpose, seat, bettor)] = n + 1
+                want = f"{round_id}:{purpose}:{seat}:{bettor}:{n}"
+                _require(tx_id == want, f"{where}: not the deterministic id {want}")
+                owner = banker if purpose == "cover" else bettor
+                _require(who == owner, f"{where}: a {purpose} debit of {who!r}, where the stake's is {owner!r}")
+                _require(
+                    status in ("requested", "accepted", "refused", "rollback_requested", "rolled_back"),
+                    f"{where}: status {status!r} is not a debit's",
+                )
+                undone = status in ("rollback_requested", "rolled_back")
+                _require(undone or tx["accepted"] == (status == "accepted"), f"{where}: accepted with status {status}")
+                if tx["accepted"]:
+                    accepted.setdefault(who, []).append(tx_id)
+            else:
+                _require(kind == "credit", f"{where}: kind {kind!r} is neither debit nor credit")
+                _require(
+                    tx["purpose"] == "credit" and tx["seat"] is None and tx["bettor"] is None and not tx["accepted"],
+                    f"{where}: a credit is of purpose credit, with no seat, no bettor, not accepted",
+                )
+                _require(tx_id == f"{round_id}:credit:{who}", f"{where}: not the deterministic id")
+                _require(status in ("requested", "applied", "refused"), f"{where}: status {status!r} is not a credit's")
+        audience = [p for p, held in reserved.items() if held and (player is None or p == player)]
+        placed = {p: sum(t["amount"] for t in txs if t["kind"] == "debit" and t["accepted"] and t["player"] == p)
+                  for p in accepted}  # fmt: skip
+        wanted = {p: reserved[p] for p in audience}
+        _require(placed == wanted, f"the accepted debits {placed} are not the round's stakes {wanted}")
+        credits = {t["player"]: t for t in txs if t["kind"] == "credit"}
+        rolled = [t for t in txs if t["kind"] == "debit" and t["accepted"]]
+        if outcome == "settled":
+            for p in audience:
+                credit = credits.pop(p, None)
+                pays = reserved[p] + nets.get(p, 0)
+                _require(credit is not None and credit["amount"] == pays, f"{p}: no credit of reserved + net = {pays}")
+                assert credit is not None
+                mine = accepted.get(p, [])
+                _require(sorted(credit["debits"]) == sorted(mine), f"the credit to {p} settles other debits")
+            _require(not credits, f"credits to {sorted(credits)}, whom the settlement does not pay")
+            _require(all(t["status"] == "accepted" for t in rolled), "a settled round rolls back a placed stake")
+        else:
+            _require(not credits, f"credits to {sorted(credits)} in a voided round")
+            kept = [t["tx_id"] for t in rolled if t["status"] not in ("rollback_requested", "rolled_back")]
+            _require(not kept, f"the void leaves debits {kept} in force")
+        for t in txs:
+            unfinished = t["status"] in ("requested", "rollback_requested") or (
+                t["kind"] == "credit" and t["status"] == "refused"
+            )
+            _require(not unfinished or t["resolved"], f"transaction {t['tx_id']} is {t['status']} in a closed round")
+        debits = sum(1 for t in txs if t["kind"] == "debit")
+        return f"{debits} debits and {len(txs) - debits} credits of {made_for}: as the round's stakes and {outcome}"
 
     # -- 4. proofs -----------------------------------------------------------------------
 

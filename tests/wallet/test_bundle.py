@@ -24,11 +24,13 @@ from pokdeng_service.cli.main import main
 from pokdeng_service.store import codec
 from pokdeng_service.wallet.outbox import credit_tx_id, debit_tx_id, load_transactions
 
+from ..cli.pages import worked_round
 from ..service import play
 from .conftest import PLAYERS, Platform
 
 App = Callable[..., PokdengApp]
 EXIT_OK, EXIT_FAILED = 0, 1
+WR: Any = worked_round()  # the docs' reference verifier (docs/examples/worked_round.py)
 
 
 def _played(platform: Platform, remote_app: App) -> tuple[PokdengApp, str, str]:
@@ -81,11 +83,16 @@ def test_a_platform_rounds_bundle_carries_its_transactions(platform: Platform, r
     mine = for_recipient(bundle, "player:carol")
     assert {t["player"] for t in mine["platform_transactions"]} == {"carol"}
     assert audit.verify_bundle(audit.bundle_bytes(mine)).status == "UNANCHORED"
+    for made in (bundle, mine):
+        documented = WR.verify(audit.bundle_bytes(made))
+        assert documented.status == "UNANCHORED", documented.render()
+        assert any(c[0] == "platform transactions" and c[1] for c in documented.checks), documented.render()
     void = audit.export_bundle(app, voided)
     assert {t["status"] for t in void["platform_transactions"]} == {"rolled_back"}
     for made_for in ("operator", "auditor", "player:alice"):
         made = void if made_for == "operator" else for_recipient(void, made_for)
         assert audit.verify_bundle(audit.bundle_bytes(made)).status == "UNANCHORED", made_for
+        assert WR.verify(audit.bundle_bytes(made)).status == "UNANCHORED", made_for
 
 
 EDITS: list[tuple[str, Callable[[list[dict[str, Any]]], None]]] = [
@@ -111,8 +118,10 @@ def test_an_edit_of_the_transactions_fails_the_bundle(platform: Platform, remote
     app, settled, _voided = _played(platform, remote_app)
     bundle = json.loads(audit.bundle_bytes(audit.export_bundle(app, settled)))
     dict(EDITS)[edit](bundle["platform_transactions"])
-    verdict = audit.verify_bundle(_redigest(bundle))
+    raw = _redigest(bundle)
+    verdict = audit.verify_bundle(raw)
     assert verdict.status == "FAIL", (edit, verdict.render())
+    assert WR.verify(raw).status == "FAIL", (edit, WR.verify(raw).render())
     assert verdict.first_difference.startswith("platform transactions: "), verdict.render()
 
 
@@ -122,10 +131,10 @@ def test_a_players_bundle_holds_its_own_transactions_alone(platform: Platform, r
         bundle = audit.export_bundle(app, round_id)
         mine = for_recipient(bundle, "player:alice")
         mine["platform_transactions"].append(next(t for t in bundle["platform_transactions"] if t["player"] == "carol"))
-        assert audit.verify_bundle(_redigest(mine)).status == "FAIL"
+        assert audit.verify_bundle(_redigest(mine)).status == WR.verify(_redigest(mine)).status == "FAIL"
         stripped = for_recipient(bundle, "auditor")
         stripped["platform_transactions"] = stripped["platform_transactions"][:-1]
-        assert audit.verify_bundle(_redigest(stripped)).status == "FAIL"
+        assert audit.verify_bundle(_redigest(stripped)).status == WR.verify(_redigest(stripped)).status == "FAIL"
 
 
 def test_an_outbox_that_disagrees_with_the_settlement_fails_verify_round(
@@ -146,7 +155,9 @@ def test_an_outbox_that_disagrees_with_the_settlement_fails_verify_round(
     assert main(["verify", settled, "--db", db]) == EXIT_FAILED
     out = capsys.readouterr().out
     assert "BAD  platform wallet: the accepted debits" in out, out
-    verdict = audit.verify_bundle(audit.bundle_bytes(audit.export_bundle(app, settled)))
+    raw = audit.bundle_bytes(audit.export_bundle(app, settled))
+    assert WR.verify(raw).status == "FAIL"
+    verdict = audit.verify_bundle(raw)
     assert verdict.status == "FAIL" and "platform transactions" in verdict.first_difference, verdict.render()
 
 
@@ -161,3 +172,42 @@ def test_a_round_with_a_pending_transaction_is_not_exported(platform: Platform, 
     play.drive_round(d, round_id)
     with pytest.raises(DomainError, match="still pending"):
         audit.export_bundle(app, round_id)
+
+
+@pytest.mark.node
+def test_the_page_checks_the_transactions_too(platform: Platform, remote_app: App) -> None:
+    """The pages' verifier (verify-*.js, in Node) on the same bundles: the genuine ones UNANCHORED with their
+    ``platform transactions`` check, every edit of the transactions FAIL."""
+    import base64
+    import shutil
+    import subprocess
+
+    from ..needs import unavailable
+    from ..test_page_verifier import RUNNER, SCRIPTS, STATIC
+
+    node = shutil.which("node")
+    if node is None:
+        unavailable("Node.js is not installed (node)")
+    app, settled, voided = _played(platform, remote_app)
+    genuine = []
+    for round_id in (settled, voided):
+        bundle = audit.export_bundle(app, round_id)
+        genuine += [audit.bundle_bytes(bundle), audit.bundle_bytes(for_recipient(bundle, "player:alice"))]
+    edited = []
+    for _name, change in EDITS:
+        bundle = json.loads(audit.bundle_bytes(audit.export_bundle(app, settled)))
+        change(bundle["platform_transactions"])
+        edited.append(_redigest(bundle))
+    request = {
+        "scripts": [str(STATIC / name) for name in SCRIPTS],
+        "cases": [{"bundle": base64.b64encode(raw).decode(), "keys": ""} for raw in genuine + edited],
+    }
+    done = subprocess.run([node, "-e", RUNNER], input=json.dumps(request), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    verdicts = json.loads(done.stdout)["verdicts"]
+    for verdict in verdicts[: len(genuine)]:
+        assert verdict["status"] == "UNANCHORED", verdict["rendered"]
+        assert "ok   platform transactions" in verdict["rendered"] or "platform transactions:" in verdict["rendered"]
+    for (name, _change), verdict in zip(EDITS, verdicts[len(genuine) :], strict=True):
+        assert verdict["status"] == "FAIL", (name, verdict["rendered"])
+        assert "platform transactions" in verdict["rendered"], (name, verdict["rendered"])

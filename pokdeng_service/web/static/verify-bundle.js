@@ -116,12 +116,16 @@
     root_hash: "hex64", timestamp: "int", signature: "hex128" };
   const LOG_TYPES = { index: "int", leaf: "hex64", path: ["hex64"], head: HEAD_TYPES };
   const INCLUSION_TYPES = { table_id: "text", root: "hex64", size: "int", index: "int", leaf: "hex64", path: ["hex64"] };
+  const TX_TYPES = { tx_id: "text", kind: "text", player: "text", amount: "int", currency: "currency", purpose: "text",
+    seat: "int?", bettor: "text?", status: "text", accepted: "bool", debits: ["text"], resolved: "text" };
   const MEMBERS_V1 = { format: "text", format_version: "int", round_id: "text", table_id: "text", round_no: "int",
     profile: null, engine_version: "version", shuffle: null, decisions: null, payouts: null, settlement: null,
     balances: [BALANCE_TYPES], times: null, events: [EVENT_TYPES], chain: null, inclusion: null, log: null,
     bundle_digest: "hex64" };
   const VERSIONS = {
-    2: { members: { ...MEMBERS_V1, made_for: "recipient" }, optional: [], inclusion: INCLUSION_TYPES },
+    // platform_transactions: present exactly when the round's money is a platform's (docs/wallet.md)
+    2: { members: { ...MEMBERS_V1, made_for: "recipient", platform_transactions: [TX_TYPES] },
+      optional: ["platform_transactions"], inclusion: INCLUSION_TYPES },
     1: { members: MEMBERS_V1, optional: ["inclusion", "log"], // absent from version 1 bundles made before them
       inclusion: { ...INCLUSION_TYPES, period: "text", checkpoint_position: "int", checkpoint_digest: "hex64" } },
   };
@@ -268,6 +272,15 @@
         ["copies", () => this.copies()], ["balances", () => this.balances()],
       ];
       for (const [name, step] of steps) await check(verdict, name, step);
+      if (has(parsed, "platform_transactions")) {
+        await check(verdict, "platform transactions", () => this.platformTransactions());
+        const txs = Array.isArray(parsed.platform_transactions) ? parsed.platform_transactions : [];
+        for (const tx of txs.filter((t) => isObject(t) && opt(t, "resolved"))) {
+          verdict.warnings.push(`platform transaction ${tx.tx_id}: resolved by an operator, not checked`);
+        }
+      } else if (Array.isArray(opt(parsed, "balances")) && parsed.balances.some((b) => isObject(b) && opt(b, "before") === null)) {
+        verdict.warnings.push("its balances are a platform's and it carries no platform_transactions: its money is not checked");
+      }
       if (opt(parsed, "inclusion") !== undefined && parsed.inclusion !== null) {
         await check(verdict, "inclusion", () => this.inclusion());
       }
@@ -299,6 +312,10 @@
         require(event.position >= 2, `${where}: the stream's creation (position 1) is not in a bundle`);
         problem = membersProblem(event.data, EVENT_DATA_TYPES[event.kind], `${where} data`, ADDED_DATA(event.kind));
         require(problem === null, problem);
+      }
+      if (has(b, "platform_transactions")) {
+        require(b.balances.every((entry) => entry.before === null),
+          "platform_transactions in a bundle whose balances are the store's (not null)");
       }
       const inclusion = opt(b, "inclusion");
       if (inclusion != null) {

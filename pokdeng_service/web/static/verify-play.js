@@ -430,5 +430,101 @@
         `made for ${madeFor}: balances of ${JSON.stringify(listed)}, the settlement gives ${JSON.stringify(expected)}`);
       return `made for ${madeFor}: ${seen.size} wallet(s), each after = before + the round's net`;
     },
+
+    /** docs/audit.md, `platform_transactions` (a round on a platform's wallets), in order: each transaction's fields,
+        its id the deterministic one (`<round>:<purpose>:<seat>:<bettor>:<n>`, n its stake's earlier debits in the
+        list; `<round>:credit:<player>`), the round's currency, of the bundle's audience; each wallet's accepted
+        debits sum to what the round reserves for it; a settled round credits each wallet reserved + net for exactly
+        its accepted debits, nobody else, and rolls back no placed stake; a voided round credits nobody and rolls back
+        every accepted debit; nothing is left open. As docs/examples/worked_round.py. */
+    platformTransactions() {
+      const roundId = this.bundle.round_id;
+      const txs = this.bundle.platform_transactions;
+      const opened = this.opening;
+      const currency = opt(opened, "currency") ?? "THB";
+      const banker = opened.banker_player;
+      const closed = this.first("round_closed");
+      const outcome = closed ? closed.data.outcome : "";
+      require(outcome === "settled" || outcome === "voided", `the round is not closed settled or voided (${outcome})`);
+      const settled = this.first("round_settled");
+      const voided = this.first("round_voided");
+      const reserved = new Map();
+      const nets = new Map();
+      if (settled) {
+        for (const [p, held, net] of settled.data.wallets) { reserved.set(p, big(held)); nets.set(p, big(net)); }
+      } else if (voided) {
+        for (const [p, held] of voided.data.wallets) reserved.set(p, big(held));
+      }
+      const madeFor = this.bundle.made_for;
+      const player = madeFor.startsWith("player:") ? madeFor.slice("player:".length) : null;
+      const ids = new Set();
+      const attempts = new Map();
+      const accepted = new Map();
+      const UNDONE = ["rollback_requested", "rolled_back"];
+      txs.forEach((tx, i) => {
+        const { tx_id: txId, kind, player: who, status } = tx;
+        const where = `transaction ${i} (${txId})`;
+        require(!ids.has(txId), `${where}: its id appears twice`);
+        ids.add(txId);
+        require(big(tx.amount) >= 0n, `${where}: a negative amount`);
+        require(tx.currency === currency, `${where}: currency ${tx.currency}, the round's is ${currency}`);
+        require(player === null || who === player, `${where}: of ${repr(who)}, in a bundle made for ${madeFor}`);
+        if (kind === "debit") {
+          const { purpose, seat, bettor } = tx;
+          require(["bet", "cover", "side"].includes(purpose) && seat !== null && bettor !== null && tx.debits.length === 0,
+            `${where}: a debit is of purpose bet, cover or side, with a seat and a bettor, no debits`);
+          const key = JSON.stringify([purpose, String(seat), bettor]);
+          const n = attempts.get(key) ?? 0;
+          attempts.set(key, n + 1);
+          const want = `${roundId}:${purpose}:${seat}:${bettor}:${n}`;
+          require(txId === want, `${where}: not the deterministic id ${want}`);
+          const owner = purpose === "cover" ? banker : bettor;
+          require(who === owner, `${where}: a ${purpose} debit of ${repr(who)}, where the stake's is ${repr(owner)}`);
+          require(["requested", "accepted", "refused", ...UNDONE].includes(status), `${where}: status ${repr(status)} is not a debit's`);
+          require(UNDONE.includes(status) || tx.accepted === (status === "accepted"), `${where}: accepted with status ${status}`);
+          if (tx.accepted) {
+            if (!accepted.has(who)) accepted.set(who, []);
+            accepted.get(who).push(txId);
+          }
+        } else {
+          require(kind === "credit", `${where}: kind ${repr(kind)} is neither debit nor credit`);
+          require(tx.purpose === "credit" && tx.seat === null && tx.bettor === null && tx.accepted === false,
+            `${where}: a credit is of purpose credit, with no seat, no bettor, not accepted`);
+          require(txId === `${roundId}:credit:${who}`, `${where}: not the deterministic id`);
+          require(["requested", "applied", "refused"].includes(status), `${where}: status ${repr(status)} is not a credit's`);
+        }
+      });
+      const audience = [...reserved.keys()].filter((p) => reserved.get(p) !== 0n && (player === null || p === player));
+      const placed = new Map();
+      for (const t of txs) {
+        if (t.kind === "debit" && t.accepted) placed.set(t.player, (placed.get(t.player) ?? 0n) + big(t.amount));
+      }
+      const sums = (m) => JSON.stringify([...m.entries()].map(([p, a]) => [p, String(a)]).sort());
+      const wanted = new Map(audience.map((p) => [p, reserved.get(p)]));
+      require(sums(placed) === sums(wanted), `the accepted debits ${sums(placed)} are not the round's stakes ${sums(wanted)}`);
+      const credits = new Map(txs.filter((t) => t.kind === "credit").map((t) => [t.player, t]));
+      const placedTxs = txs.filter((t) => t.kind === "debit" && t.accepted);
+      if (outcome === "settled") {
+        for (const p of audience) {
+          const credit = credits.get(p);
+          credits.delete(p);
+          const pays = reserved.get(p) + (nets.get(p) ?? 0n);
+          require(credit !== undefined && big(credit.amount) === pays, `${p}: no credit of reserved + net = ${pays}`);
+          require(same([...credit.debits].sort(), [...(accepted.get(p) ?? [])].sort()), `the credit to ${p} settles other debits`);
+        }
+        require(credits.size === 0, `credits to ${JSON.stringify([...credits.keys()].sort())}, whom the settlement does not pay`);
+        require(placedTxs.every((t) => t.status === "accepted"), "a settled round rolls back a placed stake");
+      } else {
+        require(credits.size === 0, `credits to ${JSON.stringify([...credits.keys()].sort())} in a voided round`);
+        const kept = placedTxs.filter((t) => !UNDONE.includes(t.status)).map((t) => t.tx_id);
+        require(kept.length === 0, `the void leaves debits ${JSON.stringify(kept)} in force`);
+      }
+      for (const t of txs) {
+        const unfinished = ["requested", "rollback_requested"].includes(t.status) || (t.kind === "credit" && t.status === "refused");
+        require(!unfinished || t.resolved !== "", `transaction ${t.tx_id} is ${t.status} in a closed round`);
+      }
+      const debits = txs.filter((t) => t.kind === "debit").length;
+      return `${debits} debits and ${txs.length - debits} credits of ${madeFor}: as the round's stakes and ${outcome}`;
+    },
   });
 })(globalThis);
