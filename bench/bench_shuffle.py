@@ -10,9 +10,10 @@ For one-deck and eight-deck shoes of the report's seed schedule (docs/certificat
 * report: ``certification.tallies.run_shoes`` (the fast shuffle and every tally of the report) over
   ``--workers`` processes, pool start included.
 
-Each is timed for about ``--seconds`` seconds, ``--rounds`` times in turn (reference, fast, report, then
-again), and its best rate kept: on a shared machine the best of interleaved rounds is the least disturbed.
-The ratios are against the reference of this same run. The fast shuffle's orders are checked against the
+The reference and the fast shuffle are timed for ``--seconds`` each, back to back, ``--rounds`` times: on a
+shared machine the ratio of two rates measured together is steadier than either rate, so the median of the
+rounds' ratios is printed (with their range). The report is timed once, between two more measurements of
+the reference. All ratios are against the reference of this same run. The fast shuffle's orders are checked against the
 reference's for the shoes the reference shuffled.
 """
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -74,25 +76,41 @@ def report_rate(decks: int, shoes: int, workers: int) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement (default 3)")
+    parser.add_argument("--seconds", type=float, default=1.0, help="time per slice (default 1)")
+    parser.add_argument("--rounds", type=int, default=7, help="interleaved rounds of reference and fast (default 7)")
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="report processes (default: CPUs)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds, best kept (default 3)")
     args = parser.parse_args()
-    print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; "
-          f"load average {os.getloadavg()[0]:.2f}")  # fmt: skip
-    print(f"{'decks':>5} {'reference':>12} {'fast, 1 process':>18} {'ratio':>6} "
-          f"{'report, ' + str(args.workers) + ' processes':>24} {'ratio':>6}")  # fmt: skip
+    print(
+        f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores; "
+        f"load average {os.getloadavg()[0]:.2f}"
+    )
+    print(
+        f"{'decks':>5} {'reference':>11} {'fast, 1 process':>16} {'ratio (min..max)':>22} "
+        f"{'report, ' + str(args.workers) + ' processes':>24} {'ratio':>6}"
+    )
     for decks in (1, 8):
-        reference = fast = report = 0.0
-        for _ in range(args.rounds):
-            rate, orders = reference_rate(decks, args.seconds)
-            reference = max(reference, rate)
-            fast = max(fast, fast_rate(decks, args.seconds, orders))
-            shoes = max(20_000, int(fast * args.seconds * args.workers) // 2 * 2)
-            report = max(report, report_rate(decks, shoes, args.workers))
-        print(f"{decks:>5} {reference:>10,.0f}/s {fast:>16,.0f}/s {fast / reference:>5.1f}x "
-              f"{report:>22,.0f}/s {report / reference:>5.1f}x")  # fmt: skip
-    print("shoes per second; ratio = rate / the reference's rate measured above (the fast orders checked equal)")
+        references, fasts, ratios = [], [], []
+        for _ in range(args.rounds):  # each round's two rates measured back to back: their ratio shares the load
+            reference, orders = reference_rate(decks, args.seconds)
+            fast = fast_rate(decks, args.seconds, orders)
+            references.append(reference)
+            fasts.append(fast)
+            ratios.append(fast / reference)
+        reference, fast, ratio = (statistics.median(v) for v in (references, fasts, ratios))
+        shoes = max(20_000, int(fast * args.seconds * 4 * args.workers) // 2 * 2)
+        before, _ = reference_rate(decks, args.seconds)
+        report = report_rate(decks, shoes, args.workers)
+        after, _ = reference_rate(decks, args.seconds)
+        around = (before + after) / 2
+        print(
+            f"{decks:>5} {reference:>9,.0f}/s {fast:>14,.0f}/s {ratio:>6.1f}x ({min(ratios):.1f}..{max(ratios):.1f})"
+            f"{report:>22,.0f}/s {report / around:>5.1f}x"
+        )
+    print(
+        "shoes per second, medians of the rounds; fast ratio = the median of each round's fast / reference;\n"
+        "report ratio = against the reference measured just before and after it (processes' start included);\n"
+        "the fast orders checked equal to the reference's"
+    )
 
 
 if __name__ == "__main__":

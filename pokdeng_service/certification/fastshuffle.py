@@ -30,6 +30,9 @@ __all__ = ("blocks_for", "order_matrix", "shoe_stream", "stream_prefix")
 
 _TAG = SHUFFLE_ALGORITHM.encode("ascii") + b"\x00"
 _COUNTER_0 = bytes(4)
+_SHA256 = "sha256"
+_hmac_digest = hmac.digest
+_pbkdf2 = hashlib.pbkdf2_hmac
 _WORD_SPACE = 2**32
 
 OrderMatrix = npt.NDArray[np.int16]
@@ -79,9 +82,14 @@ def order_matrix(
     if shoes == 0:
         return np.zeros((size, 0), dtype=np.int16)
     blocks = blocks_for(size)
+    head = stream_prefix(client_seed, 0)[:-8]  # (the message up to the nonce: the same for every shoe)
+    rest = 32 * (blocks - 1)
     data = bytearray()
-    for seed, nonce in zip(server_seeds, nonces, strict=True):
-        data += shoe_stream(seed, stream_prefix(client_seed, nonce), blocks)
+    for seed, nonce in zip(server_seeds, nonces, strict=True):  # shoe_stream, inlined: a call less per shoe
+        prefix = head + nonce.to_bytes(8, "big")
+        data += _hmac_digest(seed, prefix + _COUNTER_0, "sha256")
+        if rest:
+            data += _pbkdf2(_SHA256, seed, prefix, 1, rest)
     words = np.frombuffer(bytes(data), dtype=">u4").reshape(shoes, blocks * 8)[:, : size - 1]
     words_t = np.ascontiguousarray(words.T).astype(np.uint32)  # (steps, shoes), native order
     n = np.arange(size, 1, -1, dtype=np.uint64)  # step k draws uniform(n = size - k)
