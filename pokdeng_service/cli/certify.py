@@ -52,7 +52,7 @@ def add_certification_commands(subparsers: Any) -> None:
         "--battery",
         choices=("quick", "full", "none"),
         default="quick",
-        help="dieharder: quick (its data-light tests, minutes), full (every reliable test, long) or none",
+        help="dieharder: quick (its data-light tests, minutes), full (dieharder -a: every test, hours) or none",
     )
     rng.add_argument("--alpha", type=float, default=0.01, help="family-wise error rate, Holm (default 0.01)")
     rng.add_argument("--workers", type=int, default=None, help="processes (default: the CPUs, at most 8)")
