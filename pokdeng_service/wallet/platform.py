@@ -350,7 +350,7 @@ class PlatformWallet:
         """A version 2 answer: to this attempt's request id and this transaction (or player), with a status, in the
         request's currency."""
         want = ident or str(getattr(request, key))
-        response = pb2.BalanceResponse if method == "Balance" else pb2.TransactionResponse
+        response = getattr(pb2, f"{method}Response")
 
         def definite(reply: Any, sent: Message) -> bool:
             return bool(

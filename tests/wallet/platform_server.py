@@ -31,7 +31,7 @@ from concurrent import futures
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import grpc
 from google.protobuf import json_format
@@ -292,6 +292,9 @@ class Servicer(pb_grpc.PlatformWalletServiceServicer):
         return self.ledger.list_transactions(request)
 
 
+R = TypeVar("R", pb2.DebitResponse, pb2.CreditResponse, pb2.RollbackResponse)
+
+
 class V2:
     """Protocol version 2 on the same ledger (docs/wallet.md, "Protocol version 2"): a request id per call, rollbacks
     as their own transactions (``<debit>:rollback``, the debit as ``original_tx_id``), DUPLICATE and BET_NOT_FOUND,
@@ -327,10 +330,8 @@ class V2:
         found = self.ledger._player(player, "")
         return found[1] if found else asked
 
-    def _answer(
-        self, request: Any, tx_id: str, status: Any, known: Any, v1: Any, **more: Any
-    ) -> pb2.TransactionResponse:
-        reply = pb2.TransactionResponse(
+    def _answer(self, kind: type[R], request: Any, tx_id: str, status: Any, known: Any, v1: Any, **more: Any) -> R:
+        reply = kind(
             request_id=request.request_id, tx_id=tx_id, balance=v1.balance, reason=v1.reason,
             currency=self._currency(request.player, request.currency), platform_ref=getattr(v1, "platform_ref", ""),
             **more,
@@ -341,23 +342,24 @@ class V2:
             reply.status = status
         return reply
 
-    def debit(self, request: pb2.DebitRequest) -> pb2.TransactionResponse:
+    def debit(self, request: pb2.DebitRequest) -> pb2.DebitResponse:
         known = self._known(request.tx_id, DEBIT) or self._known(request.tx_id, ROLLBACK)
         problem = self._seen("Debit", request, request.tx_id, known)
         if problem:
-            return pb2.TransactionResponse(request_id=request.request_id, tx_id=request.tx_id,
+            return pb2.DebitResponse(request_id=request.request_id, tx_id=request.tx_id,
                                            status=pb2.STATUS_REFUSED, reason=problem)  # fmt: skip
         v1 = self.ledger.debit(pb.DebitRequest(
             tx_id=request.tx_id, player=request.player, round_id=request.round_id, amount=request.amount,
             currency=request.currency, table_id=request.table_id, purpose=request.purpose,
         ))  # fmt: skip
-        return self._answer(request, request.tx_id, _V2_STATUS.get(v1.status, pb2.STATUS_REFUSED), known, v1)
+        status = _V2_STATUS.get(v1.status, pb2.STATUS_REFUSED)
+        return self._answer(pb2.DebitResponse, request, request.tx_id, status, known, v1)
 
-    def credit(self, request: pb2.CreditRequest) -> pb2.TransactionResponse:
+    def credit(self, request: pb2.CreditRequest) -> pb2.CreditResponse:
         known = self._known(request.tx_id, CREDIT)
         problem = self._seen("Credit", request, request.tx_id, known)
         if problem:
-            return pb2.TransactionResponse(request_id=request.request_id, tx_id=request.tx_id,
+            return pb2.CreditResponse(request_id=request.request_id, tx_id=request.tx_id,
                                            status=pb2.STATUS_REFUSED, reason=problem)  # fmt: skip
         v1 = self.ledger.credit(pb.CreditRequest(
             tx_id=request.tx_id, player=request.player, round_id=request.round_id, amount=request.amount,
@@ -366,9 +368,9 @@ class V2:
         status = _V2_STATUS.get(v1.status, pb2.STATUS_REFUSED)
         if v1.status == REFUSED and "not an open applied debit" in v1.reason:
             status = pb2.STATUS_BET_NOT_FOUND
-        return self._answer(request, request.tx_id, status, known, v1)
+        return self._answer(pb2.CreditResponse, request, request.tx_id, status, known, v1)
 
-    def rollback(self, request: pb2.RollbackRequest) -> pb2.TransactionResponse:
+    def rollback(self, request: pb2.RollbackRequest) -> pb2.RollbackResponse:
         known = self._known(request.original_tx_id, ROLLBACK)
         problem = self._seen("Rollback", request, request.tx_id, known)
         if request.tx_id != f"{request.original_tx_id}:rollback" or not request.currency:
@@ -377,7 +379,7 @@ class V2:
         if debit is not None and debit[0] == APPLIED and int(debit[1]) != request.amount:
             problem = problem or f"the debit took {debit[1]}, not {request.amount}"
         if problem:
-            return pb2.TransactionResponse(request_id=request.request_id, tx_id=request.tx_id,
+            return pb2.RollbackResponse(request_id=request.request_id, tx_id=request.tx_id,
                                            status=pb2.STATUS_REFUSED, reason=problem)  # fmt: skip
         v1 = self.ledger.rollback(pb.RollbackRequest(
             tx_id=request.original_tx_id, player=request.player, round_id=request.round_id, reason=request.reason
@@ -386,7 +388,7 @@ class V2:
             status = pb2.STATUS_REFUSED
         else:
             status = pb2.STATUS_APPLIED if v1.debited else pb2.STATUS_BET_NOT_FOUND
-        return self._answer(request, request.tx_id, status, known, v1, debited=v1.debited)
+        return self._answer(pb2.RollbackResponse, request, request.tx_id, status, known, v1, debited=v1.debited)
 
     def balance(self, request: pb2.BalanceRequest) -> pb2.BalanceResponse:
         v1 = self.ledger.balance(pb.BalanceRequest(player=request.player, currency=request.currency))
@@ -430,13 +432,13 @@ class ServicerV2(pb2_grpc.PlatformWalletServiceServicer):
     def __init__(self, v2: V2) -> None:
         self.v2 = v2
 
-    def Debit(self, request: pb2.DebitRequest, context: Any) -> pb2.TransactionResponse:
+    def Debit(self, request: pb2.DebitRequest, context: Any) -> pb2.DebitResponse:
         return self.v2.debit(request)
 
-    def Credit(self, request: pb2.CreditRequest, context: Any) -> pb2.TransactionResponse:
+    def Credit(self, request: pb2.CreditRequest, context: Any) -> pb2.CreditResponse:
         return self.v2.credit(request)
 
-    def Rollback(self, request: pb2.RollbackRequest, context: Any) -> pb2.TransactionResponse:
+    def Rollback(self, request: pb2.RollbackRequest, context: Any) -> pb2.RollbackResponse:
         return self.v2.rollback(request)
 
     def Balance(self, request: pb2.BalanceRequest, context: Any) -> pb2.BalanceResponse:

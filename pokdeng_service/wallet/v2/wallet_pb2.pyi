@@ -330,8 +330,8 @@ class RollbackRequest(_message.Message):
 Global___RollbackRequest: _TypeAlias = RollbackRequest  # noqa: Y015
 
 @_typing.final
-class TransactionResponse(_message.Message):
-    """The answer to a Debit, Credit or Rollback."""
+class DebitResponse(_message.Message):
+    """The answer to a Debit (the three answers have the same fields)."""
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -381,7 +381,115 @@ class TransactionResponse(_message.Message):
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___TransactionResponse: _TypeAlias = TransactionResponse  # noqa: Y015
+Global___DebitResponse: _TypeAlias = DebitResponse  # noqa: Y015
+
+@_typing.final
+class CreditResponse(_message.Message):
+    """The answer to a Credit (the three answers have the same fields)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TX_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    ORIGINAL_FIELD_NUMBER: _builtins.int
+    BALANCE_FIELD_NUMBER: _builtins.int
+    CURRENCY_FIELD_NUMBER: _builtins.int
+    PLATFORM_REF_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    DEBITED_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """The request_id answered."""
+    tx_id: _builtins.str
+    """The tx_id answered."""
+    status: Global___Status.ValueType
+    """What became of the call."""
+    original: Global___Status.ValueType
+    """DUPLICATE: what the first call of this tx_id was answered."""
+    balance: _builtins.int
+    """The player's balance after the call, in minor units of `currency`."""
+    currency: _builtins.str
+    """The currency of the balance (the request's)."""
+    platform_ref: _builtins.str
+    """The platform's own reference of the transaction."""
+    reason: _builtins.str
+    """Why it was refused."""
+    debited: _builtins.bool
+    """A rollback: whether the debit had taken money, now given back."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        tx_id: _builtins.str = ...,
+        status: Global___Status.ValueType = ...,
+        original: Global___Status.ValueType = ...,
+        balance: _builtins.int = ...,
+        currency: _builtins.str = ...,
+        platform_ref: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        debited: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["balance", b"balance", "currency", b"currency", "debited", b"debited", "original", b"original", "platform_ref", b"platform_ref", "reason", b"reason", "request_id", b"request_id", "status", b"status", "tx_id", b"tx_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CreditResponse: _TypeAlias = CreditResponse  # noqa: Y015
+
+@_typing.final
+class RollbackResponse(_message.Message):
+    """The answer to a Rollback (the three answers have the same fields)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TX_ID_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    ORIGINAL_FIELD_NUMBER: _builtins.int
+    BALANCE_FIELD_NUMBER: _builtins.int
+    CURRENCY_FIELD_NUMBER: _builtins.int
+    PLATFORM_REF_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    DEBITED_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """The request_id answered."""
+    tx_id: _builtins.str
+    """The tx_id answered."""
+    status: Global___Status.ValueType
+    """What became of the call."""
+    original: Global___Status.ValueType
+    """DUPLICATE: what the first call of this tx_id was answered."""
+    balance: _builtins.int
+    """The player's balance after the call, in minor units of `currency`."""
+    currency: _builtins.str
+    """The currency of the balance (the request's)."""
+    platform_ref: _builtins.str
+    """The platform's own reference of the transaction."""
+    reason: _builtins.str
+    """Why it was refused."""
+    debited: _builtins.bool
+    """A rollback: whether the debit had taken money, now given back."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        tx_id: _builtins.str = ...,
+        status: Global___Status.ValueType = ...,
+        original: Global___Status.ValueType = ...,
+        balance: _builtins.int = ...,
+        currency: _builtins.str = ...,
+        platform_ref: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        debited: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["balance", b"balance", "currency", b"currency", "debited", b"debited", "original", b"original", "platform_ref", b"platform_ref", "reason", b"reason", "request_id", b"request_id", "status", b"status", "tx_id", b"tx_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RollbackResponse: _TypeAlias = RollbackResponse  # noqa: Y015
 
 @_typing.final
 class BalanceRequest(_message.Message):

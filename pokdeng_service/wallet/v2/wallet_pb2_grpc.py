@@ -38,17 +38,17 @@ class PlatformWalletServiceStub:
         self.Debit = channel.unary_unary(
                 '/pokdeng.wallet.v2.PlatformWalletService/Debit',
                 request_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.DebitRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.FromString,
+                response_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.DebitResponse.FromString,
                 _registered_method=True)
         self.Credit = channel.unary_unary(
                 '/pokdeng.wallet.v2.PlatformWalletService/Credit',
                 request_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.CreditRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.FromString,
+                response_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.CreditResponse.FromString,
                 _registered_method=True)
         self.Rollback = channel.unary_unary(
                 '/pokdeng.wallet.v2.PlatformWalletService/Rollback',
                 request_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.RollbackRequest.SerializeToString,
-                response_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.FromString,
+                response_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.RollbackResponse.FromString,
                 _registered_method=True)
         self.Balance = channel.unary_unary(
                 '/pokdeng.wallet.v2.PlatformWalletService/Balance',
@@ -107,17 +107,17 @@ def add_PlatformWalletServiceServicer_to_server(servicer, server):
             'Debit': grpc.unary_unary_rpc_method_handler(
                     servicer.Debit,
                     request_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.DebitRequest.FromString,
-                    response_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.SerializeToString,
+                    response_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.DebitResponse.SerializeToString,
             ),
             'Credit': grpc.unary_unary_rpc_method_handler(
                     servicer.Credit,
                     request_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.CreditRequest.FromString,
-                    response_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.SerializeToString,
+                    response_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.CreditResponse.SerializeToString,
             ),
             'Rollback': grpc.unary_unary_rpc_method_handler(
                     servicer.Rollback,
                     request_deserializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.RollbackRequest.FromString,
-                    response_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.SerializeToString,
+                    response_serializer=pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.RollbackResponse.SerializeToString,
             ),
             'Balance': grpc.unary_unary_rpc_method_handler(
                     servicer.Balance,
@@ -157,7 +157,7 @@ class PlatformWalletService:
             target,
             '/pokdeng.wallet.v2.PlatformWalletService/Debit',
             pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.DebitRequest.SerializeToString,
-            pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.FromString,
+            pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.DebitResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -184,7 +184,7 @@ class PlatformWalletService:
             target,
             '/pokdeng.wallet.v2.PlatformWalletService/Credit',
             pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.CreditRequest.SerializeToString,
-            pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.FromString,
+            pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.CreditResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -211,7 +211,7 @@ class PlatformWalletService:
             target,
             '/pokdeng.wallet.v2.PlatformWalletService/Rollback',
             pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.RollbackRequest.SerializeToString,
-            pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.TransactionResponse.FromString,
+            pokdeng__service_dot_wallet_dot_v2_dot_wallet__pb2.RollbackResponse.FromString,
             options,
             channel_credentials,
             insecure,

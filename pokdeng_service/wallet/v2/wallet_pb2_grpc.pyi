@@ -63,11 +63,11 @@ class PlatformWalletServiceStub:
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> PlatformWalletServiceAsyncStub: ...
-    Debit: _grpc.UnaryUnaryMultiCallable[_wallet_pb2.DebitRequest, _wallet_pb2.TransactionResponse]
+    Debit: _grpc.UnaryUnaryMultiCallable[_wallet_pb2.DebitRequest, _wallet_pb2.DebitResponse]
     """Take a stake's money. pokdeng accepts the bet only after APPLIED or DUPLICATE (of an applied debit)."""
-    Credit: _grpc.UnaryUnaryMultiCallable[_wallet_pb2.CreditRequest, _wallet_pb2.TransactionResponse]
+    Credit: _grpc.UnaryUnaryMultiCallable[_wallet_pb2.CreditRequest, _wallet_pb2.CreditResponse]
     """Pay a player a round's settlement: what its debits took plus its net (>= 0)."""
-    Rollback: _grpc.UnaryUnaryMultiCallable[_wallet_pb2.RollbackRequest, _wallet_pb2.TransactionResponse]
+    Rollback: _grpc.UnaryUnaryMultiCallable[_wallet_pb2.RollbackRequest, _wallet_pb2.RollbackResponse]
     """Undo a debit, as a transaction of its own."""
     Balance: _grpc.UnaryUnaryMultiCallable[_wallet_pb2.BalanceRequest, _wallet_pb2.BalanceResponse]
     """A player's balance."""
@@ -79,11 +79,11 @@ class PlatformWalletServiceAsyncStub(PlatformWalletServiceStub):
     """The wallet of the platform, as pokdeng calls it (version 2)."""
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    Debit: _aio.UnaryUnaryMultiCallable[_wallet_pb2.DebitRequest, _wallet_pb2.TransactionResponse]  # type: ignore[assignment]
+    Debit: _aio.UnaryUnaryMultiCallable[_wallet_pb2.DebitRequest, _wallet_pb2.DebitResponse]  # type: ignore[assignment]
     """Take a stake's money. pokdeng accepts the bet only after APPLIED or DUPLICATE (of an applied debit)."""
-    Credit: _aio.UnaryUnaryMultiCallable[_wallet_pb2.CreditRequest, _wallet_pb2.TransactionResponse]  # type: ignore[assignment]
+    Credit: _aio.UnaryUnaryMultiCallable[_wallet_pb2.CreditRequest, _wallet_pb2.CreditResponse]  # type: ignore[assignment]
     """Pay a player a round's settlement: what its debits took plus its net (>= 0)."""
-    Rollback: _aio.UnaryUnaryMultiCallable[_wallet_pb2.RollbackRequest, _wallet_pb2.TransactionResponse]  # type: ignore[assignment]
+    Rollback: _aio.UnaryUnaryMultiCallable[_wallet_pb2.RollbackRequest, _wallet_pb2.RollbackResponse]  # type: ignore[assignment]
     """Undo a debit, as a transaction of its own."""
     Balance: _aio.UnaryUnaryMultiCallable[_wallet_pb2.BalanceRequest, _wallet_pb2.BalanceResponse]  # type: ignore[assignment]
     """A player's balance."""
@@ -98,7 +98,7 @@ class PlatformWalletServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _wallet_pb2.DebitRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_wallet_pb2.TransactionResponse, _abc.Awaitable[_wallet_pb2.TransactionResponse]]:
+    ) -> _typing.Union[_wallet_pb2.DebitResponse, _abc.Awaitable[_wallet_pb2.DebitResponse]]:
         """Take a stake's money. pokdeng accepts the bet only after APPLIED or DUPLICATE (of an applied debit)."""
 
     @_abc_1.abstractmethod
@@ -106,7 +106,7 @@ class PlatformWalletServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _wallet_pb2.CreditRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_wallet_pb2.TransactionResponse, _abc.Awaitable[_wallet_pb2.TransactionResponse]]:
+    ) -> _typing.Union[_wallet_pb2.CreditResponse, _abc.Awaitable[_wallet_pb2.CreditResponse]]:
         """Pay a player a round's settlement: what its debits took plus its net (>= 0)."""
 
     @_abc_1.abstractmethod
@@ -114,7 +114,7 @@ class PlatformWalletServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _wallet_pb2.RollbackRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_wallet_pb2.TransactionResponse, _abc.Awaitable[_wallet_pb2.TransactionResponse]]:
+    ) -> _typing.Union[_wallet_pb2.RollbackResponse, _abc.Awaitable[_wallet_pb2.RollbackResponse]]:
         """Undo a debit, as a transaction of its own."""
 
     @_abc_1.abstractmethod
