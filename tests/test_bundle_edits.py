@@ -22,7 +22,9 @@ anchors a bundle, so a consistent rewrite of the events may pass every check: th
 never PASS. And ``verify_bundle`` never raises, whatever the file holds.
 
 The genuine bundles: the worked example, and bundles of kingmaker (side bets), room (a player banker, commissions),
-ante and a voided round, each made for the operator, an auditor and a player, under a signed tree head.
+ante and a voided round, and a settled and a voided room round on a platform's wallets (``platform_transactions``),
+each made for the operator, an auditor and a player, under a signed tree head. Removing ``platform_transactions``
+(evidence taken away, as its balances were already null) is let through like ``inclusion`` made null.
 """
 
 from __future__ import annotations
@@ -70,9 +72,10 @@ def wr() -> ModuleType:
 
 
 @pytest.fixture(scope="module")
-def genuine() -> list[tuple[str, bytes, str]]:
+def genuine(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[str, bytes, str]]:
     """(name, the bundle file, the public key that anchors it): every one passes with its key."""
     bundles = [("worked example", WORKED.read_bytes(), WORKED_KEY)]
+    bundles += _platform_bundles(tmp_path_factory.mktemp("platform"))
     app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.popo"})
     try:
         d = play.Driver(app, chooser=play.Chooser(random.Random(3), side_bet=1.0, timeout=0.2, reveal=0.5))
@@ -91,6 +94,49 @@ def genuine() -> list[tuple[str, bytes, str]]:
     for name, raw, key in bundles:
         verdict = audit.verify_bundle(raw, PublicKeys.parse(key))
         assert verdict.status == "PASS", (name, verdict.render())
+    return bundles
+
+
+def _platform_bundles(tmp: Path) -> list[tuple[str, bytes, str]]:
+    """Bundles of a settled and a voided round on the reference platform's wallets (``--wallet remote``): each
+    carries its ``platform_transactions``, made for the operator, an auditor and a player."""
+    from pokdeng_service.wallet.config import WalletConfig
+    from pokdeng_service.wallet.remote import RemotePort, attach
+
+    from .wallet.platform_server import Ledger, serve_grpc
+
+    ledger = Ledger(tmp / "ledger.sqlite")
+    server, port = serve_grpc(ledger, [])
+    app = play.make_app({"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp / "store.sqlite")})
+    bundles = []
+    try:
+        attach([app], WalletConfig("remote", f"127.0.0.1:{port}", timeout=2.0, attempts=3, grace=5.0), recovery=False)
+        for player in ("p1", "p2", "banker"):
+            ledger.open_player(player, 10_000_000, "THB")
+        d = play.Driver(app, chooser=play.Chooser(random.Random(5)))
+        play.open_table(d, "room-p", "room", [(1, "p1"), (2, "p2"), (3, "banker")])
+        play.hold_banker_bid(d, "room-p", [("banker", 10), ("p1", 0), ("p2", 0)])
+        settled = play.start_round(d, "room-p")
+        play.seat_bets(d, settled, 300)
+        play.drive_round(d, settled)
+        voided = play.start_round(d, "room-p")
+        play.seat_bets(d, voided, 200)
+        d.call("void_round", voided, "a card fell face up")
+        d.call("sign_tree_head")
+        key = SigningKey.from_hex(play.SIGNING_KEY).public.hex()
+        for name, round_id in (("platform settled", settled), ("platform voided", voided)):
+            bundle = audit.export_bundle(app, round_id)
+            assert bundle["platform_transactions"], name
+            for made_for in ("operator", "auditor", "player:p1"):
+                made = bundle if made_for == "operator" else for_recipient(bundle, made_for)
+                bundles.append((f"{name} for {made_for}", audit.bundle_bytes(made), key))
+    finally:
+        port_ = app.wallet_port
+        if isinstance(port_, RemotePort):
+            port_.platform.close()
+        app.close()
+        server.stop(0).wait(5)
+        ledger.close()
     return bundles
 
 
@@ -259,6 +305,8 @@ def _unchanged_meaning(name: str, raw: bytes, genuine: dict[str, bytes]) -> bool
         edited["made_for"] = original["made_for"]
     if "inclusion" in edited and edited["inclusion"] is None:
         edited["inclusion"] = original.get("inclusion")
+    if "platform_transactions" not in edited and "platform_transactions" in original:
+        edited["platform_transactions"] = original["platform_transactions"]  # (removed: evidence taken away)
     edited.pop("bundle_digest", None)
     original.pop("bundle_digest", None)
     return json.dumps(edited, sort_keys=True) == json.dumps(original, sort_keys=True)  # (3.0 is not 3)

@@ -1600,7 +1600,7 @@ class BundleCheck:
                 _require(credit is not None and credit["amount"] == pays, f"{p}: no credit of reserved + net = {pays}")
                 assert credit is not None
                 mine = accepted.get(p, [])
-                _require(sorted(credit["debits"]) == sorted(mine), f"the credit to {p} settles other debits")
+                _require(credit["debits"] == mine, f"the credit to {p} settles other debits than its own, in order")
             _require(not credits, f"credits to {sorted(credits)}, whom the settlement does not pay")
             _require(all(t["status"] == "accepted" for t in rolled), "a settled round rolls back a placed stake")
         else:
@@ -1612,6 +1612,7 @@ class BundleCheck:
                 t["kind"] == "credit" and t["status"] == "refused"
             )
             _require(not unfinished or t["resolved"], f"transaction {t['tx_id']} is {t['status']} in a closed round")
+            _require(not t["resolved"] or unfinished, f"transaction {t['tx_id']} is {t['status']}: nothing to resolve")
         debits = sum(1 for t in txs if t["kind"] == "debit")
         return f"{debits} debits and {len(txs) - debits} credits of {made_for}: as the round's stakes and {outcome}"
 

@@ -159,7 +159,7 @@ def transactions_problem(
             if credit["amount"] != reserved[p] + nets.get(p, 0):
                 return f"the credit to {p} is {credit['amount']}; the settlement pays {pays}"
             mine = accepted.get(p, [])
-            if sorted(credit["debits"]) != sorted(mine):
+            if list(credit["debits"]) != mine:
                 return f"the credit to {p} settles {credit['debits']}, not its accepted debits {mine}"
         if credits:
             return f"credits to {sorted(credits)}, whom the settlement does not pay"
@@ -177,6 +177,8 @@ def transactions_problem(
         unfinished = t["status"] in OPEN or (t["kind"] == "credit" and t["status"] == "refused")
         if unfinished and not t["resolved"]:
             return f"transaction {t['tx_id']} is {t['status']} in a closed round: {t['amount']} to {t['player']}"
+        if t["resolved"] and not unfinished:
+            return f"transaction {t['tx_id']} is {t['status']}: nothing an operator resolves"
     return None
 
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
+from pokdeng_core.errors import DomainError
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.errors import DomainError
 from pokdeng_service.audit.bundle import for_recipient
 from pokdeng_service.audit.platform_txs import credit_id, debit_id
 from pokdeng_service.cli.main import main
@@ -95,7 +95,7 @@ def test_a_platform_rounds_bundle_carries_its_transactions(platform: Platform, r
         assert WR.verify(audit.bundle_bytes(made)).status == "UNANCHORED", made_for
 
 
-EDITS: list[tuple[str, Callable[[list[dict[str, Any]]], None]]] = [
+EDITS: list[tuple[str, Callable[[list[dict[str, Any]]], object]]] = [
     ("a debit's amount", lambda txs: txs[-2].update(amount=txs[-2]["amount"] + 1)),
     ("a credit's amount", lambda txs: next(t for t in txs if t["kind"] == "credit").update(amount=0)),
     ("a credit left open", lambda txs: next(t for t in txs if t["kind"] == "credit").update(status="requested")),

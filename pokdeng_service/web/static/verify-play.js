@@ -510,7 +510,7 @@
           credits.delete(p);
           const pays = reserved.get(p) + (nets.get(p) ?? 0n);
           require(credit !== undefined && big(credit.amount) === pays, `${p}: no credit of reserved + net = ${pays}`);
-          require(same([...credit.debits].sort(), [...(accepted.get(p) ?? [])].sort()), `the credit to ${p} settles other debits`);
+          require(same([...credit.debits], accepted.get(p) ?? []), `the credit to ${p} settles other debits than its own, in order`);
         }
         require(credits.size === 0, `credits to ${JSON.stringify([...credits.keys()].sort())}, whom the settlement does not pay`);
         require(placedTxs.every((t) => t.status === "accepted"), "a settled round rolls back a placed stake");
@@ -522,6 +522,7 @@
       for (const t of txs) {
         const unfinished = ["requested", "rollback_requested"].includes(t.status) || (t.kind === "credit" && t.status === "refused");
         require(!unfinished || t.resolved !== "", `transaction ${t.tx_id} is ${t.status} in a closed round`);
+        require(t.resolved === "" || unfinished, `transaction ${t.tx_id} is ${t.status}: nothing to resolve`);
       }
       const debits = txs.filter((t) => t.kind === "debit").length;
       return `${debits} debits and ${txs.length - debits} credits of ${madeFor}: as the round's stakes and ${outcome}`;
