@@ -132,7 +132,7 @@ def payload(event: Any) -> dict[str, Any]:
     return events.data_of(getattr(event, event.WhichOneof("event")))
 
 
-def error_of(call: Callable[[], Any]) -> grpc.RpcError:
+def error_of(call: Callable[..., Any]) -> grpc.RpcError:
     """The ``grpc.RpcError`` a call raises (fails the test if it succeeds)."""
     try:
         call()

@@ -19,9 +19,6 @@ from pokdeng_core.errors import (
 )
 from pokdeng_service.api.errors import (
     DeadlineExpired,
-    FieldViolation,
-    PermissionDenied,
-    RequestInvalid,
     ResourceExhausted,
     Unauthenticated,
     Unavailable,
@@ -31,7 +28,10 @@ from pokdeng_service.application.errors import (
     AlreadyExists,
     Conflict,
     DuplicateRequest,
+    FieldViolation,
     NotFound,
+    PermissionDenied,
+    RequestInvalid,
     WalletRefused,
     WalletUnavailable,
 )

@@ -144,8 +144,8 @@ def test_one_contributor_sends_a_round_at_most_eight_contributions(served: Serve
     assert served.app.max_position == written  # nothing written
     # nor with a stake (found from the outside: a backer's bet on another seat carried a ninth)
     seat_two = pb.PlaceBetRequest(round_id=round_id, seat=2, player="alice", stake=200, client_seed="ninth")
-    refused = details_of(error_of(lambda: alice.cmd("RoundService", "PlaceBet", seat_two)))
-    assert refused.reason == "TOO_MANY_CONTRIBUTIONS" and served.app.max_position == written, refused
+    staked = details_of(error_of(lambda: alice.cmd("RoundService", "PlaceBet", seat_two)))
+    assert staked.reason == "TOO_MANY_CONTRIBUTIONS" and served.app.max_position == written, staked
     bob.cmd("RoundService", "PlaceBet", pb.PlaceBetRequest(round_id=round_id, seat=2, player="bob", stake=200))
     bob.cmd("RoundService", "ContributeSeed", contribute("bob", round_id, "bob is not held back"))
     dealt = ops.cmd("RoundService", "Deal", pb.DealRequest(round_id=round_id))

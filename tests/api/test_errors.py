@@ -62,7 +62,7 @@ def test_enum_values_and_options_are_checked(local: Served, ops: Api) -> None:
         min_stake=5,
         max_stake=1,
         seats=40,
-        turn_timeout=timedelta(seconds=99999),
+        turn_timeout=cast(Any, timedelta(seconds=99999)),
     )
     details = refused(local, lambda: ops.get("TableService", "OpenTable", request))
     assert [v.field for v in details.field_violations] == ["options", "max_stake", "seats", "turn_timeout"]

@@ -14,7 +14,7 @@ from fractions import Fraction
 from typing import Any
 
 import pytest
-from google.protobuf.descriptor import FieldDescriptor
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 
 from pokdeng_client import events
@@ -73,10 +73,17 @@ def _scalar(field: Any, value: Any) -> Any:
     return value
 
 
+def _message_type(member: str) -> Descriptor:
+    """The message type of a RecordedEvent's member."""
+    descriptor = pb.RecordedEvent.DESCRIPTOR.fields_by_name[member].message_type
+    assert descriptor is not None, member
+    return descriptor
+
+
 def reference_event(member: str, data: Mapping[str, Any]) -> bytes:
     target = pb.RecordedEvent()
     target.kind = events.event_kind(member)
-    message = getattr(pb, pb.RecordedEvent.DESCRIPTOR.fields_by_name[member].message_type.name)()
+    message = getattr(pb, _message_type(member).name)()
     _fill(message, data)
     getattr(target, member).CopyFrom(message)
     return target.SerializeToString(deterministic=True)
@@ -116,7 +123,7 @@ def test_planned_events_are_the_walked_ones(played: Played) -> None:
 
 
 def _typed_reference(member: str, data: Mapping[str, Any]) -> Message:
-    message: Message = getattr(pb, pb.RecordedEvent.DESCRIPTOR.fields_by_name[member].message_type.name)()
+    message: Message = getattr(pb, _message_type(member).name)()
     _fill(message, data)
     return message
 
@@ -129,7 +136,7 @@ def test_every_member_from_made_up_data() -> None:
         assert planned_event(member, {}) == reference_event(member, {})
         assert pb.RecordedEvent.FromString(planned_event(member, {})).WhichOneof("event") == member
         for _ in range(20):
-            data = {f.name: _value(f, rng) for f in field.message_type.fields if rng.random() < 0.8}
+            data = {f.name: _value(f, rng) for f in _message_type(member).fields if rng.random() < 0.8}
             data["not_a_field"] = 1
             assert planned_event(member, data) == reference_event(member, data), (member, data)
 
@@ -167,7 +174,9 @@ def test_timestamps_are_the_ones_from_datetime() -> None:
 
     from google.protobuf.timestamp_pb2 import Timestamp
 
-    from pokdeng_service.api.convert import timestamp
+    from pokdeng_service.api import convert
+
+    timestamp = vars(convert)["timestamp"]  # (what the server sends, the client's timestamp_of)
 
     rng = random.Random(11)
     zones = [UTC, timezone(timedelta(hours=7)), timezone(timedelta(hours=-5, minutes=-30)), None]

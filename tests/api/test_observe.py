@@ -87,7 +87,7 @@ def test_the_metrics_endpoint_shows_the_series_after_a_round(
     _a_round(ops, players, "m", 3)
     # a save that loses to another writer once: the command is tried again, and counted
     app = deployment.service.apps[0]
-    save, lost = app.save, []
+    save, lost = app.save, list[int]()
 
     def lose_once(*objs: Any, **kwargs: Any) -> Any:
         if not lost:

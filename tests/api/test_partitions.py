@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_service.application.commands import COMMANDS, CheckpointTable, PlaceBet
+from pokdeng_service.application.commands import COMMANDS, CheckpointTable, OpenWallet, PlaceBet
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.application.principal import SYSTEM
@@ -66,7 +66,8 @@ def test_the_router_takes_the_partition_from_the_command_itself(two_partitions: 
     service = two_partitions
     for command_type in COMMANDS:
         assert command_type.stream in ("wallet", "table", "round", "log"), command_type
-    service.handle(SYSTEM, "w0", COMMANDS[0]("asia/bob"))  # OpenWallet
+    assert COMMANDS[0] is OpenWallet
+    service.handle(SYSTEM, "w0", OpenWallet("asia/bob"))
     assert service.apps[service.partition("asia/bob", "wallet")].get_wallet("asia/bob").balance == 0
     with pytest.raises(Exception, match="another partition"):
         service.handle(SYSTEM, "b0", PlaceBet("asia/t#1", 1, "zed", 100))

@@ -39,7 +39,7 @@ def test_health_answers_for_the_server_and_every_service_without_a_token(local: 
     assert error.code() == grpc.StatusCode.NOT_FOUND
 
 
-class _Bearer(grpc.StreamStreamClientInterceptor):  # type: ignore[misc]
+class _Bearer(grpc.StreamStreamClientInterceptor):
     """Adds a bearer token to streaming calls (the reflection client sends no metadata of its own)."""
 
     def __init__(self, token: str) -> None:
@@ -162,7 +162,7 @@ def test_serve_stops_gracefully_on_a_signal(tmp_path: Path, signum: signal.Signa
     tokens.chmod(0o600)  # (a secret file: its owner's alone)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     process = subprocess.Popen(
-        [sys.executable, "-c", SERVE_SCRIPT, str(tmp_path / "db.sqlite"), str(tokens)],
+        [sys.executable, "-c", SERVE_SCRIPT, str(tmp_path / "db.sqlite"), str(tokens), str(SERVE_GRACE)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

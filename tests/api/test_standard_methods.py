@@ -18,6 +18,7 @@ import threading
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
+from typing import Any, cast
 
 import grpc
 import pytest
@@ -390,7 +391,7 @@ def test_a_wallet_stakes_only_in_its_own_currency(local: Served) -> None:
             profile=pb.PROFILE_ANTE,
             min_stake=100,
             max_stake=1000,
-            turn_timeout=timedelta(seconds=20),
+            turn_timeout=cast(Any, timedelta(seconds=20)),
             currency_code="JPY",
         ),
     ).table
@@ -412,7 +413,11 @@ def test_a_wallet_stakes_only_in_its_own_currency(local: Served) -> None:
             "currency_code"
         ]
     half = pb.OpenTableRequest(
-        table_id="t2", profile=pb.PROFILE_ANTE, min_stake=100, max_stake=1000, turn_timeout=timedelta(seconds=1.5)
+        table_id="t2",
+        profile=pb.PROFILE_ANTE,
+        min_stake=100,
+        max_stake=1000,
+        turn_timeout=cast(Any, timedelta(seconds=1.5)),
     )
     fraction = details_of(error_of(lambda: ops.cmd("TableService", "OpenTable", half)))
     assert [v.field for v in fraction.field_violations] == ["turn_timeout"]

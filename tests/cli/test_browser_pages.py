@@ -44,7 +44,7 @@ def bundles(store: Store) -> dict[str, bytes]:
     service = PartitionedPokdeng.open_read_only(StoreConfig.from_args(db=str(store.db)))
     try:
         return {
-            name: audit.bundle_bytes(audit.export_bundle(service, round_id))
+            name: audit.bundle_bytes(audit.export_bundle(service.app_for(round_id, "round"), round_id))
             for name, round_id in store.rounds.items()
             if name != "open"
         }

@@ -63,7 +63,7 @@ def test_every_flag_has_its_setting() -> None:
     assert "access_log" in ServeSettings.model_fields and "db" in ServeSettings.model_fields
 
 
-def _ready(process: subprocess.Popen[str], health: health_pb2_grpc.HealthStub) -> Any:
+def _ready(process: subprocess.Popen[str], health: Any) -> Any:
     """The server's first health answer; a server that exited instead fails with what it said."""
     deadline = time.monotonic() + 60  # (a loaded machine starts a Python server slowly)
     while True:
@@ -119,7 +119,7 @@ def test_serve_configured_from_the_environment_alone(tmp_path: Path) -> None:
     )
     try:
         with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-            health = health_pb2_grpc.HealthStub(channel)
+            health: Any = health_pb2_grpc.HealthStub(channel)  # (its stubs name no methods)
             answer = _ready(process, health)
             assert answer.status == health_pb2.HealthCheckResponse.SERVING
             metadata = (("authorization", f"Bearer {TOKEN}"),)

@@ -133,8 +133,8 @@ def test_the_doc_publishes_the_same_vectors_and_the_default() -> None:
     assert f"`{CLIENT_SEED_RULE}`" in DOC
     three = next(v for v in VECTORS if v["name"] == "three-contributors")
     assert three["client_seed"] in DOC and three["shuffle"]["order_sha256"] in DOC
-    published = DOC.split("that client seed gives this 52-card shoe", 1)[1].split("```")[1]
-    assert " ".join(published.split()) == three["shuffle"]["order"]  # all 52 cards, in order
+    shoe = DOC.split("that client seed gives this 52-card shoe", 1)[1].split("```")[1]
+    assert " ".join(shoe.split()) == three["shuffle"]["order"]  # all 52 cards, in order
 
 
 @settings(max_examples=150, deadline=None)

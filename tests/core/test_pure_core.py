@@ -193,7 +193,7 @@ def test_the_table_decision_is_the_replay_of_its_events() -> None:
     history: list[table.TableEvent] = []
     for command in _table_script():
         decision = decide_and_fold_table(state, command)
-        assert isinstance(decision, TableDecision) and TableDecision._fields == ("events", "state")
+        assert type(decision) is TableDecision and TableDecision._fields == ("events", "state")
         assert decision.events == decide_table(state, command)
         folded = state
         for event in decision.events:

@@ -35,7 +35,7 @@ import itertools
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import HealthCheck, settings
@@ -709,7 +709,7 @@ def _check_coverage(stats: Counter[str], names: tuple[str, ...]) -> None:
 @pytest.mark.soak
 def test_application_model_in_memory() -> None:
     STATS.clear()
-    run_state_machine_as_test(ApplicationModel, settings=RUN)
+    cast(Any, run_state_machine_as_test)(ApplicationModel, settings=RUN)  # (hypothesis does not annotate it)
     _check_coverage(STATS, MUST_BE_ACCEPTED)
 
 
@@ -727,7 +727,7 @@ def test_application_model_on_sqlite(tmp_path: Path) -> None:
 
     STATS.clear()
     short = settings(RUN, max_examples=8, stateful_step_count=80)
-    run_state_machine_as_test(OnSqlite, settings=short)
+    cast(Any, run_state_machine_as_test)(OnSqlite, settings=short)
     _check_coverage(STATS, ("deposit", "start_round", "place_bet", "deal"))
 
 

@@ -111,9 +111,9 @@ def decide(k: int, j: int, state: RoundState) -> tuple[str, tuple[Any, ...]]:
     if phase is Phase.PLAYER_TURNS:
         if rng.random() < 0.15:
             return "time_out_turn", ()
-        seat = state.turn
-        assert seat is not None
-        return ("draw" if rng.random() < 0.5 else "stay"), (seat, state.holder(seat))
+        turn = state.turn
+        assert turn is not None
+        return ("draw" if rng.random() < 0.5 else "stay"), (turn, state.holder(turn))
     if phase is Phase.BANKER_TURN:
         choices = legal_commands(state, BANKER)
         if not choices or rng.random() < 0.1:
@@ -161,8 +161,9 @@ class Worker:
         return self.app.round_state(round_id).phase is Phase.CLOSED
 
     def state_at(self, round_id: str, version: int) -> RoundState:
-        record = self.app.repository.get(ag.round_uuid(round_id), version=version)
-        return record.state  # type: ignore[no-any-return]
+        record: Any = self.app.repository.get(ag.round_uuid(round_id), version=version)
+        state: RoundState = record.state
+        return state
 
     def play_round(self, k: int) -> None:
         self._play_round(k)

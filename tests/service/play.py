@@ -59,7 +59,8 @@ class Call:
     result: CommandResult
 
     def repeat(self, app: PokdengApp) -> CommandResult:
-        return getattr(app, self.command)(self.request_id, *self.args, **self.kwargs)
+        result: CommandResult = getattr(app, self.command)(self.request_id, *self.args, **self.kwargs)
+        return result
 
 
 class Chooser:
@@ -114,7 +115,7 @@ class Driver:
 
     def call(self, command: str, *args: Any, **kwargs: Any) -> CommandResult:
         request_id = self.next_id()
-        result = getattr(self.app, command)(request_id, *args, **kwargs)
+        result: CommandResult = getattr(self.app, command)(request_id, *args, **kwargs)
         entry = Call(command, request_id, args, kwargs, result)
         self.log.append(entry)
         if self.after_call is not None:
@@ -203,8 +204,9 @@ def step(d: Driver, round_id: str) -> CommandResult:
                 break  # this seat passes; close the window
         return d.call("close_side_bets", round_id)
     if phase is Phase.PLAYER_TURNS:
-        seat = state.turn
-        assert seat is not None, state
+        turn = state.turn
+        assert turn is not None, state
+        seat = turn
         if chooser.timeout(state):
             return d.call("time_out_turn", round_id)
         choices = app.legal_commands(round_id, seat)

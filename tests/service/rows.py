@@ -32,12 +32,12 @@ class StoredRows:
             ) as conn:
                 yield conn.cursor()
         else:
-            conn = sqlite3.connect(self.env["SQLITE_DBNAME"])
+            lite = sqlite3.connect(self.env["SQLITE_DBNAME"])
             try:
-                yield conn.cursor()
-                conn.commit()
+                yield lite.cursor()
+                lite.commit()
             finally:
-                conn.close()
+                lite.close()
 
     def _table(self, snapshots: bool) -> str:
         if not self.postgres:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import json
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.store.aggregates import round_uuid
+from pokdeng_service.store.facts import RecordedEvent
 
 from . import play
 from .rows import StoredRows
@@ -34,7 +35,7 @@ def play_rounds(d: play.Driver, profile: str, rounds: int, table: str | None = N
         play.hold_banker_bid(d, table_id, [(banker, 10), (names[0], 0), (names[1], 0)])
     else:
         play.open_table(d, table_id, profile, [(i + 1, n) for i, n in enumerate(names)])
-    ids = []
+    ids: list[str] = []
     for _ in range(rounds):
         if profile == "room" and d.app.get_table(table_id).banker is None:  # the tenure was served
             d.call("take_seat", table_id, f"{table_id}-banker", 3)
@@ -382,13 +383,13 @@ def test_replay_compares_payloads_by_their_json_form() -> None:
                 changed = dict(stored.data)
                 key = next(iter(changed))
                 changed[key] = [changed[key]]
-                edited = [*facts[:index], stored._replace(data=changed), *facts[index + 1 :]]
+                edited = [*facts[:index], cast(RecordedEvent, stored)._replace(data=changed), *facts[index + 1 :]]
                 assert not audit._same_round(edited, replayed)
-                renamed = [*facts[:index], stored._replace(kind="other"), *facts[index + 1 :]]
+                renamed = [*facts[:index], cast(RecordedEvent, stored)._replace(kind="other"), *facts[index + 1 :]]
                 assert not audit._same_round(renamed, replayed)
                 reordered = {k: stored.data[k] for k in reversed(stored.data)}  # equal, not the same bytes
                 if len(reordered) > 1:
-                    edited = [*facts[:index], stored._replace(data=reordered), *facts[index + 1 :]]
+                    edited = [*facts[:index], cast(RecordedEvent, stored)._replace(data=reordered), *facts[index + 1 :]]
                     assert not audit._same_round(edited, replayed)
                     assert audit._same_data(reordered, replayed[index])  # (then compared one by one)
             assert not audit._same_round(facts[:-1], replayed) and not audit._same_round(facts, replayed[:-1])
@@ -453,6 +454,7 @@ def test_verification_reads_compressed_or_encrypted_rows_through_the_library(tmp
     from eventsourcing.cryptography import AESCipher  # (on the cryptography package, a dependency)
 
     from pokdeng_service.store import fastpaths as facts
+    from pokdeng_service.store.facts import fact_of
 
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "packed.sqlite")}
     if stored_as == "zlib":
@@ -471,7 +473,7 @@ def test_verification_reads_compressed_or_encrypted_rows_through_the_library(tmp
             assert audit.verify_round(app, round_id, check_wallets=True).ok
         assert all(v.ok for v in audit.verify_rounds(app, rounds))
         assert [tuple(f) for f in audit.round_facts(app, rounds[0])] == [
-            tuple(facts.fact_of(e)) for e in app.events.get(round_uuid(rounds[0]))
+            tuple(fact_of(e)) for e in app.events.get(round_uuid(rounds[0]))
         ]
     finally:
         app.close()

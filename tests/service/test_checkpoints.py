@@ -369,7 +369,8 @@ def test_every_closed_round_is_logged_in_the_transaction_that_closes_it(app: Pok
             before = notes[i - 2] if notes[i - 1].kind == "Started" else notes[i - 1]  # (the log's creation)
             assert before.kind == "round_finished" and before.data["round_id"] == note.data["round_id"]
             assert note.stream == "log"
-    assert app.load_round_log() is not None and app.load_round_log().size == len(closed)
+    round_log = app.load_round_log()
+    assert round_log is not None and round_log.size == len(closed)
     assert audit_log(app, _keys()).checks[-1].name == "signatures"  # no head yet: unanchored, with keys a failure
     assert not audit_log(app, _keys()).ok and "unanchored" in audit_log(app).render()
 

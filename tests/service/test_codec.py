@@ -5,6 +5,7 @@ library's sorted compact form."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import rfc8785
 from hypothesis import given, settings
@@ -34,7 +35,7 @@ bmp_values = st.recursive(
 
 @settings(max_examples=500, deadline=None)
 @given(values)
-def test_canonical_json_is_rfc8785(value: object) -> None:
+def test_canonical_json_is_rfc8785(value: Any) -> None:
     expected = rfc8785.dumps(value)
     assert canonical_bytes(value) == expected
     assert canonical_json(value) == expected.decode()
@@ -47,12 +48,13 @@ def test_within_the_bmp_it_is_also_the_standard_librarys_sorted_compact_form(val
 
 
 def test_canonical_json_edges() -> None:
-    for value in [
+    samples: list[Any] = [
         {"b": 1, "a": [SAFE, -SAFE, 0, -1]},
         {"é": '\u2028\x7f\x00\x1f"\\\b\f\n\r\t/', "A": True, "a": None},
         {"": {"z": [], "y": {}}},
         {"\U0001f600": 1, "\uffff": 2, "\ue000": 3},  # UTF-16 order: U+1F600 (D83D DE00), U+E000, U+FFFF
-    ]:
+    ]
+    for value in samples:
         assert canonical_bytes(value) == rfc8785.dumps(value)
     assert canonical_json({"\U0001f600": 1, "\uffff": 2, "\ue000": 3}) == '{"\U0001f600":1,"\ue000":3,"\uffff":2}'
 
@@ -62,7 +64,7 @@ def test_chain_digest_is_documented_form() -> None:
     import hashlib
 
     previous = "ab" * 32
-    data = {"seat": 1, "cards": ["AS", "10H"], "player": "ณัฐ"}
+    data: dict[str, Any] = {"seat": 1, "cards": ["AS", "10H"], "player": "ณัฐ"}
     body = rfc8785.dumps(
         {
             "kind": "cards_dealt",

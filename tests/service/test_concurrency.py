@@ -139,7 +139,7 @@ def test_the_same_request_from_two_instances_is_done_once(make_app: Callable[...
     def depositor(app: PokdengApp) -> Callable[[], list[Any]]:
         return lambda: [(rid, app.deposit(rid, "w", 10)) for rid in (f"dep-{i}" for i in range(25))]
 
-    results = _run_threads([depositor(one), depositor(two), depositor(one)])  # type: ignore[list-item]
+    results = _run_threads([depositor(one), depositor(two), depositor(one)])
     by_id: dict[str, list[Any]] = {}
     for rid, result in results:
         by_id.setdefault(rid, []).append(result)

@@ -252,8 +252,8 @@ def _check_crash_point(env: dict[str, str], void: bool = False) -> list[CrashPoi
                     assert state.phase is not Phase.CLOSED
                     assert "void_round" in app.legal_commands(round_id)  # resumable, or voidable
                     open_rounds.append(round_id)
-                    view = app.get_round(round_id)
-                    points.append(CrashPoint(round_id, view.version, view.phase, view.turn, view.events))
+                    opened = app.get_round(round_id)
+                    points.append(CrashPoint(round_id, opened.version, opened.phase, opened.turn, opened.events))
                 else:
                     assert state.phase is Phase.CLOSED, (round_id, state.phase)
         expected = _expected_reservations(app, open_rounds)

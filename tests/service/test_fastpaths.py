@@ -202,7 +202,7 @@ def test_project_matches_the_library(played: Played, stream: str) -> None:
     app = played.app
     for uuid in _streams(played)[stream]:
         ours = fastpaths.project(None, app.events.get(uuid))
-        library = project_aggregate(None, app.events.get(uuid))
+        library: Any = project_aggregate(None, app.events.get(uuid))
         assert type(ours) is type(library) and vars(ours) == vars(library)
         # Through the repository (a version bypasses the cache), as the application loads.
         for version in sorted({1, 2, library.version // 2, library.version} - {0}):

@@ -13,6 +13,7 @@ import dataclasses
 import random
 from collections.abc import Iterator
 from typing import Any
+from uuid import UUID
 
 import orjson
 import pytest
@@ -96,9 +97,9 @@ def test_plain_mapper_matches_the_library(played: Played) -> None:
         same_event(app.mapper.to_domain_event(row), reference.to_domain_event(row))
     # Through the loaders: the same aggregates as the library's mapper gives.
     for uuid in [ag.wallet_uuid(w) for w in played.wallets] + [ag.round_uuid(r) for r in played.rounds]:
-        ours = [e.__dict__ for e in app.events.get(uuid)]
-        theirs = [reference.to_domain_event(r).__dict__ for r in app.recorder.select_events(uuid)]
-        assert ours == theirs
+        loaded = [e.__dict__ for e in app.events.get(uuid)]
+        decoded = [reference.to_domain_event(r).__dict__ for r in app.recorder.select_events(uuid)]
+        assert loaded == decoded
 
 
 def test_rows_the_plain_mapper_cannot_read_go_to_the_library(played: Played, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,16 +203,16 @@ def test_notifications_are_the_validated_ones(played: Played) -> None:
     for note, row in zip(ours, rows, strict=True):
         theirs = _validated(row.id, reference.to_domain_event(row))
         if theirs.stream == "wallet" and theirs.stream_id == str(row.originator_id):
-            theirs = theirs.model_copy(update={"stream_id": app._wallet_name(row.originator_id)})
+            theirs = theirs.model_copy(update={"stream_id": app._wallet_name(UUID(str(row.originator_id)))})
         assert note == theirs
         same_values(note.model_dump(), theirs.model_dump(), f"notification {row.id}")
         assert note.model_dump_json() == theirs.model_dump_json()
     # Values that are not plain JSON (a time, a uuid, a tuple) go through the JSON round trip as before.
     from pokdeng_service.application.notifications import notification
 
-    (row,) = app.recorder.select_events(ag.wallet_uuid("classic-t-p1"), lte=2, gt=1)
-    event = reference.to_domain_event(row)
-    event.__dict__["extra"] = (ag.NAMESPACE, event.timestamp)
+    (stored,) = app.recorder.select_events(ag.wallet_uuid("classic-t-p1"), lte=2, gt=1)
+    event = reference.to_domain_event(stored)
+    event.__dict__["extra"] = (ag.NAMESPACE, event.__dict__["timestamp"])
     same_values(notification(7, event).model_dump(), _validated(7, event).model_dump(), "extra")
 
 

@@ -28,9 +28,18 @@ def test_snapshots_of_saved_aggregates_are_the_read_back_ones(tmp_path: Path, mo
     taken: list[Any] = []
     library_path: list[Any] = []
     put = app.snapshots.put  # type: ignore[union-attr]
-    monkeypatch.setattr(app.snapshots, "put", lambda snapshots, **kw: (taken.extend(snapshots), put(snapshots, **kw)))
     take_snapshot = app.take_snapshot
-    monkeypatch.setattr(app, "take_snapshot", lambda *a, **kw: (library_path.append(a), take_snapshot(*a, **kw)))
+
+    def put_noted(snapshots: Any, **kw: Any) -> Any:
+        taken.extend(snapshots)
+        return put(snapshots, **kw)
+
+    def take_noted(*a: Any, **kw: Any) -> Any:
+        library_path.append(a)
+        return take_snapshot(*a, **kw)
+
+    monkeypatch.setattr(app.snapshots, "put", put_noted)
+    monkeypatch.setattr(app, "take_snapshot", take_noted)
     try:
         d = play.Driver(app, chooser=play.Chooser(random.Random(4), side_bet=0.7))
         for profile in ("classic", "kingmaker", "room"):
@@ -50,7 +59,7 @@ def test_snapshots_of_saved_aggregates_are_the_read_back_ones(tmp_path: Path, mo
         kinds = {s.topic for s in taken}
         assert len(taken) > 30 and len(taken) > 3 * len(library_path), (len(taken), len(library_path))
         assert len(kinds) == 3, kinds  # wallets, tables and the log of closed rounds
-        mapper = Mapper(app.mapper.transcoder)
+        mapper: Mapper[Any] = Mapper(app.mapper.transcoder)
         for snapshot in taken:
             aggregate = app.repository.get(
                 snapshot.originator_id, version=snapshot.originator_version, projector_func=fastpaths.project

@@ -296,9 +296,9 @@ def test_a_pushing_store_is_caught_up_a_page_at_a_time_not_a_command_at_a_time(
         started: list[float] = []
         catch_up = rm.catch_up
 
-        def counted(app: PokdengApp) -> int:
+        def counted(app: Any, upto: int | None = None) -> int:
             started.append(time.monotonic())
-            return catch_up(app)
+            return catch_up(app, upto)
 
         rm.catch_up = counted  # type: ignore[method-assign]
         rm.run_in_background(memory_app, interval=60)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from typing import Any
 from uuid import UUID
 
 import pytest
@@ -136,7 +137,7 @@ def test_wallet_snapshots_equal_replay(make_app: Callable[..., PokdengApp]) -> N
     play.drive_round(driver, round_id)
     wallet_id = ag.wallet_uuid("w")
     assert app.snapshots is not None
-    snapshots = list(app.snapshots.get(wallet_id))
+    snapshots: list[Any] = list(app.snapshots.get(wallet_id))  # (Snapshot events: state, mutate)
     assert [s.originator_version for s in snapshots] == [100, 200]
     assert snapshots[1].state["reservations"] == {round_id: 500}
     # every snapshot is the state its version replays to
@@ -145,7 +146,7 @@ def test_wallet_snapshots_equal_replay(make_app: Callable[..., PokdengApp]) -> N
 
     fresh, plain = make_app(), make_app(IS_SNAPSHOTTING_ENABLED="n")
     assert plain.snapshots is None
-    loaded = fresh.repository.get(wallet_id)
+    loaded: Any = fresh.repository.get(wallet_id)
     assert loaded == _replayed(app, wallet_id) == plain.repository.get(wallet_id) == app.repository.get(wallet_id)
     assert loaded.version == 243 and loaded.reservations == {}
     for version in (99, 100, 101, 150, 200, 201, 242):
@@ -188,7 +189,7 @@ def test_table_snapshots_equal_replay(make_app: Callable[..., PokdengApp]) -> No
     fresh, plain = make_app(), make_app(IS_SNAPSHOTTING_ENABLED="n")
     for name in ("an", "rm"):
         uuid = ag.table_uuid(name)
-        loaded = fresh.repository.get(uuid)
+        loaded: Any = fresh.repository.get(uuid)
         assert loaded == _replayed(app, uuid) == plain.repository.get(uuid)
         assert loaded.state == plain.repository.get(uuid).state
         assert fresh.get_table(name) == plain.get_table(name) == app.get_table(name)

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import random
 from collections import Counter
+from collections.abc import Callable
 from fractions import Fraction
+from typing import Any, TypeVar
 
 import pytest
 
@@ -26,7 +28,10 @@ from .play import Chooser, Driver, Ledger, events_of, kinds
 STAKE = 100
 
 
-def _no_write(app: PokdengApp, error: type[Exception], call, *args, **kwargs) -> Exception:  # type: ignore[no-untyped-def]
+E = TypeVar("E", bound=Exception)
+
+
+def _no_write(app: PokdengApp, error: type[E], call: Callable[..., Any], *args: Any, **kwargs: Any) -> E:
     before = app.max_position
     with pytest.raises(error) as caught:
         call(*args, **kwargs)
@@ -307,6 +312,7 @@ def test_turn_timeouts_take_the_automatic_action(app: PokdengApp) -> None:
         while app.round_state(round_id).phase is not Phase.CLOSED:
             state = app.round_state(round_id)
             seat = state.turn if state.phase is Phase.PLAYER_TURNS else BANKER
+            assert seat is not None
             taem = _taem(state.cards(seat))
             result = play.step(driver, round_id)
             assert driver.log[-1].command == "time_out_turn"

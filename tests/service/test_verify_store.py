@@ -336,6 +336,7 @@ def test_verify_all_passes_an_untampered_store_of_every_profile(
     closed.append(voided)
     still_open = play.start_round(d, "kingmaker-t", "left-open")
     play.seat_bets(d, still_open, 100)
+    assert app.snapshots is not None
     assert len(app.snapshots.recorder.select_events(wallet_uuid("classic-t-p2"))) >= 1
     service.close()
     assert main(["verify", "--all", "--verbose", "--db", str(db)]) == EXIT_OK  # (every verdict, passes too)
