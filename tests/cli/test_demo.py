@@ -9,9 +9,9 @@ import shlex
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from pokdeng_service.cli import EXIT_OK, main
+from pokdeng_service.cli.console import Console
 from pokdeng_service.cli.demo import DEFAULT_DB, demo_db, run_demo
 
 
