@@ -57,7 +57,10 @@ FLAGS: dict[str, dict[str, Any]] = {
         "choices": ["process", "thread", "off"],
         "help": "project the read models in a child process (default), a thread of the server, or not at all",
     },
-    "--wallet": {"choices": ["internal", "remote"], "help": "the store's wallets (default) or the platform's"},
+    "--wallet": {
+        "choices": ["internal", "remote", "hub88"],
+        "help": "the store's wallets (default), the platform's (pokdeng's protocol), or Hub88's wallet API",
+    },
     "--wallet-url": {
         "help": "the platform's wallet service: host:port or grpcs://host:port (gRPC), http(s)://host:port (JSON)"
     },
@@ -72,6 +75,8 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--wallet-protocol": {"type": int, "choices": [1, 2], "help": "pokdeng.wallet.v1 (default) or v2 (docs/wallet.md)"},
     "--wallet-game-code": {"help": "the game code protocol v2 sends in every call (default pokdeng)"},
     "--wallet-provider-id": {"help": "the provider id protocol v2 sends in every call (default pokdeng)"},
+    "--wallet-hub88-key": {"help": "--wallet hub88: pokdeng's RSA private key (PEM, chmod 600) signing every request"},
+    "--wallet-hub88-public-keys": {"help": "--wallet hub88: Hub88's RSA public keys (PEM): its answers verified"},
     "--wallet-allow-unfinished": {
         "action": "store_const",
         "const": True,

@@ -83,7 +83,9 @@ class ServeSettings(BaseSettings):
         "process", description="where the read models follow the log: a child process, a thread, or nowhere"
     )
     # the wallets (docs/wallet.md)
-    wallet: Literal["internal", "remote"] = Field("internal", description="the store's wallets, or the platform's")
+    wallet: Literal["internal", "remote", "hub88"] = Field(
+        "internal", description="the store's wallets, the platform's, or Hub88's wallet API"
+    )
     wallet_url: str | None = Field(None, description="the platform's wallet: host:port (gRPC) or http://... (JSON)")
     wallet_timeout: float = Field(2.0, gt=0, le=60, description="seconds one call to the platform's wallet may take")
     wallet_attempts: int = Field(3, ge=1, le=20, description="calls of one transaction within a command")
@@ -96,6 +98,8 @@ class ServeSettings(BaseSettings):
     wallet_protocol: int = Field(1, ge=1, le=2, description="the wallet protocol: pokdeng.wallet.v1 or v2")
     wallet_game_code: str = Field("pokdeng", min_length=1, description="the game code of protocol v2's calls")
     wallet_provider_id: str = Field("pokdeng", min_length=1, description="the provider id of protocol v2's calls")
+    wallet_hub88_key: str | None = Field(None, description="--wallet hub88: pokdeng's RSA key (a secret file)")
+    wallet_hub88_public_keys: str | None = Field(None, description="--wallet hub88: Hub88's public keys (PEM)")
     wallet_allow_unfinished: bool = Field(
         False, description="start on the internal wallets although rounds hold the platform's money (docs/wallet.md)"
     )
@@ -148,6 +152,7 @@ class ServeSettings(BaseSettings):
             sign_key=self.wallet_sign_key or "", platform_keys=self.wallet_platform_keys or "",
             signature_window=self.wallet_signature_window, protocol=self.wallet_protocol,
             game_code=self.wallet_game_code, provider_id=self.wallet_provider_id,
+            hub88_key=self.wallet_hub88_key or "", hub88_public_keys=self.wallet_hub88_public_keys or "",
         )  # fmt: skip
 
     def rates(self) -> dict[str, Rate]:

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pokdeng_service.application.config import ConfigError
 
-WalletKind = Literal["internal", "remote"]
+WalletKind = Literal["internal", "remote", "hub88"]
 
 
 @dataclass(frozen=True)
@@ -46,11 +46,15 @@ class WalletConfig:
     protocol: int = 1  # pokdeng.wallet.v1, or v2 (docs/wallet.md, "Protocol version 2")
     game_code: str = "pokdeng"
     provider_id: str = "pokdeng"
+    hub88_key: str = ""  # --wallet hub88: pokdeng's RSA private key signing every request (a secret file)
+    hub88_public_keys: str = ""  # Hub88's public keys (PEM): its answers verified
 
     def __post_init__(self) -> None:
-        if self.kind not in ("internal", "remote"):
-            raise ConfigError(f"wallet is internal or remote, not {self.kind!r}")
-        if self.kind == "remote" and not self.url:
+        if self.kind not in ("internal", "remote", "hub88"):
+            raise ConfigError(f"wallet is internal, remote or hub88, not {self.kind!r}")
+        if self.kind == "hub88":
+            self._check_hub88()
+        elif self.kind == "remote" and not self.url:
             raise ConfigError("a remote wallet needs the platform's URL (--wallet-url host:port or http://...)")
         if self.kind == "remote":
             from pokdeng_service.wallet.platform import url_problem
@@ -64,6 +68,39 @@ class WalletConfig:
             raise ConfigError("the wallet timeout is 0 to 60 seconds")
         if not 1 <= self.attempts <= 20:
             raise ConfigError("the wallet attempts are 1 to 20")
+
+    def _check_hub88(self) -> None:
+        if not self.url.startswith(("http://", "https://")):
+            raise ConfigError(f"--wallet hub88 needs Hub88's wallet API URL (--wallet-url https://...): {self.url!r}")
+        if not self.hub88_key:
+            raise ConfigError("--wallet hub88 needs pokdeng's RSA private key (--wallet-hub88-key, chmod 600)")
+        if self.tls_cert or self.tls_key or self.sign_key or self.platform_keys:
+            raise ConfigError(
+                "--wallet hub88 signs with --wallet-hub88-key and verifies with --wallet-hub88-public-keys, not the "
+                "--wallet-tls-cert/-key, --wallet-sign-key, --wallet-platform-keys of pokdeng's protocol"
+            )
+        if self.tls_ca and not self.tls:
+            raise ConfigError(f"--wallet-tls-ca is for an https:// URL, not {self.url}")
+        if not self.game_code:
+            raise ConfigError("the wallet's game code is not empty")
+        try:
+            self.platform().close()
+        except (OSError, ValueError) as error:  # (SecretFileError, SignatureError: ValueErrors)
+            raise ConfigError(f"the Hub88 wallet's keys: {error}") from None
+
+    def platform(self) -> Any:
+        """The platform's wallet client (``platform.PlatformWallet``): pokdeng's protocol, or Hub88's API (spoken as
+        protocol 2 by ``hub88.Hub88Transport``); every key file read now."""
+        from pokdeng_service.wallet.platform import PlatformWallet
+
+        if self.kind == "hub88":
+            from pokdeng_service.wallet.hub88 import Hub88Transport
+
+            transport = Hub88Transport(self.url, self.hub88_key, self.hub88_public_keys, self.tls_ca)
+            return PlatformWallet(transport, self.timeout, self.attempts, protocol=2, game_code=self.game_code)
+        return PlatformWallet.connect(
+            self.url, self.timeout, self.attempts, self.security(), self.protocol, self.game_code, self.provider_id
+        )
 
     @property
     def tls(self) -> bool:
@@ -107,7 +144,8 @@ class WalletConfig:
 
     @property
     def remote(self) -> bool:
-        return self.kind == "remote"
+        """The platform keeps the balances (``remote`` or ``hub88``)."""
+        return self.kind in ("remote", "hub88")
 
     @property
     def debit_grace(self) -> float:
@@ -119,6 +157,9 @@ class WalletConfig:
     def describe(self) -> str:
         if not self.remote:
             return "internal wallets"
+        if self.kind == "hub88":
+            checked = ", Hub88's answers verified" if self.hub88_public_keys else ""
+            return f"Hub88's wallet API at {self.url} (requests signed{checked}, game {self.game_code})"
         protection = ["mutual TLS" if self.tls_cert else "TLS"] if self.tls else []
         protection += ["requests signed"] if self.sign_key else []
         protection += ["answers verified"] if self.platform_keys else []

@@ -378,10 +378,7 @@ def attach(apps: list[Any], config: WalletConfig, *, recovery: bool = True) -> l
     recovery workers (one per application, not yet started)."""
     from pokdeng_service.wallet.recovery import WalletRecovery
 
-    platform = PlatformWallet.connect(
-        config.url, config.timeout, config.attempts, config.security(), config.protocol, config.game_code,
-        config.provider_id,
-    )  # fmt: skip
+    platform: PlatformWallet = config.platform()
     workers = []
     for app in apps:
         port = RemotePort(platform, config)
