@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import sys
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields as dataclass_fields
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -163,8 +163,8 @@ class FoldedStream(ChainedStream):
     FACTS: Mapping[str, type[ChainedStream.Fact]]
     state: Any
 
-    def fold(self, state: Any, core_event: Any) -> Any:
-        raise NotImplementedError
+    fold: Callable[[Any, Any], Any]
+    """The machine's fold of one core event into the state (its ``evolve``): each subclass defines it."""
 
     def decided(self, before: Any, after: Any) -> Any:
         """The state once a decision is recorded: the one it folded (``after``); ``before``, the state it
