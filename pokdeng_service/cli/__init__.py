@@ -3,14 +3,14 @@
 May import every other layer; nothing imports it.
 """
 
-from pokdeng_service.cli.main import (
+from pokdeng_service.cli.common import (
     EXIT_FAILED,
     EXIT_OK,
     EXIT_REFUSED,
     EXIT_UNANCHORED,
     EXIT_UNAVAILABLE,
     EXIT_USAGE,
-    main,
 )
+from pokdeng_service.cli.main import main
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_REFUSED", "EXIT_UNANCHORED", "EXIT_UNAVAILABLE", "EXIT_USAGE", "main"]

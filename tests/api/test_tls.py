@@ -237,7 +237,7 @@ def test_a_certificate_out_of_its_dates_is_refused_at_the_start(
     with pytest.raises(ValueError, match=f"the TLS certificate {folder / 'server.pem'} {refusal}"):
         tls.check()
     # pokdeng serve refuses it before anything is made: exit 2, no store, no vault key, no lock
-    from pokdeng_service.cli.main import EXIT_USAGE, main
+    from pokdeng_service.cli import EXIT_USAGE, main
 
     store = tmp_path / "store"
     store.mkdir()
