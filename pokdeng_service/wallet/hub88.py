@@ -13,16 +13,18 @@ idempotency). Amounts: Hub88's integers are 1/100000 of the currency unit; pokde
 ``10 ** (5 - exponent)`` (ISO 4217), and an amount Hub88 gives back that is no whole number of minor units (or a
 currency whose exponent is over 5) is refused rather than rounded (no answer: ``ValueError``).
 
-What each RS_* status does (the table in docs/wallet.md):
+What each RS_* status does (the table in docs/wallet.md). Hub88 answers a transaction_uuid sent again with the same
+body as it did the first time; RS_ERROR_DUPLICATE_TRANSACTION means the same transaction_uuid with *another* body (a
+reference, amount, currency, round, user or game that differ): not "already applied".
 
 * bet: RS_OK applied; RS_ERROR_NOT_ENOUGH_MONEY insufficient funds, RS_ERROR_LIMIT_REACHED (and the bet limit)
   refused: nothing taken; every other status and no answer are *unknown outcomes*: Hub88's rule is that such a bet is
   rolled back, and so it is (the stakes step and the recovery roll back a debit without a definite answer);
-* win: RS_OK applied, RS_ERROR_DUPLICATE_TRANSACTION applied (it was, once); RS_ERROR_TRANSACTION_DOES_NOT_EXIST,
-  RS_ERROR_WRONG_CURRENCY, RS_ERROR_USER_DISABLED, RS_ERROR_INVALID_GAME, RS_ERROR_INVALID_PARTNER refused (the player
-  is owed it, until an operator resolves it); any other status is unknown: retried (Hub88's retry-on-win);
-* rollback: RS_OK and RS_ERROR_DUPLICATE_TRANSACTION rolled back; RS_ERROR_TRANSACTION_DOES_NOT_EXIST done with
-  nothing debited (the bet never arrived: a tombstone, a late bet is refused as a duplicate); any other is retried;
+* win: RS_OK applied; RS_ERROR_TRANSACTION_DOES_NOT_EXIST, RS_ERROR_DUPLICATE_TRANSACTION, RS_ERROR_WRONG_CURRENCY,
+  RS_ERROR_USER_DISABLED, RS_ERROR_INVALID_GAME, RS_ERROR_INVALID_PARTNER refused (the player is owed it, until an
+  operator resolves it); any other status is unknown: retried (Hub88's retry-on-win);
+* rollback: RS_OK rolled back; RS_ERROR_TRANSACTION_DOES_NOT_EXIST done with nothing debited (the bet never arrived:
+  a tombstone, the bet arriving later moves nothing); any other is retried;
 * balance: RS_OK the balance; RS_ERROR_INVALID_TOKEN, RS_ERROR_TOKEN_EXPIRED, RS_ERROR_USER_DISABLED no such player.
 """
 
@@ -58,8 +60,8 @@ PATHS = {
 
 BET_REFUSED = {"RS_ERROR_LIMIT_REACHED", "RS_ERROR_BET_LIMIT_REACHED"}  # (Hub88: not rolled back)
 WIN_REFUSED = {
-    "RS_ERROR_TRANSACTION_DOES_NOT_EXIST", "RS_ERROR_WRONG_CURRENCY", "RS_ERROR_USER_DISABLED",
-    "RS_ERROR_INVALID_GAME", "RS_ERROR_INVALID_PARTNER",
+    "RS_ERROR_TRANSACTION_DOES_NOT_EXIST", "RS_ERROR_DUPLICATE_TRANSACTION", "RS_ERROR_WRONG_CURRENCY",
+    "RS_ERROR_USER_DISABLED", "RS_ERROR_INVALID_GAME", "RS_ERROR_INVALID_PARTNER",
 }  # fmt: skip
 NO_PLAYER = {"RS_ERROR_INVALID_TOKEN", "RS_ERROR_TOKEN_EXPIRED", "RS_ERROR_USER_DISABLED"}
 
@@ -213,7 +215,7 @@ def _translate(method: str, request: Any, answer: dict[str, Any], response: Any)
     response.currency = currency
     response.platform_ref = str(answer.get("transaction_uuid") or transaction_uuid(request.tx_id))
     response.reason = "" if status == "RS_OK" else status
-    if status == "RS_OK" or (status == "RS_ERROR_DUPLICATE_TRANSACTION" and method != "Debit"):
+    if status == "RS_OK":
         response.status = pb2.STATUS_APPLIED
         response.debited = method == "Rollback"
     elif method == "Debit" and status == "RS_ERROR_NOT_ENOUGH_MONEY":

@@ -6,13 +6,16 @@ body, checked with the supplier's public key: else ``RS_ERROR_INVALID_SIGNATURE`
 signed with Hub88's own key. Its ``Hub88Ledger`` keeps balances in Hub88's units (1/100000 of the currency unit) and:
 
 * repeats the first answer to a repeated ``request_uuid`` (request idempotency), except ``/user/balance``;
-* applies a ``transaction_uuid`` once: another request with a known one is ``RS_ERROR_DUPLICATE_TRANSACTION``;
+* applies a ``transaction_uuid`` once: sent again with the same body (user, amount, currency, round, game, reference)
+  it is answered as the first time, with another body ``RS_ERROR_DUPLICATE_TRANSACTION``;
 * a bet needs a known token (``RS_ERROR_INVALID_TOKEN``), an enabled user (``RS_ERROR_USER_DISABLED``), the user's
   currency (``RS_ERROR_WRONG_CURRENCY``) and the money (``RS_ERROR_NOT_ENOUGH_MONEY``, with the balance);
 * a win needs its ``reference_transaction_uuid`` to be an applied bet of the user, not rolled back
   (``RS_ERROR_TRANSACTION_DOES_NOT_EXIST``); tokens are not checked on wins and rollbacks;
 * a rollback gives the bet's amount back once; of a bet never seen it leaves a tombstone and answers
-  ``RS_ERROR_TRANSACTION_DOES_NOT_EXIST``, and that bet arriving later is a duplicate that moves nothing.
+  ``RS_ERROR_TRANSACTION_DOES_NOT_EXIST``, and that bet arriving later moves nothing (``RS_ERROR_UNKNOWN``).
+
+It serves under ``/supplier/generic/v2`` (``PREFIX``), as Hub88 does: the URL pokdeng is given is that base.
 
 ``faults`` (a ``faults.Faults``: its plan, forced faults and tallies) injects, per money call: ``drop`` (no answer),
 ``timeout`` (applied, answered too late), ``unavailable`` (HTTP 503, nothing applied), ``lost_reply`` (applied, then
@@ -40,6 +43,7 @@ from pokdeng_service.wallet.v1 import wallet_pb2 as pb
 
 from .faults import Faults
 
+PREFIX = "/supplier/generic/v2"
 METHODS = {"/transaction/bet": "Debit", "/transaction/win": "Credit", "/transaction/rollback": "Rollback"}
 
 
@@ -55,6 +59,8 @@ class Tx:
     status: str
     reference: str = ""
     round_closed: bool = False
+    same: tuple[Any, ...] = ()  # what a repeat must have alike (else RS_ERROR_DUPLICATE_TRANSACTION)
+    answer: dict[str, Any] = field(default_factory=dict)
     recorded_ms: int = field(default_factory=lambda: int(time.time() * 1000))
 
 
@@ -119,14 +125,20 @@ class Hub88Ledger:
             return {"status": "RS_ERROR_WRONG_TYPES", "user": name}
         if body.get("currency") != user.currency:
             return {**self._ok(name, user), "status": "RS_ERROR_WRONG_CURRENCY"}
-        if uuid in self.txs or uuid in self.rolled_back.values():
-            return {**self._ok(name, user), "status": "RS_ERROR_DUPLICATE_TRANSACTION"}
+        same = tuple(body.get(k) for k in ("user", "amount", "currency", "round", "game_code"))
+        same += (body.get("reference_transaction_uuid"),)
+        known = self.txs.get(uuid)
+        if known is not None:
+            if known.same != same:
+                return {**self._ok(name, user), "status": "RS_ERROR_DUPLICATE_TRANSACTION"}
+            return dict(known.answer)
         round_id = str(body.get("round", ""))
         if round_id in self.closed:
             self.after_close.append(uuid)
         tx = Tx(
             path.rsplit("/", 1)[-1], uuid, str(body.get("supplier_transaction_id", "")), name, round_id, amount,
             user.currency, "RS_OK", str(body.get("reference_transaction_uuid", "")), bool(body.get("round_closed")),
+            same,
         )  # fmt: skip
         if tx.kind == "bet":
             answer = self._bet(tx, user, body)
@@ -135,7 +147,7 @@ class Hub88Ledger:
         else:
             answer = self._rollback(tx, user)
         if answer["status"] in ("RS_OK", "RS_ERROR_NOT_ENOUGH_MONEY", "RS_ERROR_TRANSACTION_DOES_NOT_EXIST"):
-            tx.status = answer["status"]
+            tx.status, tx.answer = answer["status"], dict(answer)
             self.txs[uuid] = tx
             self.order.append(uuid)
             if tx.round_closed and tx.status == "RS_OK":
@@ -151,7 +163,7 @@ class Hub88Ledger:
         if not user.enabled:
             return {"status": "RS_ERROR_USER_DISABLED", "user": tx.user}
         if tx.uuid in self.rolled_back:  # rolled back before it arrived: never applied
-            return {**self._ok(tx.user, user), "status": "RS_ERROR_DUPLICATE_TRANSACTION"}
+            return {"status": "RS_ERROR_UNKNOWN", "user": tx.user}
         if user.balance < tx.amount:
             return {**self._ok(tx.user, user), "status": "RS_ERROR_NOT_ENOUGH_MONEY"}
         user.balance -= tx.amount
@@ -172,8 +184,8 @@ class Hub88Ledger:
         bet = self.txs.get(tx.reference)
         if tx.reference in self.won:
             return {"status": "RS_ERROR_UNKNOWN", "user": tx.user}  # (settled by a win: never undone)
-        if tx.reference in self.rolled_back:
-            return {**self._ok(tx.user, user), "status": "RS_ERROR_DUPLICATE_TRANSACTION"}
+        if tx.reference in self.rolled_back:  # (by another rollback transaction: not ours to undo twice)
+            return {"status": "RS_ERROR_UNKNOWN", "user": tx.user}
         self.rolled_back[tx.reference] = tx.uuid
         if bet is None or bet.kind != "bet" or bet.status != "RS_OK":
             tx.amount = 0
@@ -249,8 +261,9 @@ def serve(
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("Content-Length", 0)))
             signature = self.headers.get(HEADER)
-            method = METHODS.get(self.path)
-            if self.path != "/user/balance" and method is None:
+            path = self.path.removeprefix(PREFIX) if self.path.startswith(f"{PREFIX}/") else ""
+            method = METHODS.get(path)
+            if path != "/user/balance" and method is None:
                 self.send_error(404)
                 return
             kind = chaos._choose(method) if method else None
@@ -264,17 +277,15 @@ def serve(
                 return
             if kind in ("unavailable", "delayed"):
                 if kind == "delayed":
-                    timer = threading.Timer(
-                        chaos.random.uniform(*chaos.plan.delay), answer_of, (self.path, raw, signature)
-                    )
+                    timer = threading.Timer(chaos.random.uniform(*chaos.plan.delay), answer_of, (path, raw, signature))
                     timer.daemon = True
                     chaos._timers.append(timer)
                     timer.start()
                 self._send(503, {"status": "unavailable"})
                 return
-            answer = answer_of(self.path, raw, signature)
+            answer = answer_of(path, raw, signature)
             if kind == "duplicate":
-                again = answer_of(self.path, raw, signature)
+                again = answer_of(path, raw, signature)
                 if again != answer:
                     chaos.mismatched += 1
             if kind == "timeout":
@@ -299,7 +310,7 @@ def serve(
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, name="hub88", daemon=True).start()
-    return Hub88Server(ledger, chaos, server, f"http://127.0.0.1:{server.server_address[1]}")
+    return Hub88Server(ledger, chaos, server, f"http://127.0.0.1:{server.server_address[1]}{PREFIX}")
 
 
 __all__ = ["Hub88Ledger", "Hub88Server", "serve"]

@@ -384,3 +384,26 @@ def test_rounds_under_random_faults_move_money_exactly_once(tmp_path: Path, keys
             port.platform.close()
         app.close()
         server.stop()
+
+
+def test_a_transaction_sent_again_is_answered_as_the_first_and_another_body_is_a_duplicate(
+    hub88: Hub88Server, keys: Keys
+) -> None:
+    _fund(hub88, "alice")
+    bet = {"user": "alice", "token": "alice", "transaction_uuid": "b1", "round": "r", "currency": "THB",
+           "amount": 1_000_000, "game_code": "pokdeng"}  # fmt: skip
+    first = hub88.ledger.handle("/transaction/bet", {**bet, "request_uuid": "q1"})
+    again = hub88.ledger.handle("/transaction/bet", {**bet, "request_uuid": "q2"})  # another request, same body
+    assert first["status"] == again["status"] == "RS_OK" and hub88.ledger.balance_of("alice") == FUNDS - 1000
+    other = hub88.ledger.handle("/transaction/bet", {**bet, "amount": 2_000_000, "request_uuid": "q3"})
+    assert other["status"] == "RS_ERROR_DUPLICATE_TRANSACTION" and hub88.ledger.balance_of("alice") == FUNDS - 1000
+    wallet: PlatformWallet = _config(hub88.url, keys).platform()
+    answer = wallet.debit("d1", "alice", "r2", "t1", 500, "THB", "bet")
+    assert answer.applied and answer.balance == FUNDS - 1500
+    win = {"user": "alice", "token": "alice", "transaction_uuid": transaction_uuid("c1"), "round": "r2",
+           "currency": "THB", "amount": 1000, "game_code": "pokdeng", "request_uuid": "q4",
+           "reference_transaction_uuid": transaction_uuid("d1")}  # fmt: skip
+    assert hub88.ledger.handle("/transaction/win", win)["status"] == "RS_OK"  # c1 taken with another amount
+    refused = wallet.credit("c1", "alice", "r2", "t1", 900, "THB", ["d1"])
+    assert refused.status == "refused" and refused.reason.endswith("RS_ERROR_DUPLICATE_TRANSACTION"), refused
+    assert wallet.balance("alice", "THB") == FUNDS - 1499
