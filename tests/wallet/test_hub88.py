@@ -407,3 +407,44 @@ def test_a_transaction_sent_again_is_answered_as_the_first_and_another_body_is_a
     refused = wallet.credit("c1", "alice", "r2", "t1", 900, "THB", ["d1"])
     assert refused.status == "refused" and refused.reason.endswith("RS_ERROR_DUPLICATE_TRANSACTION"), refused
     assert wallet.balance("alice", "THB") == FUNDS - 1499
+
+
+def test_serve_flags_choose_hub88_and_a_deployment_plays_on_it(tmp_path: Path, hub88: Hub88Server, keys: Keys) -> None:
+    import argparse
+    import time
+
+    from pokdeng_service.application.config import StoreConfig
+    from pokdeng_service.cli.main import build_parser
+    from pokdeng_service.cli.settings import ServeSettings
+    from pokdeng_service.compose import Deployment
+
+    flags = ["--wallet", "hub88", "--wallet-url", hub88.url, "--wallet-hub88-key", str(keys.ours_file),
+             "--wallet-hub88-public-keys", str(keys.hub88_public), "--wallet-timeout", "0.3"]  # fmt: skip
+    args: argparse.Namespace = build_parser().parse_args(["serve", *flags])
+    wallet = ServeSettings.from_args(args).wallet_config()
+    assert wallet == WalletConfig(
+        "hub88", hub88.url, 0.3, hub88_key=str(keys.ours_file), hub88_public_keys=str(keys.hub88_public)
+    )
+    _fund(hub88, *PLAYERS)
+    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "served.sqlite"), vault_key=play.VAULT_KEY)
+    served = WalletConfig(**{**wallet.__dict__, "recovery_interval": 0.05})
+    deployment = Deployment.open(config, clocks=False, read_models=False, wallet=served)
+    try:
+        deployment.start()
+        (app,) = deployment.service.apps
+        assert isinstance(app.wallet_port, RemotePort) and deployment.recoveries[0].running
+        d = play.Driver(app)
+        play.open_table(d, "t1", "kingmaker", [(i, p) for i, p in enumerate(PLAYERS, 1)])
+        round_id = play.start_round(d, "t1")
+        play.seat_bets(d, round_id, 300)
+        hub88.faults.force("Credit", "unavailable", "unavailable", "unavailable", "unavailable")
+        play.drive_round(d, round_id)
+        for _ in range(100):
+            txs = load_transactions(app, round_id)
+            if txs is not None and not txs.pending():
+                break
+            time.sleep(0.05)
+        assert txs is not None and not txs.pending()
+        assert sum(hub88.ledger.balances().values()) == 3 * FUNDS - app.get_table("t1").house_net
+    finally:
+        deployment.close()
