@@ -44,6 +44,13 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     from pokdeng_service.wallet.reconcile import reconcile
 
     url = args.wallet_url or os.environ.get("POKDENG_WALLET_URL", "")
+    if os.environ.get("POKDENG_WALLET") == "hub88":
+        print(
+            "pokdeng: Hub88's wallet API lists no transactions: reconcile against Hub88's own record "
+            '(docs/wallet.md, "Hub88")',
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if not url:
         print("pokdeng: name the platform's wallet: --wallet-url (or POKDENG_WALLET_URL)")
         return EXIT_USAGE

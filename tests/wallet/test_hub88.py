@@ -448,3 +448,11 @@ def test_serve_flags_choose_hub88_and_a_deployment_plays_on_it(tmp_path: Path, h
         assert sum(hub88.ledger.balances().values()) == 3 * FUNDS - app.get_table("t1").house_net
     finally:
         deployment.close()
+
+
+def test_reconcile_says_hub88_lists_no_transactions(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
+    from pokdeng_service.cli.main import main
+
+    monkeypatch.setenv("POKDENG_WALLET", "hub88")
+    assert main(["wallet", "reconcile", "--wallet-url", "https://hub88.invalid/supplier/generic/v2"]) == 2
+    assert "lists no transactions" in capsys.readouterr().err
