@@ -26,7 +26,7 @@ import ssl
 import threading
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -539,7 +539,7 @@ def serve_grpc(
     return server, port
 
 
-_HTTP_METHODS = {
+_HTTP_METHODS: dict[str, tuple[type[Any], Callable[[Ledger, Any], Any]]] = {
     "Debit": (pb.DebitRequest, Ledger.debit),
     "Credit": (pb.CreditRequest, Ledger.credit),
     "Rollback": (pb.RollbackRequest, Ledger.rollback),
@@ -565,7 +565,9 @@ def serve_http(
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             method = self.path.rsplit("/", 1)[-1]
-            found = _HTTP_METHODS.get(method) if self.path.startswith("/pokdeng.wallet.v1.") else None
+            found: tuple[type[Any], Callable[[Ledger, Any], Any]] | None = (
+                _HTTP_METHODS.get(method) if self.path.startswith("/pokdeng.wallet.v1.") else None
+            )
             if self.path.startswith("/pokdeng.wallet.v2."):
                 v2 = _HTTP_V2.get(method)
                 found = (v2[0], lambda _ledger, r, name=v2[1]: getattr(v2_of(ledger), name)(r)) if v2 else None
