@@ -99,6 +99,7 @@ _POSTGRES_FIXTURES = frozenset(
 
 STORE_FIXTURES = ("app_env", "store_env")  # parametrized over the stores by pytest_generate_tests
 SLOW_KINDS = ("postgres", "browser", "node", "go", "packaging", "reliability", "soak")  # each is also ``slow``
+LONGEST_FIRST = (("reliability", "soak", "packaging"), ("slow",))  # the run's order: these first, then the rest
 STORE_ENV = (  # the store settings of ``pokdeng`` from the environment (no_store_settings removes them)
     "POKDENG_VAULT_KEY",
     "POKDENG_VAULT_KEY_FILE",
@@ -139,7 +140,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Before ``-m`` deselects: the ``postgres`` marker by fixture, then ``slow`` for every slow kind."""
+    """Before ``-m`` deselects: the ``postgres`` marker by fixture, then ``slow`` for every slow kind; and the
+    longest kinds first, so that the parallel workers never wait on a long test begun last."""
     for item in items:
         if _POSTGRES_FIXTURES.intersection(getattr(item, "fixturenames", ())) and not item.get_closest_marker(
             "postgres"
@@ -147,6 +149,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.postgres)
         if not item.get_closest_marker("slow") and any(item.get_closest_marker(kind) for kind in SLOW_KINDS):
             item.add_marker(pytest.mark.slow)
+    items.sort(key=_first_the_longest)  # (stable: each kind in the order collected)
+
+
+def _first_the_longest(item: pytest.Item) -> int:
+    for rank, kinds in enumerate(LONGEST_FIRST):
+        if any(item.get_closest_marker(kind) for kind in kinds):
+            return rank
+    return len(LONGEST_FIRST)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
