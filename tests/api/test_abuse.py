@@ -255,14 +255,14 @@ def test_one_caller_cannot_take_every_place_and_a_full_server_says_resource_exha
         open_wallets(ops, ["alice", "bob"])
         stub = alice.method("WalletService", "GetWallet")
         held = [stub.future(pb.GetWalletRequest(wallet_id="alice"), metadata=alice.metadata) for _ in range(2)]
-        _until(lambda: len(entered) == 2, 5, "alice's calls did not start")
+        _until(lambda: len(entered) == 2, 30, "alice's calls did not start")
         flood = details_of(error_of(lambda: alice.wallet("alice")))  # alice has her two places
         assert flood.code == grpc.StatusCode.RESOURCE_EXHAUSTED, flood
         held += [
             bob.method("WalletService", "GetWallet").future(pb.GetWalletRequest(wallet_id="bob"), metadata=bob.metadata)
             for _ in range(2)
         ]
-        _until(lambda: len(entered) == 4, 5, "bob's calls did not start")
+        _until(lambda: len(entered) == 4, 30, "bob's calls did not start")
         full = details_of(error_of(lambda: ops.wallet("alice")))  # four calls in flight: the server is full
         assert full.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "in flight" in full.message, full
         release.set()
