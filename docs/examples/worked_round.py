@@ -713,6 +713,11 @@ class Failed(Exception):
     """One check's first problem."""
 
 
+def _listed(value: Any) -> list[Any]:
+    """A member that should be a list, as a list (its form is its own check's: a warning only reads it)."""
+    return value if isinstance(value, list) else []
+
+
 def _check(verdict: Verdict, name: str, run: Callable[[], str]) -> bool:
     """Run one check: it returns what it proved, or raises ``Failed`` (or any error: a missing or malformed
     field it reads). Nothing escapes: whatever the file holds, every check has a verdict."""
@@ -813,10 +818,12 @@ class BundleCheck:
             _check(verdict, name, step)
         if "platform_transactions" in bundle:
             _check(verdict, "platform transactions", self.platform_transactions)
-            resolved = [t for t in bundle["platform_transactions"] if isinstance(t, dict) and t.get("resolved")]
-            verdict.warnings += [f"platform transaction {t['tx_id']}: resolved by an operator, not checked"
+            resolved = [
+                t for t in _listed(bundle["platform_transactions"]) if isinstance(t, dict) and t.get("resolved")
+            ]
+            verdict.warnings += [f"platform transaction {t.get('tx_id')}: resolved by an operator, not checked"
                                  for t in resolved]  # fmt: skip
-        elif any(isinstance(b, dict) and b.get("before") is None for b in bundle.get("balances") or []):
+        elif any(isinstance(b, dict) and b.get("before") is None for b in _listed(bundle.get("balances"))):
             verdict.warnings.append(
                 "its balances are a platform's and it carries no platform_transactions: its money is not checked"
             )
