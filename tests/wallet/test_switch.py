@@ -251,13 +251,18 @@ def test_a_server_on_the_store_s_wallets_does_not_start_while_rounds_hold_the_pl
         assert f"round {round_id}: open, debits held: alice 5000, bob 5000" in message, message
         assert "--wallet remote" in message and "pokdeng wallet pending" in message
         assert check_switch(apps, WalletConfig("remote", platform.url)) == []  # the adapter that holds them
-        said = _Said()  # (on the wallet's own logger: what the root logger holds is other tests' business)
+        said = _Said()  # (on the wallet's own logger, enabled here: what other tests left of logging is theirs)
         wallet_log = logging.getLogger("pokdeng.wallet")
+        state = (wallet_log.disabled, wallet_log.level, logging.root.manager.disable)
+        wallet_log.disabled, wallet_log.level = False, logging.WARNING
+        logging.disable(logging.NOTSET)
         wallet_log.addHandler(said)
         try:
             assert len(check_switch(apps, WalletConfig(), allow=True)) == 2
         finally:
             wallet_log.removeHandler(said)
+            wallet_log.disabled, wallet_log.level = state[0], state[1]
+            logging.disable(state[2])
         assert any("started anyway" in line for line in said.lines), said.lines
         play.drive_round(d, round_id)
         assert check_switch(apps, WalletConfig()) == []
