@@ -246,8 +246,9 @@ def test_calls_refused_without_a_token_cost_the_log_little_and_every_line_not_wr
     assert len(raw) / 201 < 1024  # (it was 62 KB a call: both ids whole, every call)
     placed = [line for line in refused if line["method"].endswith("/PlaceBet")]
     assert placed and placed[0]["round_id"].startswith("x" * 128 + "...[31000 chars, sha256 ")
-    said = [line for line in lines if line.get("source") == "unauthenticated"]
-    assert said and said[0]["suppressed"] == suppressed and said[0]["level"] == "WARNING"
+    # (this server's summary; another server's limiter of an earlier test may sum up its own in the same window)
+    said = [line for line in lines if line.get("source") == "unauthenticated" and line["suppressed"] == suppressed]
+    assert said and said[-1]["level"] == "WARNING"
     for line in text.getvalue().splitlines():  # one line a record: none that a caller's id began
         assert "CRITICAL" not in line.split(":", 3)[2], line
     if any(line["method"].endswith("/GetRound") for line in refused):  # (written unless over the peer's rate)
