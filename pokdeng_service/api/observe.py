@@ -105,6 +105,15 @@ class CallObserver:
         self._latency: dict[str, Any] = {}
         self._ids: dict[str, tuple[str, ...]] = {}
 
+    def start(self) -> None:
+        """The refusals' summaries written from now on, every 10 s (``RateLimit.register``; the server's ``start``)."""
+        self.refusals.register()
+
+    def stop(self) -> None:
+        """The refusals' last summary written now, and none after (``RateLimit.unregister``; the server's
+        ``stop``, once its calls have ended)."""
+        self.refusals.unregister()
+
     def bind(self, runtime: Runtime) -> None:
         """The gauges that read the server's counters when scraped (the last server bound wins)."""
         IN_FLIGHT.set_function(lambda: runtime.in_flight)

@@ -178,7 +178,9 @@ def check_port(host: str, port: int, what: str = "the gRPC port") -> None:
 
 class PokdengServer(grpc.Server):
     """A ``grpc.Server`` whose ``stop`` shuts down gracefully (health, subscriptions, then the server) and
-    releases everything: the threads, the store probe, the housekeeping thread, the metrics endpoint.
+    releases everything: the threads, the store probe, the housekeeping thread, the metrics endpoint, the
+    observer's rate limit of refused calls (registered from ``start`` to ``stop``, its last summary written
+    at the stop: a stopped server's limit never sums up again).
 
     Its housekeeping thread, a few times a second (``HOUSEKEEPING`` seconds apart), ends the streams
     idle or stalled past their limit (``Runtime.reap``) and turns health and the wrapper's refusals by
@@ -194,6 +196,7 @@ class PokdengServer(grpc.Server):
         executor: futures.ThreadPoolExecutor,
         monitor: StoreMonitor | None = None,
         metrics: MetricsEndpoint | None = None,
+        observer: CallObserver | None = None,
     ) -> None:
         self._server = server
         self.health = health
@@ -202,6 +205,7 @@ class PokdengServer(grpc.Server):
         self.runtime = runtime
         self.monitor = monitor
         self.metrics = metrics
+        self.observer = observer
         self._executor = executor
         self.port = 0
         self._stopping = threading.Event()
@@ -223,6 +227,8 @@ class PokdengServer(grpc.Server):
         return port
 
     def start(self) -> None:
+        if self.observer is not None:
+            self.observer.start()
         self._server.start()
         if self.monitor is not None:
             self.monitor.start()
@@ -265,6 +271,8 @@ class PokdengServer(grpc.Server):
             if self.metrics is not None:
                 with contextlib.suppress(Exception):
                     self.metrics.close()
+            if self.observer is not None:
+                self.observer.stop()  # (the refusals' last summary: no call of this server logs after it)
             self._executor.shutdown(wait=False)
             done.set()
 
@@ -454,7 +462,7 @@ def create_server(
             metrics.close()
         workers.shutdown(wait=False)
         raise
-    wrapped = PokdengServer(server, health, hub, store, runtime, workers, monitor, metrics)
+    wrapped = PokdengServer(server, health, hub, store, runtime, workers, monitor, metrics, observer)
     wrapped.port = port
     return wrapped, port
 

@@ -22,7 +22,8 @@ What a caller can make the log hold is bounded (docs/operations.md, "Logs"):
   memory the log holds stays within the bound;
 * a source that anyone can make speak is rate-limited (``RateLimit``): at most so many lines a second
   per key (a peer, a source file), the rest counted (``pokdeng_log_suppressed_total{source}``) and
-  summed up in one line every ``SUMMARY_SECONDS`` (written by the log's writer thread);
+  summed up in one line every ``SUMMARY_SECONDS`` (written by the log's writer thread while its owner
+  has it registered: a server from its start to its stop, which writes the last summary);
 * ``StderrCapture`` (``pokdeng serve``, ``capture_stderr``): what C code writes to file descriptor 2
   (the gRPC core's lines, ``I1207 12:00:00.000000 123 ssl_transport_security.cc:2563] Handshake
   failed ...``) is read from a pipe by a thread and becomes records of the ``grpc.core`` logger, in
@@ -40,7 +41,7 @@ import sys
 
 from pokdeng_service.logs.capture import StderrCapture, capture_stderr, quiet_grpc_core, stderr_for_children
 from pokdeng_service.logs.formats import LIMITS, JsonFormatter, LogLimits, TextFormatter, cut, escape
-from pokdeng_service.logs.ratelimit import LOG_SUPPRESSED, RateLimit, summarize_rate_limits
+from pokdeng_service.logs.ratelimit import LOG_SUPPRESSED, RateLimit, registered_rate_limits, summarize_rate_limits
 from pokdeng_service.logs.writer import LOG_DROPPED, BatchingHandler
 
 
@@ -87,6 +88,7 @@ __all__ = [
     "cut",
     "escape",
     "quiet_grpc_core",
+    "registered_rate_limits",
     "stderr_for_children",
     "summarize_rate_limits",
 ]

@@ -34,7 +34,8 @@ class StderrCapture:
     gRPC core's, through absl; BoringSSL's; any library's) becomes a record of ``logger`` (``grpc.core``)
     in the log's own stream, format and bounds. A line in the gRPC core's format keeps its severity
     (I, W, E, F: INFO, WARNING, ERROR, CRITICAL) and its source file as the ``source`` field; any other
-    line is a WARNING. At most ``NATIVE_RATE`` lines a second per source file are written (``RateLimit``).
+    line is a WARNING. At most ``NATIVE_RATE`` lines a second per source file are written (``RateLimit``,
+    registered until ``close``).
 
     Python's own ``sys.stderr`` (and with it the log's handler, ``print(..., file=sys.stderr)`` and the
     tracebacks of uncaught errors) is pointed at a copy of the original descriptor, ``original``, so it
@@ -66,6 +67,7 @@ class StderrCapture:
         self._read = read
         self._thread = threading.Thread(target=self._run, name="pokdeng-stderr", daemon=True)
         self._thread.start()
+        self.limit.register()
 
     def _run(self) -> None:
         pending = b""
@@ -113,6 +115,7 @@ class StderrCapture:
             os.dup2(self.original, 2)  # (the pipe's last writer gone: the thread reads to its end)
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join(timeout)
+        self.limit.unregister()  # (its last summary, while the log's handler still writes)
         if sys.stderr is self.stream:
             sys.stderr = self._previous
         if _CAPTURE is self:

@@ -8,7 +8,6 @@ import collections
 import logging
 import threading
 import time
-import weakref
 from collections.abc import Callable
 
 from prometheus_client import Counter
@@ -33,7 +32,9 @@ class RateLimit:
     seconds in which it refused any, ``summary()`` makes the line that says how many, from how many keys,
     and the keys that spoke most. At most ``keys`` keys are tracked at once (the idle ones are forgotten
     first); past that, the new keys share one bucket. ``rate`` 0: no line is allowed, only the summaries.
-    Registered for the log's writer thread to write its summaries (``summarize_rate_limits``)."""
+    Its owner registers it while it runs (``register``: the log's writer threads then write its summaries,
+    ``summarize_rate_limits``) and unregisters it when it stops (``unregister``: its last summary written
+    at once); an unregistered rate limit never sums up on its own."""
 
     def __init__(
         self,
@@ -60,7 +61,18 @@ class RateLimit:
         self._since = clock()
         self._lock = threading.Lock()
         self._counted = LOG_SUPPRESSED.labels(source)
-        _RATE_LIMITS.add(self)
+
+    def register(self) -> None:
+        """From now on the log's writer threads write this rate limit's summaries (``summarize_rate_limits``)."""
+        with _REGISTERED_LOCK:
+            _REGISTERED[self] = None
+
+    def unregister(self) -> None:
+        """No more summaries by the writer threads; the last one (what was suppressed since the previous,
+        if anything was) is written now. Safe twice, and for a rate limit never registered."""
+        with _REGISTERED_LOCK:
+            _REGISTERED.pop(self, None)
+        _write(self.summary(force=True))
 
     def allow(self, key: str) -> bool:
         now = self._clock()
@@ -108,17 +120,27 @@ class RateLimit:
         return record
 
 
-_RATE_LIMITS: weakref.WeakSet[RateLimit] = weakref.WeakSet()
+_REGISTERED: dict[RateLimit, None] = {}  # the registered rate limits, in the order registered
+_REGISTERED_LOCK = threading.Lock()
+
+
+def _write(record: logging.LogRecord | None) -> None:
+    if record is not None:
+        logger = logging.getLogger(record.name)
+        if logger.isEnabledFor(record.levelno):
+            logger.handle(record)
+
+
+def registered_rate_limits() -> tuple[RateLimit, ...]:
+    """The rate limits registered now (``RateLimit.register``), whose summaries the writer threads write."""
+    with _REGISTERED_LOCK:
+        return tuple(_REGISTERED)
 
 
 def summarize_rate_limits(force: bool = False) -> None:
-    """Log the summary of every rate limit that suppressed lines (``RateLimit.summary``)."""
-    for limit in list(_RATE_LIMITS):
-        record = limit.summary(force)
-        if record is not None:
-            logger = logging.getLogger(record.name)
-            if logger.isEnabledFor(record.levelno):
-                logger.handle(record)
+    """Log the summary of every registered rate limit that suppressed lines (``RateLimit.summary``)."""
+    for limit in registered_rate_limits():
+        _write(limit.summary(force))
 
 
-__all__ = ["LOG_SUPPRESSED", "SUMMARY_SECONDS", "RateLimit", "summarize_rate_limits"]
+__all__ = ["LOG_SUPPRESSED", "SUMMARY_SECONDS", "RateLimit", "registered_rate_limits", "summarize_rate_limits"]
