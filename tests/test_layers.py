@@ -1,7 +1,7 @@
 """The layers hold: one declaration (pyproject.toml's ``[tool.importlinter]``), every import counted.
 
-* import-linter's contracts are kept: imports go down the layers of docs/architecture.md, no package or module
-  cycle at any depth, a core without I/O, a client without the server;
+* import-linter's contracts are kept (``lint-imports``, in a process of its own): imports go down the layers of
+  docs/architecture.md, no package or module cycle at any depth, a core without I/O, a client without the server;
 * every package and top module of the service has its place in the layers (a new one cannot slip past);
 * the graph the contracts read counts every import: at module level, inside a function, and inside a
   ``TYPE_CHECKING`` block;
@@ -11,14 +11,17 @@
 from __future__ import annotations
 
 import ast
+import logging
+import subprocess
+import sys
 import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
 import grimp
-from importlinter.cli import lint_imports
 
 ROOT = Path(__file__).resolve().parents[1]
+CONFIG = str(ROOT / "pyproject.toml")
 OURS = ("pokdeng_core", "pokdeng_client", "pokdeng_service")
 
 
@@ -57,7 +60,14 @@ def _imports(path: Path, tree: ast.AST | None = None) -> Iterator[tuple[ast.Impo
 
 
 def test_the_import_contracts_hold() -> None:
-    assert lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True) == 0
+    """In a process of its own: import-linter configures logging with ``dictConfig``, whose default
+    ``disable_existing_loggers`` silenced every logger the test process had made (``pokdeng.wallet`` among
+    them, for every later test of the run), and left a handler on the stdout pytest captured then."""
+    check = f"import sys; from importlinter.cli import lint_imports; sys.exit(lint_imports({CONFIG!r}, no_cache=True))"
+    ours = logging.getLogger("pokdeng.test_layers")
+    done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert not ours.disabled  # (logging in this process is left as it was)
 
 
 def test_every_package_and_top_module_of_the_service_has_a_layer() -> None:
