@@ -16,10 +16,12 @@ replies before a send waits: a quiet watch's heartbeats never get there. Now
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,21 +75,61 @@ def _until(condition: Callable[[], bool], seconds: float, what: str) -> float:
     return time.monotonic()
 
 
-def _stalled_watches(served: Served, tables: list[str]) -> tuple[list[tuple[str, Any]], list[grpc.Channel], float]:
+@dataclass
+class Stalling:
+    """A server whose callers open streams and stop reading them (``stall``), every call's end recorded
+    (``outcomes``); ``_stalling`` cancels the streams and closes the connections and the server after."""
+
+    served: Served
+    outcomes: Outcomes
+    streams: list[Any] = field(default_factory=list)
+    channels: list[grpc.Channel] = field(default_factory=list)
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.served.server.runtime
+
+    def stall(self, api: Api, service: str, method: str, request: Any, timeout: float = 120) -> tuple[Any, Any]:
+        """A stream opened by ``api``'s caller, its first message taken, and nothing read after: the stream and
+        that message."""
+        stream = api.method(service, method)(request, metadata=api.metadata, timeout=timeout)
+        self.streams.append(stream)
+        return stream, next(stream)
+
+
+@contextlib.contextmanager
+def _stalling(tmp_path: Path, start_server: StartServer, **options: Any) -> Iterator[Stalling]:
+    """A server (``start_server``'s ``options``) on a store of its own, its observer recording each call's end."""
+    app = make_app(sqlite_env(tmp_path))
+    served = start_server(app, **options)
+    runtime = served.server.runtime
+    stalling = Stalling(served, Outcomes(runtime.observer))
+    runtime.observer = stalling.outcomes
+    try:
+        yield stalling
+    finally:
+        for stream in stalling.streams:
+            stream.cancel()
+        for channel in stalling.channels:
+            channel.close()
+        served.stop()
+        app.close()
+
+
+def _stalled_watches(stalling: Stalling, tables: list[str]) -> tuple[list[tuple[str, Any]], float]:
     """Each stalled player opens ``PER_STALLED`` WatchTable streams (one a table) on a connection of its own,
-    takes the first message of each and never reads again; the streams, channels, and when the first opened."""
-    streams, channels = [], []
+    takes the first message of each and never reads again; the streams by table, and when the first opened."""
+    streams = []
     first_opened = time.monotonic()
     for k, who in enumerate(STALLED):
-        channel = grpc.insecure_channel(served.target, options=OWN_CONNECTION)
-        channels.append(channel)
-        api = Api(channel, served.api(who).token, ids=served.ids, prefix=who)
+        channel = grpc.insecure_channel(stalling.served.target, options=OWN_CONNECTION)
+        stalling.channels.append(channel)
+        api = Api(channel, stalling.served.api(who).token, ids=stalling.served.ids, prefix=who)
         for table in tables[k * PER_STALLED : (k + 1) * PER_STALLED]:
-            request = pb.WatchTableRequest(table_id=table)
-            stream = api.method("TableService", "WatchTable")(request, metadata=api.metadata, timeout=120)
-            assert next(stream).HasField("event")  # the first message; then nothing is read
+            stream, first = stalling.stall(api, "TableService", "WatchTable", pb.WatchTableRequest(table_id=table))
+            assert first.HasField("event")
             streams.append((table, stream))
-    return streams, channels, first_opened
+    return streams, first_opened
 
 
 def _set_up(served: Served) -> tuple[Api, list[str], str]:
@@ -119,17 +161,13 @@ def test_readers_that_stop_reading_lose_their_watches_after_the_idle_limit_and_a
     tmp_path: Path, start_server: StartServer
 ) -> None:
     idle, poll = 1.5, 0.2
-    app = make_app(sqlite_env(tmp_path))
     # 16 watch streams, 8 a caller; heartbeats never come within the test (they would not count anyway)
-    served = start_server(app, max_workers=16, stream_idle=idle, poll_interval=poll, heartbeat=3600.0)
-    runtime = served.server.runtime
-    outcomes = Outcomes(runtime.observer)
-    runtime.observer = outcomes
-    channels: list[grpc.Channel] = []
-    try:
-        carol, tables, round_id = _set_up(served)
+    options = {"max_workers": 16, "stream_idle": idle, "poll_interval": poll, "heartbeat": 3600.0}
+    with _stalling(tmp_path, start_server, **options) as stalling:
+        runtime, outcomes = stalling.runtime, stalling.outcomes
+        carol, tables, round_id = _set_up(stalling.served)
         assert runtime.limits.streams("watch") == len(tables) == 16
-        streams, channels, first_opened = _stalled_watches(served, tables)
+        streams, first_opened = _stalled_watches(stalling, tables)
         last_opened = time.monotonic()
         assert runtime.streams["watch"] == 16
 
@@ -147,35 +185,21 @@ def test_readers_that_stop_reading_lose_their_watches_after_the_idle_limit_and_a
         assert [(code, reason) for code, reason, _ in logged] == [("CANCELLED", "STREAM_IDLE")] * 16
 
         # carol's own round: her watch opens (and, as any watch, is ended once idle in its turn)
-        watch = carol.method("RoundService", "WatchRound")(
-            pb.WatchRoundRequest(round_id=round_id), metadata=carol.metadata, timeout=60
-        )
-        assert next(watch).event.sequence == 2
-        watch.cancel()
-    finally:
-        for channel in channels:
-            channel.close()
-        served.stop()
-        app.close()
+        _, first = stalling.stall(carol, "RoundService", "WatchRound", pb.WatchRoundRequest(round_id=round_id))
+        assert first.event.sequence == 2
 
 
 def test_two_callers_holding_every_watch_cannot_shut_a_third_out(tmp_path: Path, start_server: StartServer) -> None:
-    app = make_app(sqlite_env(tmp_path))
-    served = start_server(app, max_workers=16)  # the default idle limit: nothing here is ended for idleness
-    runtime = served.server.runtime
-    outcomes = Outcomes(runtime.observer)
-    runtime.observer = outcomes
-    channels: list[grpc.Channel] = []
-    try:
+    # the default idle limit: nothing here is ended for idleness
+    with _stalling(tmp_path, start_server, max_workers=16) as stalling:
+        runtime, outcomes, served = stalling.runtime, stalling.outcomes, stalling.served
         carol, tables, round_id = _set_up(served)
-        streams, channels, _ = _stalled_watches(served, tables)
+        streams, _ = _stalled_watches(stalling, tables)
         assert runtime.streams["watch"] == runtime.limits.streams("watch") == 16  # the lockout
 
         began = time.monotonic()
-        watch = carol.method("RoundService", "WatchRound")(
-            pb.WatchRoundRequest(round_id=round_id), metadata=carol.metadata, timeout=60
-        )
-        assert next(watch).event.sequence == 2  # her watch opens at once
+        _, first = stalling.stall(carol, "RoundService", "WatchRound", pb.WatchRoundRequest(round_id=round_id))
+        assert first.event.sequence == 2  # her watch opens at once
         opened = time.monotonic() - began
         print(f"\ncarol's WatchRound under the lockout: first message after {1000 * opened:.1f} ms")
         assert opened < runtime.limits.stream_idle  # (not because a stalled stream went idle)
@@ -201,12 +225,6 @@ def test_two_callers_holding_every_watch_cannot_shut_a_third_out(tmp_path: Path,
                 _end_of(api.method("TableService", "WatchTable")(request, metadata=api.metadata, timeout=10))
             )
             assert refused.code == grpc.StatusCode.RESOURCE_EXHAUSTED and refused.reason == "RESOURCE_EXHAUSTED"
-        watch.cancel()
-    finally:
-        for channel in channels:
-            channel.close()
-        served.stop()
-        app.close()
 
 
 def test_a_feed_given_the_place_of_anothers_opens_although_that_one_still_holds_the_hubs(
@@ -214,18 +232,17 @@ def test_a_feed_given_the_place_of_anothers_opens_although_that_one_still_holds_
 ) -> None:
     """SubscribeEvents also counts its subscribers in the event hub: the one whose place was given away
     leaves the hub within its poll, and the newcomer waits for that (``events.HANDOVER``)."""
-    app = make_app(sqlite_env(tmp_path))
     auditors = {name: f"{name}-feed-token-0123456789" for name in ("ann", "ben", "cat")}
     tokens = TokenStore(TokenEntry(token_digest(t), Principal(Role.AUDITOR, None, n)) for n, t in auditors.items())
-    served = start_server(app, tokens=tokens, max_subscriptions=4, poll_interval=3600.0)  # 2 a caller
-    runtime = served.server.runtime
-    feeds: list[Any] = []
-    try:
+    # 2 a caller
+    with _stalling(tmp_path, start_server, tokens=tokens, max_subscriptions=4, poll_interval=3600.0) as stalling:
+        runtime, served = stalling.runtime, stalling.served
+        feeds = []
         for name in ("ann", "ann", "ben", "ben", "cat"):
             api = served.api(None, token=auditors[name])
             request = pb.SubscribeEventsRequest(after_position=0, batch_size=10)
-            feed = api.method("EventService", "SubscribeEvents")(request, metadata=api.metadata, timeout=60)
-            assert next(feed).caught_up  # (an empty log: caught up at once)
+            feed, first = stalling.stall(api, "EventService", "SubscribeEvents", request)
+            assert first.caught_up  # (an empty log: caught up at once)
             feeds.append(feed)
         assert runtime.streams["events"] == 4 and served.server.hub.max_subscribers == 4
         # (its poll never comes: the one that gave its place up is cancelled after NUDGE, with its status)
@@ -233,11 +250,6 @@ def test_a_feed_given_the_place_of_anothers_opens_although_that_one_still_holds_
         (ended,) = [details_of(_end_of(feed)) for feed in feeds[:4] if feed.done()]
         assert ended.code == grpc.StatusCode.RESOURCE_EXHAUSTED and "make room" in ended.message, ended
         assert not feeds[4].done() and runtime.streams["events"] == 4
-    finally:
-        for feed in feeds:
-            feed.cancel()
-        served.stop()
-        app.close()
 
 
 def _key(runtime: Runtime, who: str) -> str:
