@@ -154,6 +154,18 @@ NUDGE = 1.0
 """Seconds a stream told to end (``StreamWatch.end``) has to end by itself before it is cancelled."""
 
 
+_PAST_IDLE: dict[type[ApiError], tuple[str, str]] = {  # what a stream ended at its idle limit did not do; what next
+    StreamStalled: (  # (its client took nothing: cancelled)
+        "the client took no message (or sent no request)",
+        "it was ended; call again (with the last resume token) and read what it sends",
+    ),
+    StreamIdle: (  # (a quiet stream: told to end)
+        "nothing but heartbeats to send",
+        "call again with the last resume token (a feed: after its last position)",
+    ),
+}
+
+
 def cancel_with(context: grpc.ServicerContext, error: ApiError) -> None:
     """Cancel a call, telling its client ``error``'s code and message when grpc lets us.
 
@@ -406,11 +418,11 @@ class Runtime:
             for w in self._watches:
                 if w.end is None:
                     if w.waiting_since is not None and now - w.waiting_since > w.idle:
-                        w._tell(self._stalled(w), now)
+                        w._tell(self._past_idle(w, StreamStalled), now)
                         cancel.append(w)
                         ended += 1
                     elif w.quiet and now - w.progressed > w.idle:
-                        w._tell(self._idle(w), now)
+                        w._tell(self._past_idle(w, StreamIdle), now)
                         ended += 1
                         told = True
                 elif not w.cancelled and now - w.ended_at > NUDGE:
@@ -426,20 +438,11 @@ class Runtime:
         return ended
 
     @staticmethod
-    def _stalled(watch: StreamWatch) -> StreamStalled:
-        return StreamStalled(
-            f"the client took no message (or sent no request) for {watch.idle:g} s, this server's idle limit "
-            "for a stream: it was ended; call again (with the last resume token) and read what it sends",
-            seconds=f"{watch.idle:g}",
-        )
-
-    @staticmethod
-    def _idle(watch: StreamWatch) -> StreamIdle:
-        return StreamIdle(
-            f"nothing but heartbeats to send for {watch.idle:g} s, this server's idle limit for a stream: "
-            "call again with the last resume token (a feed: after its last position)",
-            seconds=f"{watch.idle:g}",
-        )
+    def _past_idle(watch: StreamWatch, why: type[StreamStalled | StreamIdle]) -> ApiError:
+        """The error that ends ``watch`` at its idle limit (``_PAST_IDLE``: what it did not do, and what next)."""
+        idle = f"{watch.idle:g}"
+        did_not, then = _PAST_IDLE[why]
+        return why(f"{did_not} for {idle} s, this server's idle limit for a stream: {then}", seconds=idle)
 
     def require_store(self) -> None:
         if not self.store_up:
