@@ -10,16 +10,18 @@ import base64
 import importlib.util
 import io
 import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment
 
 from pokdeng_service.certification import stats
 from pokdeng_service.certification.tallies import TYPES, Tallies
+from pokdeng_service.templating import environment
 
 __all__ = (
     "MISSING_PLOTS",
@@ -47,17 +49,12 @@ def write_json(report: dict[str, Any], path: Path) -> None:
 
 @cache
 def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("pokdeng_service.certification", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    env.filters["pct"] = lambda x, places=4: "" if x is None else f"{float(x) * 100:.{places}f}%"
-    env.filters["num"] = lambda x, places=4: "" if x is None else f"{float(x):.{places}f}"
-    env.filters["pval"] = _pval
-    return env
+    filters: dict[str, Callable[..., str]] = {
+        "pct": lambda x, places=4: "" if x is None else f"{float(x) * 100:.{places}f}%",
+        "num": lambda x, places=4: "" if x is None else f"{float(x):.{places}f}",
+        "pval": _pval,
+    }
+    return environment("pokdeng_service.certification", filters)
 
 
 def _pval(p: float | None) -> str:

@@ -12,17 +12,18 @@ import base64
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from functools import cache
 from importlib import resources
 from typing import Any
 
-from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
+from jinja2 import Environment
 from markupsafe import Markup
 
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.money import default_locale, exponents
+from pokdeng_service.templating import environment
 from pokdeng_service.version import __version__
 from pokdeng_service.web import answer, model
 from pokdeng_service.web.describe import money
@@ -54,17 +55,11 @@ def _inline(text: str, name: str) -> Markup:
 
 @cache
 def _environment() -> Environment:
-    env = Environment(
-        loader=PackageLoader("pokdeng_service.web", "templates"),
-        autoescape=select_autoescape(default=True, default_for_string=True),
-        undefined=StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-        keep_trailing_newline=True,
-    )
-    env.filters["money"] = money  # {{ amount | money(page.currency) }}: pokdeng_service.money, the one place
-    env.filters["signed"] = lambda amount, currency: money(amount, currency, signed=True)
-    return env
+    filters: dict[str, Callable[..., str]] = {
+        "money": money,  # {{ amount | money(page.currency) }}: pokdeng_service.money, the one place
+        "signed": lambda amount, currency: money(amount, currency, signed=True),
+    }
+    return environment("pokdeng_service.web", filters, keep_trailing_newline=True)
 
 
 def _common(keys: Sequence[str], generated: datetime | None) -> dict[str, Any]:
