@@ -690,7 +690,7 @@ MUST_BE_ACCEPTED = (
 )
 
 RUN = settings(  # (--long: ten times the examples)
-    max_examples=800 if long_run() else 80,
+    max_examples=500 if long_run() else 50,
     stateful_step_count=200,
     deadline=None,
     derandomize=True,
