@@ -1304,6 +1304,122 @@ class ListStatementEntriesResponse(_message.Message):
 Global___ListStatementEntriesResponse: _TypeAlias = ListStatementEntriesResponse  # noqa: Y015
 
 @_typing.final
+class WalletSession(_message.Message):
+    """A player's session with the platform's wallet, as pokdeng holds it. Its token is never shown
+    again: pokdeng stores it sealed with the vault key and sends it only to the platform.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    PLAYER_FIELD_NUMBER: _builtins.int
+    SESSION_NUMBER_FIELD_NUMBER: _builtins.int
+    CURRENCY_FIELD_NUMBER: _builtins.int
+    GAME_CODE_FIELD_NUMBER: _builtins.int
+    OPEN_TIME_FIELD_NUMBER: _builtins.int
+    player: _builtins.str
+    """The player: the platform's user id (Hub88's "user")."""
+    session_number: _builtins.int
+    """The session's number among the player's sessions, 1 first, in the order handed over."""
+    game_code: _builtins.str
+    """The game the session was launched for (sent as Hub88's "game_code"); empty: the server's
+    --wallet-game-code.
+    """
+    @_builtins.property
+    def currency(self) -> Global___Currency:
+        """The session's currency: the player's stakes at tables of another currency are refused."""
+
+    @_builtins.property
+    def open_time(self) -> _timestamp_pb2.Timestamp:
+        """When pokdeng recorded it."""
+
+    def __init__(
+        self,
+        *,
+        player: _builtins.str = ...,
+        session_number: _builtins.int = ...,
+        currency: Global___Currency | None = ...,
+        game_code: _builtins.str = ...,
+        open_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "open_time", b"open_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency", b"currency", "game_code", b"game_code", "open_time", b"open_time", "player", b"player", "session_number", b"session_number"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WalletSession: _TypeAlias = WalletSession  # noqa: Y015
+
+@_typing.final
+class OpenWalletSessionRequest(_message.Message):
+    """Hand over a player's session with the platform's wallet."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    PLAYER_FIELD_NUMBER: _builtins.int
+    TOKEN_FIELD_NUMBER: _builtins.int
+    CURRENCY_CODE_FIELD_NUMBER: _builtins.int
+    GAME_CODE_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Idempotency key, 1 to 128 characters."""
+    player: _builtins.str
+    """The player: the platform's user id (Hub88's "user" of /game/url), 1 to 128 characters."""
+    token: _builtins.str
+    """The session token, 1 to 255 characters (Hub88's "token" of /game/url). Stored sealed, never
+    shown; sent in the player's wallet calls.
+    """
+    currency_code: _builtins.str
+    """The session's currency: an ISO 4217 code with minor units (Hub88's "currency"); empty: "THB"."""
+    game_code: _builtins.str
+    """The game the session was launched for (Hub88's "game_code"), 0 to 128 characters; empty: the
+    server's --wallet-game-code.
+    """
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        player: _builtins.str = ...,
+        token: _builtins.str = ...,
+        currency_code: _builtins.str = ...,
+        game_code: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["currency_code", b"currency_code", "game_code", b"game_code", "player", b"player", "request_id", b"request_id", "token", b"token"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OpenWalletSessionRequest: _TypeAlias = OpenWalletSessionRequest  # noqa: Y015
+
+@_typing.final
+class OpenWalletSessionResponse(_message.Message):
+    """What OpenWalletSession did."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    SESSION_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """The command's request id."""
+    @_builtins.property
+    def session(self) -> Global___WalletSession:
+        """The session recorded (on a retry: the one the first call recorded)."""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        session: Global___WalletSession | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["session", b"session"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["request_id", b"request_id", "session", b"session"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___OpenWalletSessionResponse: _TypeAlias = OpenWalletSessionResponse  # noqa: Y015
+
+@_typing.final
 class Table(_message.Message):
     """A table: its rules, seats, banker and round counter."""
 

@@ -68,6 +68,11 @@ class WalletServiceStub:
                 request_serializer=pokdeng__client_dot_v1_dot_pokdeng__pb2.ListStatementEntriesRequest.SerializeToString,
                 response_deserializer=pokdeng__client_dot_v1_dot_pokdeng__pb2.ListStatementEntriesResponse.FromString,
                 _registered_method=True)
+        self.OpenWalletSession = channel.unary_unary(
+                '/pokdeng.v1.WalletService/OpenWalletSession',
+                request_serializer=pokdeng__client_dot_v1_dot_pokdeng__pb2.OpenWalletSessionRequest.SerializeToString,
+                response_deserializer=pokdeng__client_dot_v1_dot_pokdeng__pb2.OpenWalletSessionResponse.FromString,
+                _registered_method=True)
 
 
 class WalletServiceServicer:
@@ -119,6 +124,15 @@ class WalletServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def OpenWalletSession(self, request, context):
+        """Hand pokdeng a player's session with the platform's wallet (operator): under --wallet hub88, the
+        game session token Hub88 gave the game's launch (/game/url). The player's stakes and balances use
+        the newest session from then on; a transaction keeps the session its bet was sent with.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WalletServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -151,6 +165,11 @@ def add_WalletServiceServicer_to_server(servicer, server):
                     servicer.ListStatementEntries,
                     request_deserializer=pokdeng__client_dot_v1_dot_pokdeng__pb2.ListStatementEntriesRequest.FromString,
                     response_serializer=pokdeng__client_dot_v1_dot_pokdeng__pb2.ListStatementEntriesResponse.SerializeToString,
+            ),
+            'OpenWalletSession': grpc.unary_unary_rpc_method_handler(
+                    servicer.OpenWalletSession,
+                    request_deserializer=pokdeng__client_dot_v1_dot_pokdeng__pb2.OpenWalletSessionRequest.FromString,
+                    response_serializer=pokdeng__client_dot_v1_dot_pokdeng__pb2.OpenWalletSessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -319,6 +338,33 @@ class WalletService:
             '/pokdeng.v1.WalletService/ListStatementEntries',
             pokdeng__client_dot_v1_dot_pokdeng__pb2.ListStatementEntriesRequest.SerializeToString,
             pokdeng__client_dot_v1_dot_pokdeng__pb2.ListStatementEntriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def OpenWalletSession(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/pokdeng.v1.WalletService/OpenWalletSession',
+            pokdeng__client_dot_v1_dot_pokdeng__pb2.OpenWalletSessionRequest.SerializeToString,
+            pokdeng__client_dot_v1_dot_pokdeng__pb2.OpenWalletSessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

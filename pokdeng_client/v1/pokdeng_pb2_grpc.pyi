@@ -86,6 +86,11 @@ class WalletServiceStub:
     """Every wallet, by wallet id (operator, auditor)."""
     ListStatementEntries: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.ListStatementEntriesRequest, _pokdeng_pb2.ListStatementEntriesResponse]
     """A wallet's statement, oldest first."""
+    OpenWalletSession: _grpc.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenWalletSessionRequest, _pokdeng_pb2.OpenWalletSessionResponse]
+    """Hand pokdeng a player's session with the platform's wallet (operator): under --wallet hub88, the
+    game session token Hub88 gave the game's launch (/game/url). The player's stakes and balances use
+    the newest session from then on; a transaction keeps the session its bet was sent with.
+    """
 
 @_typing.type_check_only
 class WalletServiceAsyncStub(WalletServiceStub):
@@ -108,6 +113,11 @@ class WalletServiceAsyncStub(WalletServiceStub):
     """Every wallet, by wallet id (operator, auditor)."""
     ListStatementEntries: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.ListStatementEntriesRequest, _pokdeng_pb2.ListStatementEntriesResponse]  # type: ignore[assignment]
     """A wallet's statement, oldest first."""
+    OpenWalletSession: _aio.UnaryUnaryMultiCallable[_pokdeng_pb2.OpenWalletSessionRequest, _pokdeng_pb2.OpenWalletSessionResponse]  # type: ignore[assignment]
+    """Hand pokdeng a player's session with the platform's wallet (operator): under --wallet hub88, the
+    game session token Hub88 gave the game's launch (/game/url). The player's stakes and balances use
+    the newest session from then on; a transaction keeps the session its bet was sent with.
+    """
 
 class WalletServiceServicer(metaclass=_abc_1.ABCMeta):
     """------------------------------------------------------------------------------------------
@@ -163,6 +173,17 @@ class WalletServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_pokdeng_pb2.ListStatementEntriesResponse, _abc.Awaitable[_pokdeng_pb2.ListStatementEntriesResponse]]:
         """A wallet's statement, oldest first."""
+
+    @_abc_1.abstractmethod
+    def OpenWalletSession(
+        self,
+        request: _pokdeng_pb2.OpenWalletSessionRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_pokdeng_pb2.OpenWalletSessionResponse, _abc.Awaitable[_pokdeng_pb2.OpenWalletSessionResponse]]:
+        """Hand pokdeng a player's session with the platform's wallet (operator): under --wallet hub88, the
+        game session token Hub88 gave the game's launch (/game/url). The player's stakes and balances use
+        the newest session from then on; a transaction keeps the session its bet was sent with.
+        """
 
 def add_WalletServiceServicer_to_server(servicer: WalletServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
 

@@ -1,7 +1,11 @@
-"""The WalletService: open, deposit, withdraw; a wallet, the wallets, a wallet's statement."""
+"""The WalletService: open, deposit, withdraw; a wallet, the wallets, a wallet's statement; a player's session with the
+platform's wallet (``OpenWalletSession``: its reply names the session, never its token)."""
 
 from __future__ import annotations
 
+from typing import Any
+
+from pokdeng_client.chain import timestamp_of
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core import currencies, limits
 from pokdeng_service.api import convert, paging
@@ -9,13 +13,31 @@ from pokdeng_service.api.replies import wallet_reply
 from pokdeng_service.api.requests import Fields
 from pokdeng_service.api.rpcs import AUDITORS, OPERATOR, READERS, Call, Env, Rpc, command, larger_than, query
 from pokdeng_service.application import access
-from pokdeng_service.application.commands import Deposit, OpenWallet, Withdraw
+from pokdeng_service.application.commands import Deposit, OpenWallet, OpenWalletSession, Withdraw
+from pokdeng_service.application.views import CommandResult
 
 SERVICE = "WalletService"
 
 
 def open_wallet(request: pb.OpenWalletRequest) -> OpenWallet:
     return OpenWallet(request.wallet_id, request.currency_code or currencies.DEFAULT)
+
+
+def open_wallet_session(request: pb.OpenWalletSessionRequest) -> OpenWalletSession:
+    return OpenWalletSession(
+        request.player, request.token, request.currency_code or currencies.DEFAULT, request.game_code
+    )
+
+
+def session_reply(_env: Env, _call: Call, result: CommandResult) -> dict[str, Any]:
+    """The session the command recorded (its ``Started`` event; on a retry, the first call's), without its token."""
+    started = next(e for e in reversed(result.events) if e.kind == "Started")
+    session = pb.WalletSession(
+        player=result.id, session_number=int(started.data["number"]),
+        currency=convert.currency(started.data["currency"]), game_code=str(started.data["game_code"]),
+        open_time=timestamp_of(started.timestamp),
+    )  # fmt: skip
+    return {"request_id": result.request_id, "session": session}
 
 
 def get_wallet(env: Env, call: Call, request: pb.GetWalletRequest) -> pb.GetWalletResponse:
@@ -67,4 +89,5 @@ RPCS: tuple[Rpc, ...] = (
     query(SERVICE, "GetWallet", READERS, get_wallet),
     query(SERVICE, "ListWallets", AUDITORS, list_wallets, costly=larger_than(limits.DEFAULT_PAGE)),
     query(SERVICE, "ListStatementEntries", READERS, list_statement_entries, costly=larger_than(limits.DEFAULT_PAGE)),
+    command(SERVICE, "OpenWalletSession", OPERATOR, open_wallet_session, session_reply),
 )

@@ -41,6 +41,7 @@ from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import commits, fastmapper, fastpaths, integrity
 from pokdeng_service.store.aggregates import CommandRecord, RoundRecord, SealedSeed, TableRecord, Wallet
 from pokdeng_service.store.roundlog import RoundLog, round_log_uuid
+from pokdeng_service.store.sessions import sessions_uuid
 from pokdeng_service.store.signing import KeyRing
 from pokdeng_service.store.snapshots import CheckedSnapshots
 from pokdeng_service.store.vault import SeedVault
@@ -52,6 +53,7 @@ _STREAM_UUID: dict[str, Callable[[str], UUID]] = {
     "table": ag.table_uuid,
     "wallet": ag.wallet_uuid,
     "log": round_log_uuid,
+    "session": sessions_uuid,
 }
 _WALLET_REQUESTS = frozenset({"Deposited", "Withdrawn"})  # the wallet events that name their request
 
@@ -66,7 +68,7 @@ def _not_caused_by(record: CommandRecord, events: tuple[RecordedEvent, ...]) -> 
     first, last = result["from"], result["to"]
     if [e.position for e in events] != list(range(first, last + 1)):
         return f"its result names {result['stream']} {result['id']} positions {first} to {last}, which the store lacks"
-    if result["stream"] not in ("round", "table", "wallet"):
+    if result["stream"] not in ("round", "table", "wallet", "session"):
         return None  # (the store's log names no request on its events)
     ids = ag.command_ids(record.request_id, record.scope)
     for event in events:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, ClassVar, Literal
 
 import orjson
@@ -25,7 +25,7 @@ from pokdeng_core.profiles import PROFILE_NAMES
 from pokdeng_service.application.errors import FieldViolation
 from pokdeng_service.store.codec import field_names
 
-Stream = Literal["wallet", "table", "round", "log"]
+Stream = Literal["wallet", "table", "round", "log", "session"]
 
 
 _snake = functools.cache(snake_case)
@@ -135,6 +135,34 @@ class Deposit(_MoneyMovement):
 @dataclass(frozen=True, slots=True)
 class Withdraw(_MoneyMovement):
     """Money paid out of a wallet (at most what is available)."""
+
+
+@dataclass(frozen=True, slots=True)
+class OpenWalletSession(Command):
+    """A player's session with the platform's wallet, handed over by the game server that received the game's
+    launch (``--wallet hub88``: Hub88's game session ``token`` of ``/game/url``, its currency and game code): the
+    player's stakes and balances use it from now on (``store.sessions``, docs/wallet.md)."""
+
+    stream: ClassVar[Stream] = "session"
+    player: str
+    token: str = field(repr=False)  # (a secret: sealed with the vault key, never shown)
+    currency: str = currencies.DEFAULT
+    game_code: str = ""
+
+    @property
+    def key(self) -> str:
+        return self.player
+
+    def violations(self) -> tuple[FieldViolation, ...]:
+        problems = _Problems()
+        _player(problems, self.player)
+        self._check(problems)
+        return tuple(problems.found)
+
+    def _check(self, problems: _Problems) -> None:
+        problems.add("token", limits.text_problem(self.token, "token", most=255, required=True, shown=True))
+        problems.add("currency_code", currencies.currency_problem(self.currency))
+        problems.add("game_code", limits.id_problem(self.game_code, "game_code", required=False))
 
 
 # --- tables -------------------------------------------------------------------------------------
@@ -501,6 +529,7 @@ COMMANDS: tuple[type[Command], ...] = (
     OpenWallet,
     Deposit,
     Withdraw,
+    OpenWalletSession,
     OpenTable,
     TakeSeat,
     LeaveSeat,

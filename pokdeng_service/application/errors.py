@@ -149,3 +149,19 @@ class WalletAdapterMismatch(DomainError):
     ``wallet``: a store wallet that holds no reservation of the round it would settle)."""
 
     code = "wallet_adapter_mismatch"
+
+
+class WalletSessionMissing(DomainError):
+    """A stake or a balance of a player who has no session with the platform's wallet (``--wallet hub88``: no
+    ``OpenWalletSession`` since the game's launch): nothing is sent to the platform. FAILED_PRECONDITION, reason
+    ``WALLET_SESSION_MISSING``, metadata ``player``: hand pokdeng the player's session, then retry."""
+
+    code = "wallet_session_missing"
+
+
+class WalletSessionRejected(DomainError):
+    """The platform refused the player's session (Hub88: ``RS_ERROR_INVALID_TOKEN``, ``RS_ERROR_TOKEN_EXPIRED``):
+    the stake's debit is rolled back, as Hub88 asks. FAILED_PRECONDITION, reason ``WALLET_SESSION_REJECTED``,
+    metadata ``player``, ``status``: the game must be launched again and its new session handed to pokdeng."""
+
+    code = "wallet_session_rejected"

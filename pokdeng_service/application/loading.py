@@ -27,6 +27,7 @@ from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import fastpaths, integrity
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed, TableRecord, Wallet
 from pokdeng_service.store.facts import fact_of
+from pokdeng_service.store.sessions import WalletSessions, load_sessions, sessions_uuid
 from pokdeng_service.store.vault import SeedVault
 
 CACHE_SIZE = 1024  # rounds whose shoe, and whose view's events, are kept
@@ -127,6 +128,15 @@ class Loading(Application[UUID]):
     def load_table(self, table_id: str) -> TableRecord:
         table: TableRecord = self.get_checked(ag.table_uuid(table_id), TableRecord, "table", table_id)
         return table
+
+    def load_sessions(self, player: str) -> WalletSessions | None:
+        """The player's sessions with the platform's wallet (None: none handed over yet; ``StreamForged``: a stream
+        that is not the player's)."""
+        try:
+            return load_sessions(self.repository, player)
+        except ValueError as error:
+            self.evict_stream(sessions_uuid(player))
+            raise stream_forged("wallet sessions", player, sessions_uuid(player), str(error)) from None
 
     def load_round(self, round_id: str, with_shoe: bool = True) -> RoundRecord:
         record: RoundRecord = self.get_checked(ag.round_uuid(round_id), RoundRecord, "round", round_id)

@@ -1,14 +1,15 @@
-"""Handlers of the wallet commands: open a wallet, deposit, withdraw."""
+"""Handlers of the wallet commands: open a wallet, deposit, withdraw; a player's session with the platform's wallet."""
 
 from __future__ import annotations
 
 from pokdeng_core import limits
 from pokdeng_core.errors import InsufficientFunds, InvalidCommand
 from pokdeng_service.application.attempt import Attempt
-from pokdeng_service.application.commands import Deposit, OpenWallet, Withdraw
+from pokdeng_service.application.commands import Deposit, OpenWallet, OpenWalletSession, Withdraw
 from pokdeng_service.application.errors import AlreadyExists, NotFound
 from pokdeng_service.application.pipeline import Outcome, handler
 from pokdeng_service.store.aggregates import Wallet
+from pokdeng_service.store.sessions import WalletSessions
 
 
 def _outcome(wallet: Wallet) -> Outcome:
@@ -45,3 +46,11 @@ def withdraw(attempt: Attempt, command: Withdraw) -> Outcome:
         )
     wallet.withdraw(command.amount, attempt.request_id)
     return _outcome(wallet)
+
+
+@handler(OpenWalletSession)
+def open_wallet_session(attempt: Attempt, command: OpenWalletSession) -> Outcome:
+    """A new session of the player (its token sealed with the vault key): the one new stakes use."""
+    book = attempt.app.load_sessions(command.player) or WalletSessions(command.player)
+    book.start(attempt.app.vault, command.token, command.currency, command.game_code, attempt.request_id)
+    return Outcome((book,), book, "session", command.player)

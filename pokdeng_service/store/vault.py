@@ -114,6 +114,20 @@ class SeedVault:
                 "or a seal made for another round"
             ) from error
 
+    def seal_secret(self, secret: bytes, aad: bytes) -> tuple[str, str]:
+        """(nonce, ciphertext) in hex of another secret than a seed (a wallet session's token,
+        ``store.sessions``), bound to ``aad``, which its caller makes distinct from a seal's."""
+        nonce = secrets.token_bytes(12)
+        return nonce.hex(), self._aead.encrypt(nonce, secret, aad).hex()
+
+    def open_secret(self, nonce_hex: str, sealed_hex: str, aad: bytes) -> bytes:
+        """The secret ``seal_secret`` sealed with ``aad`` (``VaultError``: another key, an edited record, or
+        other associated data)."""
+        try:
+            return self._aead.decrypt(bytes.fromhex(nonce_hex), bytes.fromhex(sealed_hex), aad)
+        except Exception as error:  # InvalidTag, a malformed hex
+            raise VaultError("cannot open a sealed secret: wrong vault key, edited record, or not its own") from error
+
 
 class DeferredVault(SeedVault):
     """A vault whose key is read only when a seed is first unsealed or sealed (the audit tools).
@@ -158,3 +172,9 @@ class DeferredVault(SeedVault):
 
     def open(self, nonce_hex: str, sealed_hex: str, round_id: str, stream: UUID, aad_version: int) -> bytes:
         return self.loaded(round_id).open(nonce_hex, sealed_hex, round_id, stream, aad_version)
+
+    def seal_secret(self, secret: bytes, aad: bytes) -> tuple[str, str]:
+        return self.loaded().seal_secret(secret, aad)
+
+    def open_secret(self, nonce_hex: str, sealed_hex: str, aad: bytes) -> bytes:
+        return self.loaded().open_secret(nonce_hex, sealed_hex, aad)

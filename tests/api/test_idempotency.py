@@ -24,6 +24,10 @@ def test_each_command_type_is_idempotent(served: Served) -> None:
     players = served.players(twice=True)
     open_wallets(ops, {"alice": 100_000, "bob": 100_000, "carol": 100_000, "dave": 200_000})
     ops.cmd("WalletService", "Withdraw", pb.WithdrawRequest(wallet_id="alice", amount=1))
+    handed = pb.OpenWalletSessionRequest(player="alice", token="alice's-session-token", currency_code="THB")
+    session = ops.cmd("WalletService", "OpenWalletSession", handed).session
+    assert (session.player, session.session_number, session.currency.code) == ("alice", 1, "THB")
+    assert "session-token" not in str(session)  # (never shown again)
 
     # classic, house banker: draws, stays, the banker's reveal, draw and stay, a time-out, a void
     open_table(ops, "c", pb.PROFILE_CLASSIC, seats=6)

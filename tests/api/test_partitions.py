@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_service.application.commands import COMMANDS, CheckpointTable, OpenWallet, PlaceBet
+from pokdeng_service.application.commands import COMMANDS, CheckpointTable, OpenWallet, OpenWalletSession, PlaceBet
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.application.principal import SYSTEM
@@ -65,10 +65,12 @@ def test_the_router_takes_the_partition_from_the_command_itself(two_partitions: 
     """No table of method names: every command type names its stream, and the router reads it."""
     service = two_partitions
     for command_type in COMMANDS:
-        assert command_type.stream in ("wallet", "table", "round", "log"), command_type
+        assert command_type.stream in ("wallet", "table", "round", "log", "session"), command_type
     assert COMMANDS[0] is OpenWallet
     service.handle(SYSTEM, "w0", OpenWallet("asia/bob"))
     assert service.apps[service.partition("asia/bob", "wallet")].get_wallet("asia/bob").balance == 0
+    service.handle(SYSTEM, "s0", OpenWalletSession("asia/bob", "a-session-token"))  # (the player's partition, too)
+    assert service.apps[service.partition("asia/bob", "wallet")].load_sessions("asia/bob") is not None
     with pytest.raises(Exception, match="another partition"):
         service.handle(SYSTEM, "b0", PlaceBet("asia/t#1", 1, "zed", 100))
     with pytest.raises(Exception, match="not found"):

@@ -202,6 +202,12 @@ BASE: dict[str, dict[str, Any]] = {
     "OpenWallet": {"wallet_id": "fresh-wallet", "currency_code": "USD"},
     "Deposit": {"wallet_id": "alice", "amount": 100},
     "Withdraw": {"wallet_id": "alice", "amount": 100},
+    "OpenWalletSession": {
+        "player": "alice",
+        "token": "a-session-token",
+        "currency_code": "THB",
+        "game_code": "pokdeng",
+    },
     "OpenTable": {
         "table_id": "fresh-table",
         "profile": pb.PROFILE_CLASSIC,
@@ -236,8 +242,10 @@ BASE: dict[str, dict[str, Any]] = {
 OPTIONAL_TEXT = {("BankerReveal", "player"), ("BankerDraw", "player"), ("BankerStay", "player")}
 OPTIONAL_TEXT |= {("CheckpointTable", "period"), ("StartRound", "client_seed"), ("SignTreeHead", "shard")}
 OPTIONAL_TEXT |= {("ContributeSeed", "player")}  # (empty: the platform)
+OPTIONAL_TEXT |= {("OpenWalletSession", "game_code")}  # (empty: the server's --wallet-game-code)
 NAMED = {"turn_timeout", "currency_code"}  # refused with a BadRequest violation on the field itself
 NEW_IDS = {("OpenWallet", "wallet_id"), ("OpenTable", "table_id"), ("TakeSeat", "player")}
+NEW_IDS |= {("OpenWalletSession", "player")}  # (any player's session may be handed over)
 BAD_IDS = ("", "   ", BIG, "a\x00b", "line\nbreak", "\x7f", "x" * 129)
 BAD_TEXT = {"client_seed": "s" * 10_000, "reason": BIG, "period": BIG}
 TOO_LARGE = frozenset({Code.RESOURCE_EXHAUSTED})  # a request over 64 KiB: refused by the transport, unread
@@ -264,6 +272,9 @@ def _bad_values(method: str, name: str, value: Any) -> list[tuple[str, Any, froz
             ("int64 max s", Duration(seconds=INT64_MAX), INVALID),
             ("int64 min s", Duration(seconds=INT64_MIN), INVALID),
         ]
+    if name == "token":  # (a wallet session's: 1 to 255 characters, none a control or invisible one)
+        bad_tokens = ("", "   ", "t" * 256, BIG, "a\x00b", "line\nbreak", "\x7f", "rtl\u202eoverride")
+        return [(repr(v[:12]), v, INVALID) for v in bad_tokens]
     if name in BAD_TEXT:
         out.append(("huge", BAD_TEXT[name], INVALID))
         if name == "reason":

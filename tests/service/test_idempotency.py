@@ -26,6 +26,7 @@ COMMANDS = {
     "open_wallet",
     "deposit",
     "withdraw",
+    "open_wallet_session",
     "open_table",
     "take_seat",
     "leave_seat",
@@ -77,6 +78,7 @@ def _play_everything(driver: Driver) -> None:
     app = driver.app
     play.open_wallets(driver, ["a", "b", "c", "d"])
     driver.call("withdraw", "d", 1_000)
+    driver.call("open_wallet_session", "a", "a's session token", "THB", "pokdeng")  # (its stream: "session")
 
     # classic, the house deals: draw, stay, time out, banker reveal / draw / stay
     play.open_table(driver, "cl", "classic", [(1, "a"), (2, "b"), (3, "c")])
