@@ -29,6 +29,14 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 4
+HUB88_RECONCILE = (
+    "pokdeng: Hub88's wallet API lists no transactions to a supplier (its Supplier API has no transactions report; "
+    "the Transactions API is its operators'), so pokdeng wallet reconcile cannot read Hub88's side. Instead: run "
+    "pokdeng wallet pending (exit 0: nothing pending, held or owed on pokdeng's side), and compare pokdeng's record "
+    "(each round's platform_transactions: pokdeng export ROUND) with Hub88's transactions report for the period "
+    "(Hub88's back office, or your Hub88 account manager) by supplier_transaction_id, which is pokdeng's tx id "
+    '(docs/wallet.md, "Hub88: reconciliation")'
+)
 
 
 def _time(text: str) -> datetime:
@@ -44,12 +52,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
     from pokdeng_service.wallet.reconcile import reconcile
 
     url = args.wallet_url or os.environ.get("POKDENG_WALLET_URL", "")
-    if os.environ.get("POKDENG_WALLET") == "hub88":
-        print(
-            "pokdeng: Hub88's wallet API lists no transactions: reconcile against Hub88's own record "
-            '(docs/wallet.md, "Hub88")',
-            file=sys.stderr,
-        )
+    if (args.wallet or os.environ.get("POKDENG_WALLET")) == "hub88":
+        print(HUB88_RECONCILE, file=sys.stderr)
         return EXIT_USAGE
     if not url:
         print("pokdeng: name the platform's wallet: --wallet-url (or POKDENG_WALLET_URL)")
@@ -189,6 +193,10 @@ def add_wallet_commands(
     wallet = sub.add_parser("wallet", help="transactions with the platform's wallet: reconcile, pending, resolve")
     commands = wallet.add_subparsers(dest="wallet_command", required=True)
     reconcile = commands.add_parser("reconcile", help="compare pokdeng's record with the platform's for a period")
+    reconcile.add_argument(
+        "--wallet", choices=["remote", "hub88"], help="the adapter whose platform is read: remote (pokdeng's protocol, "
+        "the default) or hub88, whose API lists no transactions ($POKDENG_WALLET)",
+    )  # fmt: skip
     reconcile.add_argument(
         "--wallet-url", help="the platform's wallet: host:port (gRPC) or http://... ($POKDENG_WALLET_URL)"
     )

@@ -25,7 +25,15 @@ reference, amount, currency, round, user or game that differ): not "already appl
   operator resolves it); any other status is unknown: retried (Hub88's retry-on-win);
 * rollback: RS_OK rolled back; RS_ERROR_TRANSACTION_DOES_NOT_EXIST done with nothing debited (the bet never arrived:
   a tombstone, the bet arriving later moves nothing); any other is retried;
-* balance: RS_OK the balance; RS_ERROR_INVALID_TOKEN, RS_ERROR_TOKEN_EXPIRED, RS_ERROR_USER_DISABLED no such player.
+* balance: RS_OK the balance; RS_ERROR_USER_DISABLED no such player;
+* RS_ERROR_INVALID_TOKEN, RS_ERROR_TOKEN_EXPIRED on a bet or a balance: the player's session is refused
+  (``SessionRefused``): the bet is rolled back as an unknown outcome, and the caller hears that the game must be
+  launched again; on a win or a rollback (which Hub88 must process whatever the token's age) they are unknown:
+  retried.
+
+Sessions: every call is sent with the wallet session's ``token`` (``wallet.sessions``: Hub88's game session token of
+the game's launch, handed to pokdeng with ``OpenWalletSession``) and its ``game_code``; a call without one is not
+sent. The body has the fields of Hub88's Wallet API reference (``FIELDS``) and no other.
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from google.protobuf.message import Message
 
 from pokdeng_core.currencies import exponent
+from pokdeng_service.wallet.sessions import SessionRefused
 from pokdeng_service.wallet.signing import KeyFile, Signer
 from pokdeng_service.wallet.v2 import wallet_pb2 as pb2
 
@@ -63,7 +72,27 @@ WIN_REFUSED = {
     "RS_ERROR_TRANSACTION_DOES_NOT_EXIST", "RS_ERROR_DUPLICATE_TRANSACTION", "RS_ERROR_WRONG_CURRENCY",
     "RS_ERROR_USER_DISABLED", "RS_ERROR_INVALID_GAME", "RS_ERROR_INVALID_PARTNER",
 }  # fmt: skip
-NO_PLAYER = {"RS_ERROR_INVALID_TOKEN", "RS_ERROR_TOKEN_EXPIRED", "RS_ERROR_USER_DISABLED"}
+SESSION_REFUSED = {"RS_ERROR_INVALID_TOKEN", "RS_ERROR_TOKEN_EXPIRED"}  # (bet, balance: the session is not usable)
+FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "/user/balance": (frozenset({"token", "request_uuid", "game_code"}), frozenset({"supplier_user"})),
+    "/transaction/bet": (
+        frozenset({"user", "transaction_uuid", "supplier_transaction_id", "token", "round", "request_uuid",
+                   "game_code", "currency", "amount"}),
+        frozenset({"supplier_user", "round_closed", "reward_uuid", "is_free", "is_aggregated", "bet", "meta",
+                   "jackpot_contribution"}),
+    ),
+    "/transaction/win": (
+        frozenset({"user", "transaction_uuid", "supplier_transaction_id", "token", "round", "request_uuid",
+                   "reference_transaction_uuid", "game_code", "currency", "amount"}),
+        frozenset({"supplier_user", "round_closed", "reward_uuid", "is_free", "is_supplier_promo", "bet", "meta"}),
+    ),
+    "/transaction/rollback": (
+        frozenset({"user", "transaction_uuid", "supplier_transaction_id", "token", "round", "request_uuid",
+                   "reference_transaction_uuid", "game_code"}),
+        frozenset({"supplier_user", "round_closed", "meta"}),
+    ),
+}  # fmt: skip
+"""Per path, the request's (required, optional) fields, as Hub88's Wallet API reference (Supplier API) lists them."""
 
 
 class Hub88Error(ValueError):
@@ -142,37 +171,41 @@ class Hub88Transport:
         assert self.answers is not None
         return [k for k in self.answers.keys().values() if isinstance(k, rsa.RSAPublicKey)]
 
-    def body(self, method: str, request: Any) -> dict[str, Any]:
-        """The Hub88 request of a version 2 request (``ValueError``: an amount that does not convert)."""
-        player = request.player
-        common: dict[str, Any] = {"user": player, "token": player, "game_code": request.game_code}
+    def body(self, method: str, request: Any, token: str) -> dict[str, Any]:
+        """The Hub88 request of a version 2 request, sent with the wallet session's ``token`` (``ValueError``: an
+        amount that does not convert). Only the fields of Hub88's schema (``FIELDS``): ``/user/balance`` names its
+        user by the token alone; a rollback names its bet, not an amount."""
         if method == "Balance":
-            return {**common, "request_uuid": str(uuid.uuid4())}
-        currency = request.currency
-        body = {
-            **common,
-            "request_uuid": request_uuid(request.tx_id),
+            return {"token": token, "request_uuid": str(uuid.uuid4()), "game_code": request.game_code}
+        body: dict[str, Any] = {
+            "user": request.player,
             "transaction_uuid": transaction_uuid(request.tx_id),
             "supplier_transaction_id": request.tx_id,
+            "token": token,
             "round": request.round_id,
             "round_closed": bool(request.round_closed),
-            "currency": currency,
-            "amount": to_hub88(request.amount, currency),
+            "request_uuid": request_uuid(request.tx_id),
+            "game_code": request.game_code,
         }
+        if method == "Rollback":
+            body["reference_transaction_uuid"] = transaction_uuid(request.original_tx_id)
+            return body
+        currency = request.currency
+        body.update(is_free=False, currency=currency, amount=to_hub88(request.amount, currency))
         if method == "Debit":
-            body.update(bet=request.purpose or "stake", is_free=False)
-        elif method == "Credit":
+            body["bet"] = request.purpose or "bet"
+        else:
             debits = list(request.debit_tx_ids)
             body["reference_transaction_uuid"] = transaction_uuid(debits[0]) if debits else ""
-        else:
-            body["reference_transaction_uuid"] = transaction_uuid(request.original_tx_id)
         return body
 
-    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float, token: str = "") -> M:
         if method not in PATHS:
             raise Hub88Error(f"Hub88's wallet API has no {method} (docs/wallet.md, Hub88: reconciliation)")
+        if not token:
+            raise Hub88Error(f"{PATHS[method]}: no wallet session token (the player's session was not handed over)")
         sent: Any = request
-        payload = self.body(method, sent)
+        payload = self.body(method, sent, token)
         raw_body = json.dumps(payload, separators=(",", ":")).encode()
         key = self.signer.current()
         assert isinstance(key, rsa.RSAPrivateKey)
@@ -187,6 +220,8 @@ class Hub88Transport:
         answer = json.loads(raw)
         if not isinstance(answer, dict) or answer.get("request_uuid") != payload["request_uuid"]:
             raise Hub88Error("an answer to another request")
+        if answer.get("user") not in (None, sent.player):
+            raise Hub88Error(f"an answer about another user ({answer.get('user')!r})")
         response: Any = response_type()
         response.request_id = sent.request_id
         _translate(method, sent, answer, response)
@@ -201,12 +236,14 @@ def _translate(method: str, request: Any, answer: dict[str, Any], response: Any)
     """Hub88's answer as a version 2 response (``Hub88Error``: an unknown outcome)."""
     status = str(answer.get("status", ""))
     currency = str(answer.get("currency") or request.currency)
+    if method in ("Debit", "Balance") and status in SESSION_REFUSED:
+        raise SessionRefused(status)  # (a bet so answered is rolled back, as any bet without RS_OK)
     if method == "Balance":
         response.player = request.player
         if status == "RS_OK":
             response.status, response.currency = pb2.STATUS_APPLIED, currency
             response.balance = from_hub88(int(answer.get("balance", 0)), currency)
-        elif status in NO_PLAYER:
+        elif status == "RS_ERROR_USER_DISABLED":
             response.status = pb2.STATUS_UNKNOWN_PLAYER
         else:
             raise Hub88Error(f"balance: {status or 'no status'}")
@@ -231,6 +268,7 @@ def _translate(method: str, request: Any, answer: dict[str, Any], response: Any)
 
 
 __all__ = [
+    "FIELDS",
     "HEADER",
     "Hub88Error",
     "Hub88Transport",

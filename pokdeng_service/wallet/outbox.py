@@ -12,12 +12,14 @@ also after a crash (docs/wallet.md).
 Facts (``kind``: ``data``), each on the chain like a round's (``codec.chain_digest``, genesis
 ``wallet-tx:<round id>``):
 
-* ``debit_requested``: tx_id, player, amount, purpose (bet, cover, side), seat, bettor, request_id
+* ``debit_requested``: tx_id, player, amount, purpose (bet, cover, side), seat, bettor, request_id, and under
+  ``--wallet hub88`` session (the number of the payer's wallet session it is sent with: ``store.sessions``)
 * ``debit_accepted``: tx_id, balance, platform_ref (the bet is placed in the same transaction)
 * ``debit_refused``: tx_id, status, reason (a definite refusal: no money moved)
 * ``rollback_requested``: tx_id, reason (round_voided, bet_not_placed, debit_unanswered, recovered)
 * ``debit_rolled_back``: tx_id, debited (whether money had been taken), balance
-* ``credit_requested``: tx_id, player, amount, debits (with the round's ``round_settled``)
+* ``credit_requested``: tx_id, player, amount, debits (with the round's ``round_settled``), and under
+  ``--wallet hub88`` session (its first debit's: a win is sent with the session its bet was)
 * ``credit_applied``: tx_id, balance, platform_ref
 * ``credit_refused``: tx_id, status, reason (the player is owed it until an operator resolves it)
 * ``rollback_refused``: tx_id, status, reason (the platform's first refusal of a rollback: the debit's money
@@ -91,6 +93,7 @@ class Tx:
     refusal: str = ""  # a rollback: the platform's refusal of it (it stays pending, and owed)
     resolved: str = ""  # the operator's recorded reason (``tx_resolved``): finished outside the protocol
     resolved_by: str = ""
+    session: int = 0  # the number of the player's wallet session it is sent with (0: none, ``--wallet remote``)
 
     @property
     def pending(self) -> bool:
@@ -137,7 +140,7 @@ def step(txs: Mapping[str, Tx], kind: str, data: Mapping[str, Any], timestamp: s
                 raise ValueError(f"debit {tx_id} is for no stake ({data['purpose']!r})")
             out[tx_id] = Tx(
                 tx_id, "debit", data["player"], amount, DEBIT_OPEN, timestamp,
-                data["purpose"], int(data["seat"]), data["bettor"], data.get("request_id", ""),
+                data["purpose"], int(data["seat"]), data["bettor"], data.get("request_id", ""), session=_session(data),
             )  # fmt: skip
         else:
             debits = tuple(data["debits"])
@@ -145,7 +148,9 @@ def step(txs: Mapping[str, Tx], kind: str, data: Mapping[str, Any], timestamp: s
                 owner = out.get(debit)
                 if owner is None or owner.kind != "debit" or owner.status != ACCEPTED or owner.player != data["player"]:
                     raise ValueError(f"credit {tx_id} settles {debit}, which is no accepted debit of its player")
-            out[tx_id] = Tx(tx_id, "credit", data["player"], amount, DEBIT_OPEN, timestamp, debits=debits)
+            out[tx_id] = Tx(
+                tx_id, "credit", data["player"], amount, DEBIT_OPEN, timestamp, debits=debits, session=_session(data)
+            )
         return out
     if found is None:
         raise ValueError(f"{kind} of transaction {tx_id}, never requested")
@@ -171,6 +176,14 @@ def step(txs: Mapping[str, Tx], kind: str, data: Mapping[str, Any], timestamp: s
     else:
         raise ValueError(f"{kind} does not follow: transaction {tx_id} is a {found.kind}, {found.status}")
     return out
+
+
+def _session(data: Mapping[str, Any]) -> int:
+    """A request's wallet session number (0: none recorded)."""
+    session = data.get("session", 0)
+    if type(session) is not int or session < 0:
+        raise ValueError(f"transaction {data['tx_id']} names no wallet session by its number ({session!r})")
+    return session
 
 
 def closing_tx(txs: Mapping[str, Tx]) -> str | None:
@@ -264,10 +277,12 @@ class WalletTransactions(ChainedStream):
     # -- facts -------------------------------------------------------------------------------
 
     def request_debit(
-        self, tx_id: str, player: str, amount: int, purpose: str, seat: int, bettor: str, request_id: str
-    ) -> None:
-        data = {"tx_id": tx_id, "player": player, "amount": amount, "purpose": purpose, "seat": seat}
-        self._fact("debit_requested", {**data, "bettor": bettor, "request_id": request_id}, request_id)
+        self, tx_id: str, player: str, amount: int, purpose: str, seat: int, bettor: str, request_id: str,
+        session: int = 0,
+    ) -> None:  # fmt: skip
+        data: dict[str, Any] = {"tx_id": tx_id, "player": player, "amount": amount, "purpose": purpose, "seat": seat}
+        data.update(bettor=bettor, request_id=request_id, **({"session": session} if session else {}))
+        self._fact("debit_requested", data, request_id)
 
     def accept_debit(self, tx_id: str, balance: int, platform_ref: str, command_id: str) -> None:
         self._fact("debit_accepted", {"tx_id": tx_id, "balance": balance, "platform_ref": platform_ref}, command_id)
@@ -281,9 +296,11 @@ class WalletTransactions(ChainedStream):
     def record_rollback(self, tx_id: str, debited: bool, balance: int, command_id: str) -> None:
         self._fact("debit_rolled_back", {"tx_id": tx_id, "debited": debited, "balance": balance}, command_id)
 
-    def request_credit(self, tx_id: str, player: str, amount: int, debits: list[str], command_id: str) -> None:
+    def request_credit(
+        self, tx_id: str, player: str, amount: int, debits: list[str], command_id: str, session: int = 0
+    ) -> None:
         data = {"tx_id": tx_id, "player": player, "amount": amount, "debits": debits}
-        self._fact("credit_requested", data, command_id)
+        self._fact("credit_requested", {**data, "session": session} if session else data, command_id)
 
     def apply_credit(self, tx_id: str, balance: int, platform_ref: str, command_id: str) -> None:
         self._fact("credit_applied", {"tx_id": tx_id, "balance": balance, "platform_ref": platform_ref}, command_id)

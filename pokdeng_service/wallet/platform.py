@@ -27,6 +27,7 @@ from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from pokdeng_service.store.secret_files import read_secret
+from pokdeng_service.wallet.sessions import PlayerSession, SessionRefused
 from pokdeng_service.wallet.signing import ANSWER, HEADER, Signer, Verifier
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
 from pokdeng_service.wallet.v2 import wallet_pb2 as pb2
@@ -47,6 +48,16 @@ class Unanswered(Exception):
     """No definite answer within the attempts: the transaction's outcome is unknown."""
 
 
+class SessionRejected(Unanswered):
+    """No definite answer, because the platform refused the player's wallet session (``status``: Hub88's
+    ``RS_ERROR_INVALID_TOKEN``, ``RS_ERROR_TOKEN_EXPIRED``): a stake's debit is rolled back as any unanswered one,
+    and its caller hears ``WalletSessionRejected``."""
+
+    def __init__(self, message: str, status: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 @dataclass(frozen=True)
 class Answer:
     """A definite answer: ``status`` (applied, insufficient_funds, unknown_player, rolled_back, refused)."""
@@ -63,9 +74,10 @@ class Answer:
 
 
 class Transport(Protocol):
-    """One call of the service: ``method`` (Debit, Credit, ...) with ``request``, a response or an exception."""
+    """One call of the service: ``method`` (Debit, Credit, ...) with ``request``, a response or an exception; ``token``
+    the wallet session's (given only where the platform takes one: Hub88)."""
 
-    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M: ...
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float, token: str = "") -> M: ...
     def close(self) -> None: ...
 
 
@@ -130,7 +142,8 @@ class GrpcTransport:
             )
         return found
 
-    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float, token: str = "") -> M:
+        del token  # (pokdeng's protocol carries no session)
         security, path = self.security, _path(method, request)
         stub = self._callable(path, request, response_type)
         if security.signer is None and security.answers is None:
@@ -163,7 +176,8 @@ class HttpTransport:
                 security.client_key()  # (the secret-file rule, before the library reads it by its path)
                 self.context.load_cert_chain(security.cert, security.key)
 
-    def call(self, method: str, request: Message, response_type: type[M], timeout: float) -> M:
+    def call(self, method: str, request: Message, response_type: type[M], timeout: float, token: str = "") -> M:
+        del token  # (pokdeng's protocol carries no session)
         body = json_format.MessageToJson(request, indent=None).encode()
         path = f"{self.prefix}{_path(method, request)}"
         headers = {"Content-Type": "application/json"}
@@ -256,14 +270,16 @@ class PlatformWallet:
     # -- the calls -----------------------------------------------------------------------------
 
     def debit(
-        self, tx_id: str, player: str, round_id: str, table_id: str, amount: int, currency: str, purpose: str
-    ) -> Answer:
+        self, tx_id: str, player: str, round_id: str, table_id: str, amount: int, currency: str, purpose: str,
+        session: PlayerSession | None = None,
+    ) -> Answer:  # fmt: skip
+        """``session``: the player's wallet session the call is sent with (Hub88's token; its game code)."""
         if self.protocol == 2:
             request2 = pb2.DebitRequest(
                 tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount, currency=currency,
-                purpose=purpose, game_code=self.game_code, provider_id=self.provider_id,
+                purpose=purpose, game_code=self._game(session), provider_id=self.provider_id,
             )  # fmt: skip
-            return _answer_v2("Debit", self._definite_v2("Debit", request2, currency))
+            return _answer_v2("Debit", self._definite_v2("Debit", request2, currency, session=session))
         request = pb.DebitRequest(
             tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount,
             currency=currency, purpose=purpose,
@@ -273,14 +289,15 @@ class PlatformWallet:
 
     def credit(
         self, tx_id: str, player: str, round_id: str, table_id: str, amount: int, currency: str, debits: list[str],
-        round_closed: bool = False,
+        round_closed: bool = False, session: PlayerSession | None = None,
     ) -> Answer:  # fmt: skip
         if self.protocol == 2:
             request2 = pb2.CreditRequest(
                 tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount, currency=currency,
-                debit_tx_ids=debits, game_code=self.game_code, provider_id=self.provider_id, round_closed=round_closed,
+                debit_tx_ids=debits, game_code=self._game(session), provider_id=self.provider_id,
+                round_closed=round_closed,
             )  # fmt: skip
-            return _answer_v2("Credit", self._definite_v2("Credit", request2, currency))
+            return _answer_v2("Credit", self._definite_v2("Credit", request2, currency, session=session))
         request = pb.CreditRequest(
             tx_id=tx_id, player=player, round_id=round_id, table_id=table_id, amount=amount,
             currency=currency, debit_tx_ids=debits,
@@ -290,28 +307,29 @@ class PlatformWallet:
 
     def rollback(
         self, tx_id: str, player: str, round_id: str, reason: str, amount: int = 0, currency: str = "",
-        table_id: str = "", round_closed: bool = False,
+        table_id: str = "", round_closed: bool = False, session: PlayerSession | None = None,
     ) -> Answer:  # fmt: skip
         """Undo the debit ``tx_id`` (version 2: as its own transaction ``<tx_id>:rollback``, with the debit's amount
-        and currency)."""
+        and currency; ``session``: the debit's)."""
         if self.protocol == 2:
             request2 = pb2.RollbackRequest(
                 tx_id=rollback_tx_id(tx_id), original_tx_id=tx_id, player=player, round_id=round_id,
-                table_id=table_id, amount=amount, currency=currency, reason=reason, game_code=self.game_code,
+                table_id=table_id, amount=amount, currency=currency, reason=reason, game_code=self._game(session),
                 provider_id=self.provider_id, round_closed=round_closed,
             )  # fmt: skip
-            return _answer_v2("Rollback", self._definite_v2("Rollback", request2, currency))
+            return _answer_v2("Rollback", self._definite_v2("Rollback", request2, currency, session=session))
         request = pb.RollbackRequest(tx_id=tx_id, player=player, round_id=round_id, reason=reason)
         reply = self._definite("Rollback", request, pb.RollbackResponse, tx_id)
         return Answer(STATUS_NAMES[reply.status], reply.balance, "", reply.reason, reply.debited)
 
-    def balance(self, player: str, currency: str) -> int | None:
-        """The player's balance, None if the platform has no such player (``Unanswered``: no answer)."""
+    def balance(self, player: str, currency: str, session: PlayerSession | None = None) -> int | None:
+        """The player's balance, None if the platform has no such player (``Unanswered``: no answer;
+        ``SessionRejected``: the platform refused the player's ``session``)."""
         if self.protocol == 2:
             request2 = pb2.BalanceRequest(
-                player=player, currency=currency, game_code=self.game_code, provider_id=self.provider_id
+                player=player, currency=currency, game_code=self._game(session), provider_id=self.provider_id
             )
-            reply2 = self._definite_v2("Balance", request2, currency, key="player", ident=player)
+            reply2 = self._definite_v2("Balance", request2, currency, key="player", ident=player, session=session)
             return int(reply2.balance) if reply2.status == pb2.STATUS_APPLIED else None
         request = pb.BalanceRequest(player=player, currency=currency)
         reply = self._definite("Balance", request, pb.BalanceResponse, player, key="player")
@@ -346,7 +364,14 @@ class PlatformWallet:
 
         return self._call_retried(method, request, kind, definite)
 
-    def _definite_v2(self, method: str, request: Message, currency: str, key: str = "tx_id", ident: str = "") -> Any:
+    def _game(self, session: PlayerSession | None) -> str:
+        """The game code a call names: its session's, else the deployment's."""
+        return session.game_code if session is not None and session.game_code else self.game_code
+
+    def _definite_v2(
+        self, method: str, request: Message, currency: str, key: str = "tx_id", ident: str = "",
+        session: PlayerSession | None = None,
+    ) -> Any:  # fmt: skip
         """A version 2 answer: to this attempt's request id and this transaction (or player), with a status, in the
         request's currency."""
         want = ident or str(getattr(request, key))
@@ -359,9 +384,9 @@ class PlatformWallet:
                 and (reply.currency == currency or reply.status == pb2.STATUS_UNKNOWN_PLAYER)
             )  # fmt: skip
 
-        return self._call_retried(method, request, response, definite)
+        return self._call_retried(method, request, response, definite, token=session.token if session else "")
 
-    def _call_retried(self, method: str, request: Message, kind: type[M], definite: Any = None) -> M:
+    def _call_retried(self, method: str, request: Message, kind: type[M], definite: Any = None, token: str = "") -> M:
         last = "no call made"
         versioned = "request_id" in request.DESCRIPTOR.fields_by_name  # (version 2: a request id per attempt)
         for attempt in range(self.attempts):
@@ -375,7 +400,14 @@ class PlatformWallet:
                 sent.CopyFrom(request)
                 sent.request_id = uuid.uuid4().hex  # type: ignore[attr-defined]
             try:
-                reply = self.transport.call(method, sent, kind, self.timeout)
+                if token:
+                    reply = self.transport.call(method, sent, kind, self.timeout, token=token)
+                else:
+                    reply = self.transport.call(method, sent, kind, self.timeout)
+            except SessionRefused as refused:  # (retrying with the same session cannot help)
+                with self._lock:
+                    self.unanswered += 1
+                raise SessionRejected(f"{method}: {refused}", refused.status) from None
             except (grpc.RpcError, OSError, ValueError, json_format.ParseError) as error:
                 last = _describe(error)
             else:
@@ -460,6 +492,7 @@ __all__ = [
     "HttpTransport",
     "PlatformWallet",
     "Security",
+    "SessionRejected",
     "Transport",
     "Unanswered",
     "transport_for",

@@ -32,12 +32,21 @@ from eventsourcing.persistence import IntegrityError
 
 from pokdeng_core import events as re
 from pokdeng_core import limits
+from pokdeng_core.errors import CurrencyMismatch
 from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.commands import Command, PlaceBet, PlaceSideBet
-from pokdeng_service.application.errors import Conflict, NotFound, WalletUnavailable, stream_forged
+from pokdeng_service.application.errors import (
+    Conflict,
+    NotFound,
+    WalletSessionMissing,
+    WalletSessionRejected,
+    WalletUnavailable,
+    stream_forged,
+)
 from pokdeng_service.application.views import CommandResult
 from pokdeng_service.application.wallet_port import STORE_WALLETS, Stake, Step
 from pokdeng_service.store.integrity import StreamIntegrityError
+from pokdeng_service.store.vault import VaultError
 from pokdeng_service.wallet.config import WalletConfig
 from pokdeng_service.wallet.outbox import (
     DEBIT_OPEN,
@@ -48,7 +57,8 @@ from pokdeng_service.wallet.outbox import (
     credit_tx_id,
     load_transactions,
 )
-from pokdeng_service.wallet.platform import Answer, PlatformWallet, Unanswered
+from pokdeng_service.wallet.platform import Answer, PlatformWallet, SessionRejected, Unanswered
+from pokdeng_service.wallet.sessions import PlayerSession, SessionBook
 from pokdeng_service.wallet.stakes import StakeStep
 
 if TYPE_CHECKING:
@@ -71,6 +81,7 @@ class RemotePort:
         self.config = config
         self.confirmed: dict[str, Any] = {}  # tx id -> the platform's Answer, until its bet is recorded
         self.recovery: Any = None  # the ``WalletRecovery`` that finishes transactions (None: at once)
+        self.sessions: SessionBook | None = None  # the players' wallet sessions (``--wallet hub88``; None: no tokens)
         self.stats: Counter[str] = Counter()
         self.clock: Callable[[], datetime] = lambda: datetime.now(tz=UTC)
         self._claimed: set[str] = set()
@@ -113,6 +124,17 @@ class RemotePort:
         with self._lock:
             self._claimed.difference_update(tx_ids)
 
+    # -- sessions (``--wallet hub88``: every call names the player's wallet session) ---------------
+
+    def session_number(self, player: str, currency: str) -> int:
+        """The number of the session a new debit of ``player`` is sent with (0: the platform takes none);
+        ``WalletSessionMissing`` or ``CurrencyMismatch``: the debit is not requested."""
+        return 0 if self.sessions is None else self.sessions.current(player, currency).number
+
+    def player_session(self, player: str, number: int) -> PlayerSession | None:
+        """The session a transaction recorded with ``number`` is sent with (None: the platform takes none)."""
+        return None if self.sessions is None else self.sessions.session(player, number)
+
     # -- funds ---------------------------------------------------------------------------------
 
     def stake_funds(self, attempt: Attempt, round_id: str) -> int | None:
@@ -121,8 +143,24 @@ class RemotePort:
         return limits.MAX_AMOUNT  # the platform's debit is the funds check
 
     def funds(self, attempt: Attempt, player: str, currency: str, missing_ok: bool = False) -> int:
+        """The player's balance on the platform (``missing_ok``: 0 for a player the platform does not know, or
+        whose wallet session is missing or refused: a room's seat check unseats it)."""
         try:
-            balance = self.platform.balance(player, currency)
+            session = None if self.sessions is None else self.sessions.current(player, currency).number
+            balance = self.platform.balance(player, currency, session=self.player_session(player, session or 0))
+        except (WalletSessionMissing, CurrencyMismatch):
+            if missing_ok:
+                return 0
+            raise
+        except SessionRejected as rejected:
+            if missing_ok:
+                return 0
+            raise WalletSessionRejected(
+                f"the platform refuses {player!r}'s wallet session ({rejected.status}): launch the game again and hand "
+                "pokdeng the new session",
+                player=player,
+                status=rejected.status,
+            ) from None
         except Unanswered as error:
             raise WalletUnavailable(f"the platform's wallet did not give {player!r}'s balance: {error}") from None
         if balance is None:
@@ -182,7 +220,8 @@ class RemotePort:
             )
         if debits or net:
             tx_id = credit_tx_id(record.round_id, player)
-            txs.request_credit(tx_id, player, reserved + net, [d.tx_id for d in debits], attempt.request_id)
+            session = debits[0].session if debits else self._newest_number(player)  # (a win goes with its bet's)
+            txs.request_credit(tx_id, player, reserved + net, [d.tx_id for d in debits], attempt.request_id, session)
         return None
 
     def release(self, attempt: Attempt, record: RoundRecord, player: str, amount: int, reason: str) -> None:
@@ -195,6 +234,10 @@ class RemotePort:
         for debit in debits:
             txs.request_rollback(debit.tx_id, reason, attempt.request_id)
         return None
+
+    def _newest_number(self, player: str) -> int:
+        found = None if self.sessions is None else self.sessions.newest(player)
+        return 0 if found is None else found.number
 
     def touched(self, attempt: Attempt) -> list[Aggregate]:
         changed = [a for a in attempt.loaded.values() if isinstance(a, WalletTransactions) and a.pending_events]
@@ -293,15 +336,21 @@ class RemotePort:
         """The platform's definite answer to one rollback or credit, or None (to be tried again later); ``closing``:
         the round's last transaction (protocol v2's ``round_closed``)."""
         try:
+            session = self.player_session(tx.player, tx.session)  # (the one its bet was sent with)
             if tx.kind == "debit":
                 answer = self.platform.rollback(
-                    tx.tx_id, tx.player, txs.round_id, tx.reason, tx.amount, txs.currency, txs.table_id, closing
-                )
+                    tx.tx_id, tx.player, txs.round_id, tx.reason, tx.amount, txs.currency, txs.table_id, closing,
+                    session=session,
+                )  # fmt: skip
             else:
                 answer = self.platform.credit(
-                    tx.tx_id, tx.player, txs.round_id, txs.table_id, tx.amount, txs.currency, list(tx.debits), closing
-                )
+                    tx.tx_id, tx.player, txs.round_id, txs.table_id, tx.amount, txs.currency, list(tx.debits), closing,
+                    session=session,
+                )  # fmt: skip
         except Unanswered:
+            return None
+        except (WalletSessionMissing, VaultError) as error:  # (sent again by the recovery; owed after OWED_AFTER)
+            log.error("wallet: %s of round %s cannot be sent: %s", tx.tx_id, txs.round_id, error)
             return None
         if tx.kind == "debit" and answer.status != "rolled_back":
             self.stats["rollbacks_refused"] += 1
@@ -379,9 +428,11 @@ def attach(apps: list[Any], config: WalletConfig, *, recovery: bool = True) -> l
     from pokdeng_service.wallet.recovery import WalletRecovery
 
     platform: PlatformWallet = config.platform()
+    sessions = SessionBook(apps) if config.kind == "hub88" else None  # (Hub88 takes the player's session token)
     workers = []
     for app in apps:
         port = RemotePort(platform, config)
+        port.sessions = sessions
         app.wallet_port = port
         if recovery:
             worker = WalletRecovery(app, port, interval=config.recovery_interval)

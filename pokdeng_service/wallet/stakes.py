@@ -35,9 +35,18 @@ from pokdeng_core.errors import InsufficientFunds
 from pokdeng_core.machine import RoundState, decide_and_fold
 from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.commands import PlaceBet, PlaceSideBet
-from pokdeng_service.application.errors import Conflict, NotFound, WalletRefused, WalletUnavailable
+from pokdeng_service.application.errors import (
+    Conflict,
+    NotFound,
+    WalletRefused,
+    WalletSessionMissing,
+    WalletSessionRejected,
+    WalletUnavailable,
+)
+from pokdeng_service.store.vault import VaultError
 from pokdeng_service.wallet.outbox import DEBIT_OPEN, Tx, WalletTransactions, debit_tx_id
-from pokdeng_service.wallet.platform import Answer, PlatformWallet, Unanswered
+from pokdeng_service.wallet.platform import Answer, PlatformWallet, SessionRejected, Unanswered
+from pokdeng_service.wallet.sessions import PlayerSession
 
 log = logging.getLogger("pokdeng.wallet")
 
@@ -53,6 +62,8 @@ class StakePort(Protocol):
     def unclaim(self, tx_ids: list[str]) -> None: ...
     def finish_soon(self, app: Any, round_id: str) -> None: ...
     def load(self, app: Any, round_id: str) -> WalletTransactions | None: ...
+    def session_number(self, player: str, currency: str) -> int: ...
+    def player_session(self, player: str, number: int) -> PlayerSession | None: ...
     def record(
         self, app: Any, round_id: str, change: Callable[[WalletTransactions], None]
     ) -> WalletTransactions | None: ...
@@ -68,6 +79,7 @@ class StakeDebits:
     txs: WalletTransactions
     debits: list[Tx]
     answers: dict[str, Answer | None] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)  # tx id -> the platform's refusal of its session
 
     @property
     def saved(self) -> tuple[Aggregate, ...]:
@@ -80,9 +92,9 @@ class StakeDebits:
     def send(self) -> None:
         """Step 2: each debit sent until a definite answer; the refusal raised unless every one was applied."""
         for tx in self.debits:
-            self.answers[tx.tx_id] = _debit(self.port, self.txs, tx)
+            self.answers[tx.tx_id] = _debit(self.port, self.txs, tx, self.rejected)
         if not all(answer is not None and answer.applied for answer in self.answers.values()):
-            raise _refusal(self.debits, self.answers)
+            raise _refusal(self.debits, self.answers, self.rejected)
         self.port.confirmed.update(self.answers)
 
     def close(self, recorded: bool) -> None:
@@ -117,7 +129,9 @@ class StakeStep:
         if txs is None:
             txs = WalletTransactions(round_id, record.table_id, record.state.currency)
         ids = []
-        for purpose, seat, bettor, payer, amount in _stakes(events, record.state.banker_player):
+        stakes = _stakes(events, record.state.banker_player)
+        sessions = {payer: self.port.session_number(payer, txs.currency) for _p, _s, _b, payer, _a in stakes}
+        for purpose, seat, bettor, payer, amount in stakes:
             earlier = txs.debits(purpose, seat, bettor)
             if any(tx.status == DEBIT_OPEN for tx in earlier):
                 raise Conflict(
@@ -125,7 +139,7 @@ class StakeStep:
                     "retry the same request id (it is finished by the platform's answer or rolled back)"
                 )
             tx_id = debit_tx_id(round_id, purpose, seat, bettor, len(earlier))
-            txs.request_debit(tx_id, payer, amount, purpose, seat, bettor, attempt.request_id)
+            txs.request_debit(tx_id, payer, amount, purpose, seat, bettor, attempt.request_id, sessions[payer])
             ids.append(tx_id)
         if not self.port.claim(ids):
             raise Conflict(f"the stake's debits {ids} are being sent: retry the same request id")
@@ -155,12 +169,22 @@ def _stakes(events: tuple[re.RoundEvent, ...], banker: str | None) -> list[tuple
     return out
 
 
-def _debit(port: StakePort, txs: WalletTransactions, tx: Tx) -> Answer | None:
-    """One debit sent until a definite answer; None if none came."""
+def _debit(port: StakePort, txs: WalletTransactions, tx: Tx, rejected: dict[str, str]) -> Answer | None:
+    """One debit sent (with its payer's wallet session, if the platform takes one) until a definite answer; None if
+    none came (``rejected``: the platform refused the session)."""
     try:
+        session = port.player_session(tx.player, tx.session)
         answer = port.platform.debit(
-            tx.tx_id, tx.player, txs.round_id, txs.table_id, tx.amount, txs.currency, tx.purpose
+            tx.tx_id, tx.player, txs.round_id, txs.table_id, tx.amount, txs.currency, tx.purpose, session=session
         )
+    except SessionRejected as error:
+        port.stats["debits_session_rejected"] += 1
+        log.warning("wallet: debit %s: %s", tx.tx_id, error)
+        rejected[tx.tx_id] = error.status
+        return None
+    except (WalletSessionMissing, VaultError) as error:  # (not sent: rolled back as an unanswered one)
+        log.error("wallet: debit %s cannot be sent: %s", tx.tx_id, error)
+        return None
     except Unanswered as error:
         port.stats["debits_unanswered"] += 1
         log.warning("wallet: debit %s unanswered: %s", tx.tx_id, error)
@@ -192,7 +216,7 @@ def _finish(
         log.exception("wallet: the outcome of the debits %s could not be recorded", [tx.tx_id for tx in debits])
 
 
-def _refusal(debits: list[Tx], answers: dict[str, Answer | None]) -> Exception:
+def _refusal(debits: list[Tx], answers: dict[str, Answer | None], rejected: dict[str, str]) -> Exception:
     """Why the stake was not placed (the pipeline tells a player no other wallet's funds)."""
     for tx in debits:
         answer = answers.get(tx.tx_id)
@@ -208,6 +232,15 @@ def _refusal(debits: list[Tx], answers: dict[str, Answer | None]) -> Exception:
         if answer.status == "unknown_player":
             return NotFound(f"wallet {tx.player!r} not found (the platform has no such player)", wallet=tx.player)
         return WalletRefused(f"the platform refused debit {tx.tx_id}: {answer.reason or answer.status}", tx_id=tx.tx_id)
+    for tx in debits:
+        if tx.tx_id in rejected:
+            return WalletSessionRejected(
+                f"the platform refuses {tx.player!r}'s wallet session ({rejected[tx.tx_id]}): the debit is rolled "
+                "back; launch the game again, hand pokdeng the new session (WalletService/OpenWalletSession), then "
+                "retry",
+                player=tx.player,
+                status=rejected[tx.tx_id],
+            )
     return WalletUnavailable(
         "the platform's wallet did not answer the stake's debit; it is rolled back: retry the command",
         tx_id=debits[0].tx_id if debits else "",

@@ -2,10 +2,13 @@
 
 The adapter is a transport of ``PlatformWallet`` (protocol 2 mapped onto bet, win, rollback and user/balance), so the
 RemotePort, the stakes step, the outbox, the recovery and the reconciliation are the ones of pokdeng's own protocol.
-Checked: amounts in Hub88's units (exact, from the ISO 4217 exponent), both signatures, the RS_* statuses, idempotency
-by request and transaction uuid, rollbacks (of a bet never seen: a tombstone), and under injected faults (duplicates,
-lost replies, timeouts, refusals, late deliveries) and a process restart: no money lost, created or paid twice, and the
-reconciliation finds no difference.
+Checked: the players' sessions (the game launch's token handed over with ``OpenWalletSession``, sealed in the store,
+each transaction sent with its bet's session, a stake or balance without one refused before any call, an expired one
+refused by Hub88 and rolled back), the bodies of Hub88's schema, amounts in Hub88's units (exact, from the ISO 4217
+exponent), both signatures, the RS_* statuses, idempotency by request and transaction uuid, rollbacks (of a bet never
+seen: a tombstone), and under injected faults (duplicates, lost replies, timeouts, refusals, late deliveries, stale
+replies), over TLS, and a process restart: no money lost, created or paid twice, and the reconciliation against the
+reference's record finds no difference.
 """
 
 from __future__ import annotations
@@ -14,21 +17,28 @@ import contextlib
 import json
 import random
 import urllib.request
+import uuid
 from collections import Counter
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cryptography.hazmat.primitives.asymmetric import rsa
 
-from pokdeng_core.errors import InsufficientFunds
+from pokdeng_core.errors import CurrencyMismatch, InsufficientFunds
 from pokdeng_service import audit
+from pokdeng_service.api.errors import reason_of, status_for
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.config import ConfigError
-from pokdeng_service.application.errors import Conflict, WalletUnavailable
+from pokdeng_service.application.errors import (
+    Conflict,
+    NotFound,
+    WalletSessionMissing,
+    WalletSessionRejected,
+    WalletUnavailable,
+)
+from pokdeng_service.store.sessions import sessions_uuid
 from pokdeng_service.wallet.config import WalletConfig
 from pokdeng_service.wallet.hub88 import (
     HEADER,
@@ -44,86 +54,32 @@ from pokdeng_service.wallet.outbox import load_transactions
 from pokdeng_service.wallet.platform import PlatformWallet, Unanswered
 from pokdeng_service.wallet.reconcile import reconcile
 from pokdeng_service.wallet.remote import RemotePort, attach
+from pokdeng_service.wallet.sessions import PlayerSession
 
 from ..service import play
+from .conftest import FUNDS, PLAYERS, Hub88, Hub88Keys
 from .faults import FaultPlan, Faults
-from .hub88_server import Hub88Ledger, Hub88Server, serve
-from .pki import public_pem, signing_key, write_private
+from .hub88_server import Hub88Ledger, Hub88Server, body_problem, serve
+from .pki import make_pki, public_pem, signing_key, write_private
 
-PLAYERS = ("alice", "bob", "carol")
-FUNDS = 1_000_000
 App = Callable[..., PokdengApp]
-
-
-@dataclass
-class Keys:
-    ours: rsa.RSAPrivateKey  # pokdeng's (the supplier's)
-    hub88: rsa.RSAPrivateKey
-    ours_file: Path
-    hub88_public: Path
-
-
-@pytest.fixture(scope="module")
-def rsa_keys() -> tuple[rsa.RSAPrivateKey, rsa.RSAPrivateKey]:
-    ours, hub88 = signing_key("rsa"), signing_key("rsa")
-    assert isinstance(ours, rsa.RSAPrivateKey) and isinstance(hub88, rsa.RSAPrivateKey)
-    return ours, hub88
-
-
-@pytest.fixture
-def keys(tmp_path: Path, rsa_keys: tuple[rsa.RSAPrivateKey, rsa.RSAPrivateKey]) -> Keys:
-    ours, hub88 = rsa_keys
-    public = tmp_path / "hub88-public.pem"
-    public.write_bytes(public_pem(hub88.public_key()))
-    return Keys(ours, hub88, write_private(tmp_path / "pokdeng-hub88.key", ours), public)
-
-
-@pytest.fixture
-def hub88(keys: Keys) -> Iterator[Hub88Server]:
-    server = serve(Hub88Ledger(), keys.ours.public_key(), keys.hub88)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-def _config(url: str, keys: Keys, **more: Any) -> WalletConfig:
-    settings: dict[str, Any] = {"timeout": 0.3, "attempts": 3, "grace": 5.0, **more}
-    return WalletConfig(
-        "hub88", url, hub88_key=str(keys.ours_file), hub88_public_keys=str(keys.hub88_public), **settings
-    )
-
-
-@pytest.fixture
-def hub88_app(tmp_path: Path, hub88: Hub88Server, keys: Keys) -> Iterator[App]:
-    apps: list[PokdengApp] = []
-    env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "pokdeng.sqlite")}
-
-    def factory(**config: Any) -> PokdengApp:
-        app = play.make_app(env)
-        attach([app], _config(hub88.url, keys, **config), recovery=False)
-        apps.append(app)
-        return app
-
-    yield factory
-    for app in reversed(apps):
-        port = app.wallet_port
-        if isinstance(port, RemotePort):
-            port.platform.close()
-        app.close()
-
-
-def _fund(hub88: Hub88Server, *players: str, amount: int = FUNDS) -> None:
-    for player in players:
-        hub88.ledger.open_player(player, amount)
 
 
 def _driver(app: PokdengApp, seed: int = 5, prefix: str = "req") -> play.Driver:
     return play.Driver(app, prefix=prefix, chooser=play.Chooser(random.Random(seed)))
 
 
-def _table(d: play.Driver, table_id: str = "t1") -> None:
-    play.open_table(d, table_id, "classic", [(i, p) for i, p in enumerate(PLAYERS, 1)])
+def _table(d: play.Driver, table_id: str = "t1", profile: str = "classic") -> None:
+    play.open_table(d, table_id, profile, [(i, p) for i, p in enumerate(PLAYERS, 1)])
+
+
+def _ready(hub88: Hub88, app: PokdengApp) -> play.Driver:
+    """The players funded on Hub88, their games launched and sessions handed to pokdeng, a classic table."""
+    hub88.fund(*PLAYERS)
+    hub88.open_sessions(app, *PLAYERS)
+    d = _driver(app)
+    _table(d)
+    return d
 
 
 def _store_ok(app: PokdengApp) -> None:
@@ -131,21 +87,26 @@ def _store_ok(app: PokdengApp) -> None:
     assert not bad, "\n".join(bad)
 
 
-def _agree(app: PokdengApp, hub88: Hub88Server, initial: dict[str, int], since: datetime) -> None:
+def _agree(app: PokdengApp, server: Hub88Server, initial: dict[str, int], since: datetime) -> None:
     """No money lost, created or paid twice: each balance is its start plus pokdeng's record, the reconciliation finds
-    no difference and nothing pending, no bet won twice, the store verifies."""
-    report = reconcile([app], hub88.ledger, since, datetime.now(tz=UTC) + timedelta(seconds=1))
+    no difference and nothing pending, no bet won twice, every body of Hub88's schema, the store verifies."""
+    report = reconcile([app], server.ledger, since, datetime.now(tz=UTC) + timedelta(seconds=1))
     assert not report.differences, report.render()
     assert not report.pending and not report.held, report.render()
     for player, start in initial.items():
-        assert hub88.ledger.balance_of(player) == start + report.pokdeng_totals.get(player, 0), player
-    wins = Counter(tx.reference for tx in hub88.ledger.txs.values() if tx.kind == "win")
+        assert server.ledger.balance_of(player) == start + report.pokdeng_totals.get(player, 0), player
+    wins = Counter(tx.reference for tx in server.ledger.txs.values() if tx.kind == "win")
     assert all(count == 1 for count in wins.values())
-    assert hub88.faults.mismatched == 0
+    assert server.faults.mismatched == 0
+    assert not {"RS_ERROR_WRONG_SYNTAX", "RS_ERROR_WRONG_TYPES"} & set(server.ledger.refused), server.ledger.refused
     _store_ok(app)
 
 
-# -- units and signatures ---------------------------------------------------------------------------
+def _since() -> datetime:
+    return datetime.now(tz=UTC) - timedelta(seconds=1)
+
+
+# -- units, signatures, the schema ----------------------------------------------------------------
 
 
 def test_amounts_convert_exactly_with_the_currency_s_exponent() -> None:
@@ -166,21 +127,27 @@ def test_ids_are_uuids_the_same_in_every_process() -> None:
     assert len(transaction_uuid(tx)) == 36 and transaction_uuid(tx) != transaction_uuid(f"{tx}:rollback")
 
 
-def test_the_signature_is_rsa_sha256_of_the_raw_body(keys: Keys) -> None:
+def test_the_signature_is_rsa_sha256_of_the_raw_body(hub88_keys: Hub88Keys) -> None:
     body = b'{"user":"alice","amount":1000}'
-    signature = sign(keys.ours, body)
-    assert verified([keys.ours.public_key()], signature, body)
-    assert not verified([keys.ours.public_key()], signature, body + b" ")
-    assert not verified([keys.hub88.public_key()], signature, body)
-    assert not verified([keys.ours.public_key()], None, body)
+    signature = sign(hub88_keys.ours, body)
+    assert verified([hub88_keys.ours.public_key()], signature, body)
+    assert not verified([hub88_keys.ours.public_key()], signature, body + b" ")
+    assert not verified([hub88_keys.hub88.public_key()], signature, body)
+    assert not verified([hub88_keys.ours.public_key()], None, body)
 
 
-def test_an_unsigned_or_wrongly_signed_request_is_refused_and_moves_nothing(hub88: Hub88Server, keys: Keys) -> None:
-    _fund(hub88, "alice")
-    body = {"user": "alice", "token": "alice", "request_uuid": "r1", "transaction_uuid": "b1", "round": "x",
-            "currency": "THB", "amount": 1000, "game_code": "pokdeng"}  # fmt: skip
-    raw = json.dumps(body).encode()
-    for signature in ("", sign(keys.hub88, raw)):
+def _bet_body(token: str, **more: Any) -> dict[str, Any]:
+    return {
+        "user": "alice", "transaction_uuid": str(uuid.uuid4()), "supplier_transaction_id": "x:bet:1:alice:0",
+        "token": token, "round": "x", "request_uuid": str(uuid.uuid4()), "game_code": "pokdeng", "currency": "THB",
+        "amount": 1000, **more,
+    }  # fmt: skip
+
+
+def test_an_unsigned_or_wrongly_signed_request_is_refused_and_moves_nothing(hub88: Hub88) -> None:
+    hub88.fund("alice")
+    raw = json.dumps(_bet_body(hub88.ledger.launch("alice"))).encode()
+    for signature in ("", sign(hub88.keys.hub88, raw)):
         request = urllib.request.Request(f"{hub88.url}/transaction/bet", data=raw, method="POST")
         request.add_header(HEADER, signature)
         with urllib.request.urlopen(request, timeout=5) as reply:
@@ -188,8 +155,30 @@ def test_an_unsigned_or_wrongly_signed_request_is_refused_and_moves_nothing(hub8
     assert hub88.ledger.balance_of("alice") == FUNDS
 
 
-def test_the_configuration(tmp_path: Path, keys: Keys, hub88: Hub88Server) -> None:
-    config = _config(hub88.url, keys)
+def test_the_reference_holds_every_body_to_hub88_s_schema(hub88: Hub88) -> None:
+    """A body missing a field Hub88 requires, or carrying one it does not list, or of another type, is refused before
+    any money: so pokdeng's bodies (every test's ``_agree`` checks none was refused so) are Hub88's."""
+    hub88.fund("alice")
+    token = hub88.ledger.launch("alice")
+    good = _bet_body(token)
+    assert body_problem("/transaction/bet", good) is None
+    assert body_problem("/transaction/bet", {k: v for k, v in good.items() if k != "supplier_transaction_id"})
+    assert body_problem("/transaction/bet", {**good, "table": "t1"}) == "RS_ERROR_WRONG_SYNTAX"
+    assert body_problem("/transaction/bet", {**good, "amount": "1000"}) == "RS_ERROR_WRONG_TYPES"
+    assert body_problem("/transaction/bet", {**good, "request_uuid": "r1"}) == "RS_ERROR_WRONG_TYPES"
+    assert body_problem("/user/balance", {"user": "alice", "token": token, "request_uuid": str(uuid.uuid4()),
+                                          "game_code": "pokdeng"}) == "RS_ERROR_WRONG_SYNTAX"  # fmt: skip
+    rollback = {k: good[k] for k in ("user", "supplier_transaction_id", "token", "round", "request_uuid", "game_code")}
+    rollback |= {"transaction_uuid": str(uuid.uuid4()), "reference_transaction_uuid": good["transaction_uuid"]}
+    assert body_problem("/transaction/rollback", rollback) is None
+    assert body_problem("/transaction/rollback", {**rollback, "amount": 1000}) == "RS_ERROR_WRONG_SYNTAX"
+    assert hub88.ledger.handle("/transaction/bet", {**good, "bet": 5})["status"] == "RS_ERROR_WRONG_TYPES"
+    assert hub88.ledger.balance_of("alice") == FUNDS
+
+
+def test_the_configuration(tmp_path: Path, hub88: Hub88) -> None:
+    keys = hub88.keys
+    config = hub88.config()
     assert config.remote and "Hub88" in config.describe()
     with pytest.raises(ConfigError, match="hub88-key"):
         WalletConfig("hub88", hub88.url)
@@ -206,27 +195,113 @@ def test_the_configuration(tmp_path: Path, keys: Keys, hub88: Hub88Server) -> No
         WalletConfig("hub88", hub88.url, hub88_key=str(keys.ours_file), sign_key=str(keys.ours_file))
 
 
-def test_an_answer_not_signed_by_hub88_is_no_answer(tmp_path: Path, hub88: Hub88Server, keys: Keys) -> None:
-    _fund(hub88, "alice")
+def test_an_answer_not_signed_by_hub88_is_no_answer(tmp_path: Path, hub88: Hub88) -> None:
+    hub88.fund("alice")
+    session = PlayerSession(hub88.ledger.launch("alice"))
     other = tmp_path / "other.pem"
     other.write_bytes(public_pem(signing_key("rsa").public_key()))
-    config = WalletConfig("hub88", hub88.url, hub88_key=str(keys.ours_file), hub88_public_keys=str(other), timeout=1.0)
-    wallet: PlatformWallet = config.platform()
+    wallet: PlatformWallet = hub88.config(hub88_public_keys=str(other), timeout=1.0).platform()
     with pytest.raises(Unanswered, match="not signed"):
-        wallet.balance("alice", "THB")
-    assert _config(hub88.url, keys).platform().balance("alice", "THB") == FUNDS
-    assert _config(hub88.url, keys).platform().balance("nobody", "THB") is None  # RS_ERROR_INVALID_TOKEN
+        wallet.balance("alice", "THB", session=session)
+    assert hub88.config().platform().balance("alice", "THB", session=session) == FUNDS
+
+
+# -- sessions -------------------------------------------------------------------------------------
+
+
+def test_a_stake_or_a_balance_without_a_session_is_refused_before_any_call(hub88: Hub88, hub88_app: App) -> None:
+    hub88.fund(*PLAYERS)
+    app = hub88_app()
+    hub88.open_sessions(app, "bob", "carol")
+    d = _driver(app)
+    _table(d)
+    round_id = play.start_round(d, "t1")
+    with pytest.raises(WalletSessionMissing) as refused:
+        app.place_bet("alice-1", round_id, 1, "alice", 200)
+    status = status_for(refused.value)
+    assert status.code == 9 and reason_of(status) == "WALLET_SESSION_MISSING"  # FAILED_PRECONDITION
+    assert "OpenWalletSession" in refused.value.message
+    with pytest.raises(WalletSessionMissing):
+        app.bid_for_banker("alice-bid", "t1", "alice", 2)
+    assert not hub88.ledger.calls and load_transactions(app, round_id) is None  # nothing recorded, nothing sent
+    app.place_bet("bob-1", round_id, 2, "bob", 200)
+    hub88.open_sessions(app, "alice")
+    app.place_bet("alice-1", round_id, 1, "alice", 200)  # the same request, now with a session
+    usd = hub88.ledger.launch("carol", "USD")
+    app.open_wallet_session("carol-usd", "carol", usd, "USD")
+    with pytest.raises(CurrencyMismatch):  # a USD session at a THB table: refused before any call
+        app.place_bet("carol-1", round_id, 3, "carol", 200)
+    play.drive_round(d, round_id)
+    assert hub88.ledger.calls["/transaction/bet"] == 2
+
+
+def test_each_transaction_goes_with_its_bet_s_session_also_after_a_restart(hub88: Hub88, hub88_app: App) -> None:
+    """Sessions that expire mid-round: a bet with an expired token is refused by Hub88 and rolled back (with that
+    token: Hub88 processes a rollback whatever its age); after the games are launched again and the process
+    restarted, the wins of the bets placed before go with those bets' (expired) tokens, new bets with the new."""
+    since = _since()
+    app = hub88_app()
+    d = _ready(hub88, app)
+    settled = play.start_round(d, "t1")
+    app.place_bet("alice-1", settled, 1, "alice", 200)
+    app.place_bet("bob-1", settled, 2, "bob", 200)
+    first = {launch.user: token for token, launch in hub88.ledger.tokens.items()}
+    for token in first.values():
+        hub88.ledger.expire(token)
+    with pytest.raises(WalletSessionRejected) as rejected:
+        app.place_bet("carol-1", settled, 3, "carol", 200)
+    assert reason_of(status_for(rejected.value)) == "WALLET_SESSION_REJECTED"
+    assert rejected.value.details["status"] == "RS_ERROR_TOKEN_EXPIRED"
+    assert hub88.ledger.refused["RS_ERROR_TOKEN_EXPIRED"] == 1 and hub88.ledger.balance_of("carol") == FUNDS
+    (tombstone,) = [tx for tx in hub88.ledger.txs.values() if tx.kind == "rollback"]
+    assert (tombstone.user, tombstone.token) == ("carol", first["carol"])  # (Hub88 processed it: expired token)
+    assert tombstone.status == "RS_ERROR_TRANSACTION_DOES_NOT_EXIST"
+    hub88.open_sessions(app, *PLAYERS)  # the games launched again
+    later = hub88_app()  # the process after a restart
+    later.place_bet("carol-1", settled, 3, "carol", 200)  # the same request: a new debit, with the new session
+    play.drive_round(_driver(later, prefix="later"), settled)
+    v = _driver(later, prefix="v")
+    voided = play.start_round(v, "t1")
+    play.seat_bets(v, voided, 300)
+    later.void_round("void-1", voided, "a void")
+    sent = [tx for tx in hub88.ledger.txs.values() if tx is not tombstone]
+    old = {(tx.round, tx.user, tx.kind) for tx in sent if tx.token == first[tx.user]}
+    assert old == {(settled, p, kind) for p in ("alice", "bob") for kind in ("bet", "win")}
+    assert {(tx.round, tx.kind) for tx in sent if tx.user == "carol"} == {
+        (settled, "bet"),
+        (settled, "win"),
+        (voided, "bet"),
+        (voided, "rollback"),
+    }
+    _agree(later, hub88.server, dict.fromkeys(PLAYERS, FUNDS), since)
+
+
+def test_the_token_is_sealed_and_in_nothing_exported(hub88: Hub88, hub88_app: App) -> None:
+    app = hub88_app()
+    d = _ready(hub88, app)
+    round_id = play.start_round(d, "t1")
+    play.seat_bets(d, round_id, 200)
+    play.drive_round(d, round_id)
+    tokens = {launch for launch in hub88.ledger.tokens}
+    assert len(tokens) == 3
+    exported = json.dumps(audit.export_bundle(app, round_id), default=str)
+    feed = json.dumps([n.model_dump() for n in app.read_notifications(0, 10_000)], default=str)
+    outbox = load_transactions(app, round_id)
+    assert outbox is not None and {tx.session for tx in outbox.txs.values()} == {1}
+    rows = [*app.events.get(outbox.id), *app.events.get(sessions_uuid("alice"))]
+    everything = exported + feed + json.dumps([vars(e) for e in rows], default=str)
+    assert not [token for token in tokens if token in everything]
+    book = app.load_sessions("alice")
+    assert book is not None and book.current is not None and book.current.token(app.vault) in tokens
 
 
 # -- rounds ------------------------------------------------------------------------------------------
 
 
-def test_rounds_bet_win_and_a_void_rolls_back(hub88: Hub88Server, hub88_app: App) -> None:
-    since = datetime.now(tz=UTC) - timedelta(seconds=1)
-    _fund(hub88, *PLAYERS)
+def test_rounds_bet_win_and_a_void_rolls_back(hub88: Hub88, hub88_app: App) -> None:
+    since = _since()
     app = hub88_app()
-    d = _driver(app)
-    _table(d)
+    d = _ready(hub88, app)
     for n in range(4):
         round_id = play.start_round(d, "t1")
         play.seat_bets(d, round_id, 200)
@@ -237,18 +312,18 @@ def test_rounds_bet_win_and_a_void_rolls_back(hub88: Hub88Server, hub88_app: App
     kinds = Counter(tx.kind for tx in hub88.ledger.txs.values())
     assert kinds["bet"] == 12 and kinds["rollback"] == 3 and kinds["win"] >= 9
     bet = next(tx for tx in hub88.ledger.txs.values() if tx.kind == "bet")
-    assert bet.amount == to_hub88(1000, "THB") and bet.supplier_id.endswith(bet.supplier_id.rpartition(":")[2])
-    assert bet.uuid == transaction_uuid(bet.supplier_id)
+    assert bet.amount == to_hub88(1000, "THB") and bet.uuid == transaction_uuid(bet.supplier_id)
     closed = [tx for tx in hub88.ledger.txs.values() if tx.round_closed]
     assert closed and not hub88.ledger.after_close  # round_closed on each round's last transaction
-    _agree(app, hub88, dict.fromkeys(PLAYERS, FUNDS), since)
+    _agree(app, hub88.server, dict.fromkeys(PLAYERS, FUNDS), since)
 
 
-def test_not_enough_money_places_no_bet(hub88: Hub88Server, hub88_app: App) -> None:
-    since = datetime.now(tz=UTC) - timedelta(seconds=1)
-    _fund(hub88, "bob", "carol")
-    _fund(hub88, "alice", amount=500)
+def test_not_enough_money_places_no_bet(hub88: Hub88, hub88_app: App) -> None:
+    since = _since()
+    hub88.fund("bob", "carol")
+    hub88.fund("alice", amount=500)
     app = hub88_app()
+    hub88.open_sessions(app, *PLAYERS)
     d = _driver(app)
     _table(d)
     round_id = play.start_round(d, "t1")
@@ -257,17 +332,15 @@ def test_not_enough_money_places_no_bet(hub88: Hub88Server, hub88_app: App) -> N
     assert hub88.ledger.balance_of("alice") == 500
     app.place_bet("bob-1", round_id, 2, "bob", 200)
     play.drive_round(d, round_id)
-    _agree(app, hub88, {"alice": 500, "bob": FUNDS, "carol": FUNDS}, since)
+    _agree(app, hub88.server, {"alice": 500, "bob": FUNDS, "carol": FUNDS}, since)
 
 
 def test_a_bet_without_a_definite_answer_is_rolled_back_and_arrives_too_late_to_move_money(
-    hub88: Hub88Server, hub88_app: App
+    hub88: Hub88, hub88_app: App
 ) -> None:
-    since = datetime.now(tz=UTC) - timedelta(seconds=1)
-    _fund(hub88, *PLAYERS)
+    since = _since()
     app = hub88_app()
-    d = _driver(app)
-    _table(d)
+    d = _ready(hub88, app)
     round_id = play.start_round(d, "t1")
     hub88.faults.force("Debit", "lost_reply", "timeout", "unavailable")  # applied by the first, never heard
     with pytest.raises(WalletUnavailable):
@@ -280,19 +353,17 @@ def test_a_bet_without_a_definite_answer_is_rolled_back_and_arrives_too_late_to_
     assert hub88.ledger.balance_of("bob") == FUNDS
     statuses = {tx.supplier_id: tx.status for tx in hub88.ledger.txs.values() if tx.kind == "rollback"}
     assert sorted(statuses.values()) == ["RS_ERROR_TRANSACTION_DOES_NOT_EXIST", "RS_OK"]  # bob's: a tombstone
-    hub88.faults.force("Debit", "duplicate")
+    hub88.faults.force("Debit", "duplicate", "stale_reply")
     app.place_bet("carol-1", round_id, 3, "carol", 200)
     assert hub88.ledger.balance_of("carol") == FUNDS - 1000
     play.drive_round(d, round_id)
-    _agree(app, hub88, dict.fromkeys(PLAYERS, FUNDS), since)
+    _agree(app, hub88.server, dict.fromkeys(PLAYERS, FUNDS), since)
 
 
-def test_a_win_is_retried_until_hub88_applies_it_once(hub88: Hub88Server, hub88_app: App) -> None:
-    since = datetime.now(tz=UTC) - timedelta(seconds=1)
-    _fund(hub88, *PLAYERS)
+def test_a_win_is_retried_until_hub88_applies_it_once(hub88: Hub88, hub88_app: App) -> None:
+    since = _since()
     app = hub88_app()
-    d = _driver(app)
-    _table(d)
+    d = _ready(hub88, app)
     round_id = play.start_round(d, "t1")
     play.seat_bets(d, round_id, 300)
     hub88.faults.force("Credit", "lost_reply", *["unavailable"] * 30)
@@ -304,21 +375,19 @@ def test_a_win_is_retried_until_hub88_applies_it_once(hub88: Hub88Server, hub88_
     port = app.wallet_port
     assert isinstance(port, RemotePort)
     assert port.finish(app, round_id) == 0
-    _agree(app, hub88, dict.fromkeys(PLAYERS, FUNDS), since)
+    _agree(app, hub88.server, dict.fromkeys(PLAYERS, FUNDS), since)
 
 
-def test_a_bet_left_open_by_a_restart_is_rolled_back_by_the_recovery(hub88: Hub88Server, hub88_app: App) -> None:
+def test_a_bet_left_open_by_a_restart_is_rolled_back_by_the_recovery(hub88: Hub88, hub88_app: App) -> None:
     from pokdeng_service.application.attempt import Attempt
     from pokdeng_service.application.commands import PlaceBet
     from pokdeng_service.application.principal import SYSTEM
     from pokdeng_service.wallet.recovery import WalletRecovery
     from pokdeng_service.wallet.stakes import StakeStep
 
-    since = datetime.now(tz=UTC) - timedelta(seconds=1)
-    _fund(hub88, *PLAYERS)
+    since = _since()
     app = hub88_app()
-    d = _driver(app)
-    _table(d)
+    d = _ready(hub88, app)
     round_id = play.start_round(d, "t1")
     port = app.wallet_port
     assert isinstance(port, RemotePort)
@@ -326,7 +395,8 @@ def test_a_bet_left_open_by_a_restart_is_rolled_back_by_the_recovery(hub88: Hub8
     assert requested is not None
     app.save(*requested.saved)
     (tx,) = requested.debits
-    port.platform.debit(tx.tx_id, "alice", round_id, "t1", tx.amount, "THB", "bet")  # Hub88 took it; we died
+    session = port.player_session("alice", tx.session)
+    port.platform.debit(tx.tx_id, "alice", round_id, "t1", tx.amount, "THB", "bet", session=session)  # we died
     assert hub88.ledger.balance_of("alice") == FUNDS - 1000
     later = hub88_app()  # the process after the restart
     with pytest.raises(Conflict):
@@ -336,23 +406,32 @@ def test_a_bet_left_open_by_a_restart_is_rolled_back_by_the_recovery(hub88: Hub8
     assert hub88.ledger.balance_of("alice") == FUNDS
     later.place_bet("alice-1", round_id, 1, "alice", 200)
     play.drive_round(_driver(later, prefix="later"), round_id)
-    _agree(later, hub88, dict.fromkeys(PLAYERS, FUNDS), since)
+    _agree(later, hub88.server, dict.fromkeys(PLAYERS, FUNDS), since)
 
 
-def test_rounds_under_random_faults_move_money_exactly_once(tmp_path: Path, keys: Keys) -> None:
-    """A seeded plan of faults on every money call, 12 rounds (a void among them), then what is pending finished."""
-    since = datetime.now(tz=UTC) - timedelta(seconds=1)
-    rates = {"drop": 0.03, "timeout": 0.03, "unavailable": 0.05, "lost_reply": 0.05, "duplicate": 0.05, "delayed": 0.03}
+def test_rounds_under_random_faults_move_money_exactly_once(tmp_path: Path, hub88_keys: Hub88Keys) -> None:
+    """A seeded plan of faults on every money call, over HTTPS, with real tokens (one expiring mid-way, its game
+    launched again), 12 rounds (a void among them), then what is pending finished."""
+    since = _since()
+    rates = {"drop": 0.03, "timeout": 0.03, "unavailable": 0.05, "lost_reply": 0.05, "duplicate": 0.05,
+             "delayed": 0.03, "stale_reply": 0.03}  # fmt: skip
     faults = Faults(FaultPlan(rates=rates, seed=23, hold=0.4, delay=(0.05, 0.3)))
-    server = serve(Hub88Ledger(), keys.ours.public_key(), keys.hub88, faults)
+    pki = make_pki(tmp_path / "pki")
+    server = serve(
+        Hub88Ledger(), hub88_keys.ours.public_key(), hub88_keys.hub88, faults, (pki.server_cert, pki.server_key)
+    )
+    hub88 = Hub88(server, hub88_keys)
+    assert server.url.startswith("https://")
     env = {"PERSISTENCE_MODULE": "eventsourcing.sqlite", "SQLITE_DBNAME": str(tmp_path / "pokdeng.sqlite")}
     app = play.make_app(env)
     try:
-        attach([app], _config(server.url, keys), recovery=False)
-        _fund(server, *PLAYERS)
-        d = _driver(app, seed=11)
-        _table(d)
+        attach([app], hub88.config(tls_ca=str(pki.ca)), recovery=False)
+        d = _ready(hub88, app)
+        d.chooser = play.Chooser(random.Random(11))
         for n in range(12):
+            if n == 7:  # alice's session expires, and her game is launched again
+                hub88.ledger.expire(next(t for t, s in hub88.ledger.tokens.items() if s.user == "alice"))
+                hub88.open_sessions(app, "alice")
             try:
                 round_id = play.start_round(d, "t1")
                 for seat, player in enumerate(PLAYERS, 1):
@@ -376,6 +455,9 @@ def test_rounds_under_random_faults_move_money_exactly_once(tmp_path: Path, keys
                 break
         assert recovery.tick(abandoned_after=0) == 0
         assert sum(faults.counts.values()) >= 5, faults.counts
+        assert {tx.token for tx in server.ledger.txs.values() if tx.user == "alice"} == {
+            t for t, s in server.ledger.tokens.items() if s.user == "alice"
+        }  # both of her sessions used
         print(dict(faults.counts), Counter(tx.kind for tx in server.ledger.txs.values()))
         _agree(app, server, dict.fromkeys(PLAYERS, FUNDS), since)
     finally:
@@ -386,73 +468,46 @@ def test_rounds_under_random_faults_move_money_exactly_once(tmp_path: Path, keys
         server.stop()
 
 
-def test_a_transaction_sent_again_is_answered_as_the_first_and_another_body_is_a_duplicate(
-    hub88: Hub88Server, keys: Keys
-) -> None:
-    _fund(hub88, "alice")
-    bet = {"user": "alice", "token": "alice", "transaction_uuid": "b1", "round": "r", "currency": "THB",
-           "amount": 1_000_000, "game_code": "pokdeng"}  # fmt: skip
-    first = hub88.ledger.handle("/transaction/bet", {**bet, "request_uuid": "q1"})
-    again = hub88.ledger.handle("/transaction/bet", {**bet, "request_uuid": "q2"})  # another request, same body
+def test_a_transaction_sent_again_is_answered_as_the_first_and_another_body_is_a_duplicate(hub88: Hub88) -> None:
+    hub88.fund("alice")
+    token = hub88.ledger.launch("alice")
+    bet = _bet_body(token, amount=1_000_000)
+    first = hub88.ledger.handle("/transaction/bet", bet)
+    again = hub88.ledger.handle("/transaction/bet", {**bet, "request_uuid": str(uuid.uuid4())})  # same body
     assert first["status"] == again["status"] == "RS_OK" and hub88.ledger.balance_of("alice") == FUNDS - 1000
-    other = hub88.ledger.handle("/transaction/bet", {**bet, "amount": 2_000_000, "request_uuid": "q3"})
+    other = hub88.ledger.handle("/transaction/bet", {**bet, "amount": 2_000_000, "request_uuid": str(uuid.uuid4())})
     assert other["status"] == "RS_ERROR_DUPLICATE_TRANSACTION" and hub88.ledger.balance_of("alice") == FUNDS - 1000
-    wallet: PlatformWallet = _config(hub88.url, keys).platform()
-    answer = wallet.debit("d1", "alice", "r2", "t1", 500, "THB", "bet")
+    wallet: PlatformWallet = hub88.config().platform()
+    session = PlayerSession(token)
+    answer = wallet.debit("d1", "alice", "r2", "t1", 500, "THB", "bet", session=session)
     assert answer.applied and answer.balance == FUNDS - 1500
-    win = {"user": "alice", "token": "alice", "transaction_uuid": transaction_uuid("c1"), "round": "r2",
-           "currency": "THB", "amount": 1000, "game_code": "pokdeng", "request_uuid": "q4",
-           "reference_transaction_uuid": transaction_uuid("d1")}  # fmt: skip
+    win = {k: v for k, v in _bet_body(token).items() if k != "supplier_transaction_id"}
+    win |= {"transaction_uuid": transaction_uuid("c1"), "supplier_transaction_id": "c1", "round": "r2",
+            "reference_transaction_uuid": transaction_uuid("d1")}  # fmt: skip
     assert hub88.ledger.handle("/transaction/win", win)["status"] == "RS_OK"  # c1 taken with another amount
-    refused = wallet.credit("c1", "alice", "r2", "t1", 900, "THB", ["d1"])
+    refused = wallet.credit("c1", "alice", "r2", "t1", 900, "THB", ["d1"], session=session)
     assert refused.status == "refused" and refused.reason.endswith("RS_ERROR_DUPLICATE_TRANSACTION"), refused
-    assert wallet.balance("alice", "THB") == FUNDS - 1499
-
-
-def test_serve_flags_choose_hub88_and_a_deployment_plays_on_it(tmp_path: Path, hub88: Hub88Server, keys: Keys) -> None:
-    import argparse
-    import time
-
-    from pokdeng_service.application.config import StoreConfig
-    from pokdeng_service.cli.main import build_parser
-    from pokdeng_service.cli.settings import ServeSettings
-    from pokdeng_service.compose import Deployment
-
-    flags = ["--wallet", "hub88", "--wallet-url", hub88.url, "--wallet-hub88-key", str(keys.ours_file),
-             "--wallet-hub88-public-keys", str(keys.hub88_public), "--wallet-timeout", "0.3"]  # fmt: skip
-    args: argparse.Namespace = build_parser().parse_args(["serve", *flags])
-    wallet = ServeSettings.from_args(args).wallet_config()
-    assert wallet == WalletConfig(
-        "hub88", hub88.url, 0.3, hub88_key=str(keys.ours_file), hub88_public_keys=str(keys.hub88_public)
-    )
-    _fund(hub88, *PLAYERS)
-    config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "served.sqlite"), vault_key=play.VAULT_KEY)
-    served = WalletConfig(**{**wallet.__dict__, "recovery_interval": 0.05})
-    deployment = Deployment.open(config, clocks=False, read_models=False, wallet=served)
-    try:
-        deployment.start()
-        (app,) = deployment.service.apps
-        assert isinstance(app.wallet_port, RemotePort) and deployment.recoveries[0].running
-        d = play.Driver(app)
-        play.open_table(d, "t1", "kingmaker", [(i, p) for i, p in enumerate(PLAYERS, 1)])
-        round_id = play.start_round(d, "t1")
-        play.seat_bets(d, round_id, 300)
-        hub88.faults.force("Credit", "unavailable", "unavailable", "unavailable", "unavailable")
-        play.drive_round(d, round_id)
-        for _ in range(100):
-            txs = load_transactions(app, round_id)
-            if txs is not None and not txs.pending():
-                break
-            time.sleep(0.05)
-        assert txs is not None and not txs.pending()
-        assert sum(hub88.ledger.balances().values()) == 3 * FUNDS - app.get_table("t1").house_net
-    finally:
-        deployment.close()
+    assert wallet.balance("alice", "THB", session=session) == FUNDS - 1499
+    with pytest.raises(Unanswered, match="no wallet session"):  # no token: not sent at all
+        wallet.balance("alice", "THB")
 
 
 def test_reconcile_says_hub88_lists_no_transactions(monkeypatch: pytest.MonkeyPatch, capsys: Any) -> None:
     from pokdeng_service.cli.main import main
 
+    url = "https://hub88.invalid/supplier/generic/v2"
+    assert main(["wallet", "reconcile", "--wallet", "hub88", "--wallet-url", url]) == 2
+    told = capsys.readouterr().err
+    assert "lists no transactions" in told and "pokdeng wallet pending" in told and "supplier_transaction_id" in told
     monkeypatch.setenv("POKDENG_WALLET", "hub88")
-    assert main(["wallet", "reconcile", "--wallet-url", "https://hub88.invalid/supplier/generic/v2"]) == 2
-    assert "lists no transactions" in capsys.readouterr().err
+    assert main(["wallet", "reconcile", "--wallet-url", url]) == 2
+
+
+def test_the_session_s_errors_map_to_failed_precondition() -> None:
+    for error, reason in (
+        (WalletSessionMissing("none", player="alice"), "WALLET_SESSION_MISSING"),
+        (WalletSessionRejected("expired", player="alice", status="RS_ERROR_TOKEN_EXPIRED"), "WALLET_SESSION_REJECTED"),
+        (NotFound("x", wallet="alice"), "NOT_FOUND"),
+    ):
+        status = status_for(error)
+        assert reason_of(status) == reason and (status.code == 9) == (reason != "NOT_FOUND")

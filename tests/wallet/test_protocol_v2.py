@@ -165,7 +165,7 @@ def test_over_http_and_what_is_no_answer(platform: Platform, remote_app: App) ->
         def __init__(self, currency: str, same_request: bool) -> None:
             self.currency, self.same_request = currency, same_request
 
-        def call(self, method: str, request: Any, response_type: Any, timeout: float) -> Any:
+        def call(self, method: str, request: Any, response_type: Any, timeout: float, token: str = "") -> Any:
             request_id = request.request_id if self.same_request else "another"
             return pb2.DebitResponse(
                 request_id=request_id, tx_id=request.tx_id, status=pb2.STATUS_APPLIED, currency=self.currency

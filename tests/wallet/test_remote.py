@@ -274,8 +274,8 @@ def test_a_stake_placed_too_late_is_rolled_back(platform: Platform, remote_app: 
     assert isinstance(port, RemotePort)
     debit = port.platform.debit
 
-    def deal_meanwhile(*args: Any) -> Any:
-        answer = debit(*args)
+    def deal_meanwhile(*args: Any, **kwargs: Any) -> Any:
+        answer = debit(*args, **kwargs)
         app.deal("deal-1", round_id)
         return answer
 

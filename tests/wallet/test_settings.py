@@ -1,4 +1,5 @@
-"""The deployment's choice of wallets: ``pokdeng serve --wallet remote --wallet-url ...`` and its recovery workers."""
+"""The deployment's choice of wallets: ``pokdeng serve --wallet remote|hub88 --wallet-url ...`` and its recovery
+workers, on each reference wallet (pokdeng's protocol, Hub88's API)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from pokdeng_service.wallet.outbox import load_transactions
 from pokdeng_service.wallet.remote import RemotePort
 
 from ..service import play
-from .conftest import FUNDS, PLAYERS, Platform
+from .conftest import FUNDS, PLAYERS, AnyPlatform, Hub88
 
 
 def _settings(*flags: str) -> ServeSettings:
@@ -40,21 +41,35 @@ def test_the_serve_flags_choose_the_wallets(monkeypatch: pytest.MonkeyPatch) -> 
         _settings("--wallet-attempts", "0")
 
 
+def test_the_serve_flags_choose_hub88(hub88: Hub88) -> None:
+    keys = hub88.keys
+    flags = ["--wallet", "hub88", "--wallet-url", hub88.url, "--wallet-hub88-key", str(keys.ours_file),
+             "--wallet-hub88-public-keys", str(keys.hub88_public), "--wallet-timeout", "0.3"]  # fmt: skip
+    assert _settings(*flags).wallet_config() == WalletConfig(
+        "hub88", hub88.url, 0.3, hub88_key=str(keys.ours_file), hub88_public_keys=str(keys.hub88_public)
+    )
+
+
 def test_a_deployment_on_the_platform_s_wallets_finishes_credits_in_the_background(
-    platform: Platform, tmp_path: Path
+    any_platform: AnyPlatform, tmp_path: Path
 ) -> None:
+    """The served deployment on each platform; its credits refused for a while (injected), so that the background
+    recovery, not the command, is what pays them."""
+    platform = any_platform
     platform.fund(*PLAYERS)
     config = StoreConfig(kind="sqlite", sqlite_path=str(tmp_path / "served.sqlite"), vault_key=play.VAULT_KEY)
-    wallet = WalletConfig("remote", platform.url, timeout=0.3, recovery_interval=0.05)
+    wallet = platform.config(grace=None, recovery_interval=0.05)
     deployment = Deployment.open(config, clocks=False, read_models=False, wallet=wallet)
     try:
         deployment.start()
         (app,) = deployment.service.apps
         assert isinstance(app.wallet_port, RemotePort) and deployment.recoveries[0].running
+        platform.open_sessions(app, *PLAYERS)
         d = play.Driver(app)
         play.open_table(d, "t1", "kingmaker", [(i, p) for i, p in enumerate(PLAYERS, 1)])
         round_id = play.start_round(d, "t1")
         play.seat_bets(d, round_id, 300)
+        platform.faults.force("Credit", "unavailable", "unavailable", "unavailable", "unavailable")
         play.drive_round(d, round_id)
         deadline = time.monotonic() + 30  # (a hang guard: the outbox sends as soon as the round settles)
         while True:
@@ -63,7 +78,7 @@ def test_a_deployment_on_the_platform_s_wallets_finishes_credits_in_the_backgrou
                 break
             time.sleep(0.05)
         assert txs is not None and not txs.pending()
-        assert sum(platform.ledger.balances().values()) == 3 * FUNDS - app.get_table("t1").house_net
+        assert sum(platform.balances().values()) == 3 * FUNDS - app.get_table("t1").house_net
     finally:
         deployment.close()
     internal = Deployment.open(config, clocks=False, read_models=False)
