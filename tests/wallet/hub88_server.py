@@ -327,6 +327,8 @@ def serve(
 
     def answer_of(path: str, raw: bytes, signature: str | None) -> dict[str, Any]:
         if not verified([supplier_key], signature, raw):
+            with ledger.lock:
+                ledger.refused["RS_ERROR_INVALID_SIGNATURE"] += 1
             return {"status": "RS_ERROR_INVALID_SIGNATURE"}
         try:
             body = json.loads(raw)

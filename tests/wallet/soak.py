@@ -24,34 +24,29 @@ differences, seconds.
 
 from __future__ import annotations
 
-import contextlib
 import random
 import subprocess
 import sys
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import grpc
 from google.protobuf.duration_pb2 import Duration
-from grpc_status import rpc_status
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_client.v1 import pokdeng_pb2_grpc as pb_grpc
-from pokdeng_testkit.harness.server import FAST_RECONNECT, ServerProcess, Store, child_env
+from pokdeng_testkit.harness.server import ServerProcess, Store, child_env
 from pokdeng_testkit.harness.tokens import Tokens
 
 from .faults import FaultPlan, Faults
 from .platform_server import Guard, Ledger, ServerTls, serve_grpc
+from .soak_client import ROUNDS, TABLES, Client, Refused, Table, tables
 
-TABLES = "TableService"
-ROUNDS = "RoundService"
 FUNDS = 10_000_000
-RETRIED = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.ABORTED}
 DEFAULT_RATES = {
     "drop": 0.02,
     "timeout": 0.02,
@@ -75,6 +70,7 @@ class SoakConfig:
     max_seconds: float = 900.0  # a hang guard: what is checked is the rounds, however long a loaded machine takes
     secure: bool = False  # gRPC over mutual TLS, every request signed and checked, the answers signed and verified
     protocol: int = 1  # pokdeng.wallet.v1 or v2
+    wallet: str = "remote"  # or "hub88": the reference Hub88 over HTTPS, signed both ways, with sessions (soak_hub88)
 
 
 @dataclass
@@ -108,8 +104,8 @@ class SoakReport:
         refused = ", ".join(f"{k} {v}" for k, v in sorted(self.refused.items())) or "none"
         txs = ", ".join(f"{k} {v}" for k, v in sorted(self.transactions.items()))
         lines = [
-            f"platform wallet soak: {self.rounds} rounds ({self.settled} settled, {self.voided} voided) on "
-            f"{self.config.tables} tables in {self.seconds:.1f} s",
+            f"platform wallet soak ({self.config.wallet}): {self.rounds} rounds ({self.settled} settled, "
+            f"{self.voided} voided) on {self.config.tables} tables in {self.seconds:.1f} s",
             f"  bets placed {self.bets} (side bets {self.side_bets}); refused: {refused}",
             f"  faults injected ({sum(self.faults.values())}): {faults}",
             f"  pokdeng SIGKILLed {self.kills} times inside a wallet call, started {self.starts} times; "
@@ -129,6 +125,7 @@ class SoakReport:
 class WalletServer(ServerProcess):
     """``pokdeng serve`` on the platform's wallets."""
 
+    wallet_kind: str = "remote"
     wallet_url: str = ""
     wallet_timeout: float = 0.25
     wallet_options: tuple[str, ...] = ()  # (the TLS and signature files of a secure run)
@@ -136,76 +133,9 @@ class WalletServer(ServerProcess):
     def command(self) -> list[str]:
         return [
             *super().command(),
-            "--wallet", "remote", "--wallet-url", self.wallet_url, "--wallet-timeout", str(self.wallet_timeout),
+            "--wallet", self.wallet_kind, "--wallet-url", self.wallet_url, "--wallet-timeout", str(self.wallet_timeout),
             "--wallet-attempts", "3", "--log-format", "text", "--no-access-log", *self.wallet_options,
         ]  # fmt: skip
-
-
-class Refused(Exception):
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(f"{reason}: {message}")
-        self.reason = reason
-
-
-def _reason(error: grpc.Call) -> str:
-    from google.rpc import error_details_pb2  # type: ignore[import-untyped]
-
-    with contextlib.suppress(Exception):
-        status = rpc_status.from_call(error)
-        for detail in status.details if status is not None else ():
-            info = error_details_pb2.ErrorInfo()
-            if detail.Unpack(info):
-                return str(info.reason)
-    return error.code().name
-
-
-class Client:
-    """Calls with fixed request ids, retried on UNAVAILABLE, DEADLINE_EXCEEDED and ABORTED until ``patience``."""
-
-    def __init__(self, target: str, token: str, report: SoakReport, lock: threading.Lock) -> None:
-        self.channel = grpc.insecure_channel(target, options=FAST_RECONNECT)
-        self.stubs = {name: getattr(pb_grpc, f"{name}Stub")(self.channel) for name in (TABLES, ROUNDS)}
-        self.metadata = (("authorization", f"Bearer {token}"),)
-        self.report, self.lock = report, lock
-
-    def call(self, service: str, method: str, patience: float = 60.0, **fields: Any) -> Any:
-        descriptor = pb.DESCRIPTOR.services_by_name[service].methods_by_name[method]
-        request = getattr(pb, descriptor.input_type.name)(**fields)
-        deadline = time.monotonic() + patience
-        while True:
-            try:
-                return getattr(self.stubs[service], method)(request, metadata=self.metadata, timeout=5.0)
-            except grpc.RpcError as error:
-                assert isinstance(error, grpc.Call)
-                code = error.code()
-                if code in RETRIED and time.monotonic() < deadline:
-                    with self.lock:
-                        self.report.retries += 1
-                    time.sleep(0.1 if code is grpc.StatusCode.ABORTED else 0.05)
-                    continue
-                if code in (grpc.StatusCode.FAILED_PRECONDITION, grpc.StatusCode.NOT_FOUND):
-                    raise Refused(_reason(error), error.details() or "") from None
-                raise
-
-    def close(self) -> None:
-        self.channel.close()
-
-
-@dataclass(frozen=True)
-class Table:
-    table_id: str
-    profile: str
-    players: tuple[str, ...]
-    dealer: str | None = None
-
-
-def _tables(count: int) -> list[Table]:
-    profiles = ("classic", "kingmaker")
-    out = []
-    for i in range(count):
-        players = tuple(f"t{i}-p{j}" for j in range(3))
-        out.append(Table(f"t{i}", profiles[i % 2], players, dealer=f"t{i}-dealer" if i % 4 == 0 else None))
-    return out
 
 
 class Soak:
@@ -214,8 +144,8 @@ class Soak:
         self.report = SoakReport(config)
         self.lock = threading.Lock()
         self.rng = random.Random(config.seed)
-        self.tables = _tables(config.tables)
-        self.ledger = Ledger(folder / "platform-ledger.sqlite")
+        self.tables = tables(config.tables)
+        self.ledger: Any = self.make_ledger()
         plan = FaultPlan(rates=config.rates, seed=config.seed, hold=config.wallet_timeout + 0.1)
         self.faults = Faults(plan, self.kill)
         self.initial: dict[str, int] = {}  # the players' balances on the platform at the start
@@ -274,24 +204,21 @@ class Soak:
                 self.initial[table.dealer] = 20_000  # (a dealer's covers are refused now and then)
         for player, balance in self.initial.items():
             self.ledger.open_player(player, balance)
-        tls, guard, self.wallet_options = self.security()
-        platform, port = serve_grpc(self.ledger, [self.faults], workers=24, tls=tls, guard=guard)
+        url, stop_platform = self.start_platform()
         store = Store.sqlite(self.folder / "pokdeng.sqlite")
         tokens_file = self.tokens.write(self.folder / "tokens.json")
         self.server = WalletServer(store, tokens_file, self.folder / "pokdeng.log")
-        url = f"{'grpcs://' if tls else ''}127.0.0.1:{port}"
+        self.server.wallet_kind = self.config.wallet
         self.server.wallet_url, self.server.wallet_timeout = url, self.config.wallet_timeout
-        if self.config.protocol != 1:
-            self.wallet_options["protocol"] = str(self.config.protocol)
         self.server.wallet_options = tuple(
             f"--wallet-{k.replace('_', '-')}={v}" for k, v in self.wallet_options.items()
         )
-        self.guard = guard
         supervisor = threading.Thread(target=self.supervise, name="soak-supervisor", daemon=True)
         try:
             self.server.start(timeout=60)
             supervisor.start()
             self.open_tables()
+            self.open_sessions()
             drivers = [threading.Thread(target=self.play, args=(t,), name=t.table_id, daemon=True) for t in self.tables]
             for driver in drivers:
                 driver.start()
@@ -310,13 +237,60 @@ class Soak:
         finally:
             self.stop.set()
             self.server.close()
-            platform.stop(0).wait(5)
+            stop_platform()
             self.report.faults = Counter(self.faults.counts)
             self.report.platform_calls = dict(self.ledger.calls)
             self.report.starts = self.server.starts
             self.ledger.close()
             self.report.seconds = time.monotonic() - started
         return self.report
+
+    # -- the platform (``soak_hub88.Hub88Soak`` has Hub88's) ---------------------------------------
+
+    def make_ledger(self) -> Any:
+        return Ledger(self.folder / "platform-ledger.sqlite")
+
+    def start_platform(self) -> tuple[str, Callable[[], None]]:
+        """The platform served (its URL), and how to stop it; ``wallet_options`` set (``WalletConfig`` fields)."""
+        tls, guard, self.wallet_options = self.security()
+        platform, port = serve_grpc(self.ledger, [self.faults], workers=24, tls=tls, guard=guard)
+        if self.config.protocol != 1:
+            self.wallet_options["protocol"] = str(self.config.protocol)
+        self.guard = guard
+
+        def stop() -> None:
+            platform.stop(0).wait(5)
+
+        return f"{'grpcs://' if tls else ''}127.0.0.1:{port}", stop
+
+    def open_sessions(self) -> None:
+        """(pokdeng's protocol takes no wallet session)"""
+
+    def platform_record(self, url: str) -> Any:
+        """What the reconciliation reads of the platform (``transactions``), and closes."""
+        from pokdeng_service.wallet.config import WalletConfig
+        from pokdeng_service.wallet.platform import PlatformWallet
+
+        options: dict[str, Any] = {k: v for k, v in self.wallet_options.items() if k != "protocol"}
+        security = WalletConfig("remote", url, **options).security()
+        return PlatformWallet.connect(url, timeout=5.0, security=security, protocol=self.config.protocol)
+
+    def platform_problems(self, ours: dict[str, Any]) -> list[str]:
+        """What the platform's own record says is wrong: a credit twice, a transaction without pokdeng's record, a
+        signature refused, a transaction after its round's round_closed."""
+        problems = []
+        credits = Counter((r["round_id"], r["player"]) for r in self.ledger.rows() if r["kind"] == 2)
+        problems += [f"credited twice: {key}" for key, count in credits.items() if count > 1]
+        unknown = [r["tx_id"] for r in self.ledger.rows() if r["tx_id"] not in ours]
+        problems += [f"a platform transaction without pokdeng's record: {tx}" for tx in unknown]
+        if self.guard is not None and (self.guard.refused or not self.guard.key_ids):
+            problems.append(f"the platform refused signatures: {dict(self.guard.refused)}")
+        late = getattr(self.ledger, "v2", None)
+        if late is not None and late.late:
+            problems.append(f"transactions after their round's round_closed: {late.late[:5]}")
+        if self.config.protocol == 2 and (late is None or not any(r.round_closed for _m, r in late.requests)):
+            problems.append("protocol 2: no round_closed transaction reached the platform")
+        return problems
 
     def security(self) -> tuple[ServerTls | None, Guard | None, dict[str, str]]:
         """A secure run's platform side (its certificate, requiring pokdeng's client certificate; pokdeng's key
@@ -339,7 +313,11 @@ class Soak:
         return ServerTls(pki.server_cert, pki.server_key, pki.ca), guard, options
 
     def client(self) -> Client:
-        return Client(self.server.target, self.tokens.operator, self.report, self.lock)
+        return Client(self.server.target, self.tokens.operator, self.retried)
+
+    def retried(self) -> None:
+        with self.lock:
+            self.report.retries += 1
 
     def open_tables(self) -> None:
         client = self.client()
@@ -470,15 +448,10 @@ class Soak:
             time.sleep(0.3)
 
     def check(self, platform_url: str, since: datetime) -> None:
-        from pokdeng_service.wallet.config import WalletConfig
-        from pokdeng_service.wallet.platform import PlatformWallet
         from pokdeng_service.wallet.reconcile import reconcile, recorded_transactions
 
         service = self.open_store()
-        options: dict[str, Any] = {k: v for k, v in self.wallet_options.items() if k != "protocol"}
-        security = WalletConfig("remote", platform_url, **options).security()
-        protocol = self.config.protocol
-        wallet = PlatformWallet.connect(platform_url, timeout=5.0, security=security, protocol=protocol)
+        wallet = self.platform_record(platform_url)
         report = self.report
         try:
             result = reconcile(service.apps, wallet, since, datetime.now(tz=UTC) + timedelta(seconds=1))
@@ -495,20 +468,10 @@ class Soak:
             expected = self.initial[player] + result.pokdeng_totals.get(player, 0)
             if balance != expected:
                 report.problems.append(f"{player}: the platform holds {balance}, pokdeng's record says {expected}")
-        credits = Counter((r["round_id"], r["player"]) for r in self.ledger.rows() if r["kind"] == 2)
-        report.problems += [f"credited twice: {key}" for key, count in credits.items() if count > 1]
-        unknown = [r["tx_id"] for r in self.ledger.rows() if r["tx_id"] not in ours]
-        report.problems += [f"a platform transaction without pokdeng's record: {tx}" for tx in unknown]
+        report.problems += self.platform_problems(ours)
         for entry in ours.values():
             if entry.tx.kind == "debit" and entry.tx.reason == "round_voided" and entry.tx.status != "rolled_back":
                 report.problems.append(f"a void's debit not rolled back: {entry.tx.tx_id}")
-        if self.guard is not None and (self.guard.refused or not self.guard.key_ids):
-            report.problems.append(f"the platform refused signatures: {dict(self.guard.refused)}")
-        late = getattr(self.ledger, "v2", None)
-        if late is not None and late.late:
-            report.problems.append(f"transactions after their round's round_closed: {late.late[:5]}")
-        if self.config.protocol == 2 and (late is None or not any(r.round_closed for _m, r in late.requests)):
-            report.problems.append("protocol 2: no round_closed transaction reached the platform")
         if self.faults.mismatched:
             report.problems.append(f"{self.faults.mismatched} duplicated requests answered differently")
         command = ["verify", "--all", "--quiet", *self.server.store.serve_args()]
@@ -524,4 +487,8 @@ class Soak:
 
 
 def run_soak(folder: Path, config: SoakConfig) -> SoakReport:
+    if config.wallet == "hub88":
+        from .soak_hub88 import Hub88Soak
+
+        return Hub88Soak(folder, config).run()
     return Soak(folder, config).run()

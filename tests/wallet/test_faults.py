@@ -40,11 +40,15 @@ def test_the_platform_and_pokdeng_agree_after_faults_and_kills(tmp_path: Path) -
 
 
 @pytest.mark.soak
-def test_the_faults_with_mutual_tls_and_signatures_on(tmp_path: Path) -> None:
-    """The same run over gRPC with mutual TLS, every request signed and checked by the platform (its replay window,
-    replays refused) and every answer signed and verified by pokdeng, on protocol version 2 (no transaction of a
-    round after its round_closed one): nothing refused, the same agreement."""
-    config = SoakConfig(rounds=60, tables=3, kills=2, secure=True, protocol=2)
+@pytest.mark.parametrize("wallet", ["remote", "hub88"])
+def test_the_faults_with_tls_and_signatures_on(tmp_path: Path, wallet: str) -> None:
+    """The same run with the transport's protections on. ``remote``: gRPC with mutual TLS, every request signed and
+    checked by the platform (its replay window, replays refused) and every answer signed and verified by pokdeng, on
+    protocol version 2 (no transaction of a round after its round_closed one). ``hub88``: ``pokdeng serve --wallet
+    hub88`` on the reference Hub88 over HTTPS, RSA signatures both ways, every player's session handed over gRPC
+    before play and every transaction sent with its bet's token, also after the SIGKILLs (``soak_hub88``). Nothing
+    refused, the same agreement with the platform's ledger."""
+    config = SoakConfig(rounds=60, tables=3, kills=2, secure=True, protocol=2, wallet=wallet)
     _checked(run_soak(tmp_path, config), config)
 
 
