@@ -21,6 +21,10 @@ any other ``DomainError`` (a rule)                          ``UNKNOWN_SEAT``, ``
                                                             details as metadata; PreconditionFailure
 ``VaultError`` (a seed that cannot be  FAILED_PRECONDITION  as ``SealedShoe``: ErrorInfo ``SEALED_SHOE``
 unsealed: a lost or wrong vault key)
+``WalletSessionMissing``,              FAILED_PRECONDITION  ErrorInfo ``WALLET_SESSION_MISSING`` (metadata ``player``:
+``WalletSessionRejected`` (``--wallet                       no session handed over, nothing sent to Hub88),
+hub88``, docs/wallet.md)                                    ``WALLET_SESSION_REJECTED`` (``player``, ``status``: Hub88
+                                                            refused its token; the debit is rolled back)
 ``NotFound``                           NOT_FOUND            ErrorInfo ``NOT_FOUND``; ResourceInfo
 ``AlreadyExists``                      ALREADY_EXISTS       ErrorInfo ``ALREADY_EXISTS``; ResourceInfo
 ``Conflict``                           ABORTED              ErrorInfo ``CONFLICT``; RetryInfo (retry the same
