@@ -207,3 +207,27 @@ def test_the_old_homes_re_export_the_constants(module: str) -> None:
 
         assert old.ENGINE_VERSION is catalog.ENGINE_VERSION and old.PROFILE_NAMES is catalog.PROFILE_NAMES
         assert tuple(old.PRESETS) == catalog.PROFILE_NAMES
+
+
+# What making a token may not load: the application, the rules, the pages.
+NOT_FOR_A_TOKEN = (
+    "numpy",
+    "pydantic",
+    "jinja2",
+    "pokdeng_core.profiles",
+    "pokdeng_core.machine",
+    "pokdeng_service.application.app",
+    "pokdeng_service.application.pipeline",
+    "pokdeng_service.audit",
+    "pokdeng_service.readmodels",
+    "pokdeng_service.wallet",
+    "pokdeng_service.web",
+)
+
+
+def test_making_a_token_loads_no_application() -> None:
+    """``pokdeng auth new`` (three of them open docs/api.md's walkthrough) starts without the application."""
+    (run,) = _probe(["auth", "new", "--role", "auditor"])["runs"]
+    assert run["code"] == 0, run["out"]
+    assert run["out"].startswith("token "), run["out"]
+    assert not _heavy(run["loaded"], NOT_FOR_A_TOKEN), _heavy(run["loaded"], NOT_FOR_A_TOKEN)
