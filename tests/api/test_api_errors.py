@@ -33,6 +33,8 @@ from pokdeng_service.application.errors import (
     PermissionDenied,
     RequestInvalid,
     WalletRefused,
+    WalletSessionMissing,
+    WalletSessionRejected,
     WalletUnavailable,
 )
 
@@ -50,6 +52,12 @@ CASES = [
     (SealedShoe("sealed"), "FAILED_PRECONDITION", "SEALED_SHOE"),
     (DomainError("already has a side bet"), "FAILED_PRECONDITION", "RULE_VIOLATION"),
     (WalletRefused("the platform refused", tx_id="r#1:debit:1"), "FAILED_PRECONDITION", "WALLET_REFUSED"),
+    (WalletSessionMissing("no session", player="w"), "FAILED_PRECONDITION", "WALLET_SESSION_MISSING"),
+    (
+        WalletSessionRejected("Hub88 refused it", player="w", status="RS_ERROR_TOKEN_EXPIRED"),
+        "FAILED_PRECONDITION",
+        "WALLET_SESSION_REJECTED",
+    ),
     (InsufficientFunds("short", required=5, available=3, wallet="w"), "FAILED_PRECONDITION", "INSUFFICIENT_FUNDS"),
     (NotFound("round 'x' not found", round="x"), "NOT_FOUND", "NOT_FOUND"),
     (AlreadyExists("wallet 'w' already exists", wallet="w"), "ALREADY_EXISTS", "ALREADY_EXISTS"),

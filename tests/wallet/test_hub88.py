@@ -33,7 +33,6 @@ from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.config import ConfigError
 from pokdeng_service.application.errors import (
     Conflict,
-    NotFound,
     WalletSessionMissing,
     WalletSessionRejected,
     WalletUnavailable,
@@ -501,13 +500,3 @@ def test_reconcile_says_hub88_lists_no_transactions(monkeypatch: pytest.MonkeyPa
     assert "lists no transactions" in told and "pokdeng wallet pending" in told and "supplier_transaction_id" in told
     monkeypatch.setenv("POKDENG_WALLET", "hub88")
     assert main(["wallet", "reconcile", "--wallet-url", url]) == 2
-
-
-def test_the_session_s_errors_map_to_failed_precondition() -> None:
-    for error, reason in (
-        (WalletSessionMissing("none", player="alice"), "WALLET_SESSION_MISSING"),
-        (WalletSessionRejected("expired", player="alice", status="RS_ERROR_TOKEN_EXPIRED"), "WALLET_SESSION_REJECTED"),
-        (NotFound("x", wallet="alice"), "NOT_FOUND"),
-    ):
-        status = status_for(error)
-        assert reason_of(status) == reason and (status.code == 9) == (reason != "NOT_FOUND")
