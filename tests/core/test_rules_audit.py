@@ -26,9 +26,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pokdeng_core import Card, PlayerHand, Profile, canonical_deck, get_profile, parse_cards, settle, settle_round
+from pokdeng_core import commands as c
 from pokdeng_core import events as e
 from pokdeng_core.cards import parse_card
-from pokdeng_core.errors import WrongPhase
+from pokdeng_core.errors import InsufficientFunds, WrongPhase
 from pokdeng_core.table import (
     BankerRoleEnded,
     BidForBanker,
@@ -43,7 +44,7 @@ from pokdeng_core.table import (
     replay_table,
 )
 
-from .rounds import check_books, default_seats, open_round, play_randomly
+from .rounds import check_books, dealt_round, default_seats, open_round, play_randomly
 
 DECK = canonical_deck()
 ACE, JACK, KING = 14, 11, 13
@@ -451,3 +452,14 @@ def test_a_room_banker_back_within_its_window_keeps_the_role() -> None:
         assert (after.banker == "bank") is back_in_time
         assert any(isinstance(x, BankerRoleEnded) and x.reason == "disconnected" for x in events) is not back_in_time
         state = after if back_in_time else state
+
+
+def test_a_side_bet_is_covered_beyond_the_reservation() -> None:
+    """Kingmaker: "Player(s) has only $290 and plays in a $50 table": its $50 stake reserves $250, so $40 is
+    available beyond the reservation and the $50 side bet is refused; with $300 it is accepted."""
+    played = dealt_round("kingmaker", {1: "2♠ 3♦"}, "8♦ 6♠", stakes={1: 5000}, max_stake=5000)
+    assert dict(played.state.reserved) == {"p1": 25_000}
+    error = played.refuse(c.PlaceSideBet(1, "p1", 29_000 - 25_000), InsufficientFunds)
+    assert isinstance(error, InsufficientFunds) and (error.required, error.available) == (5000, 4000)
+    (placed,) = played.do(c.PlaceSideBet(1, "p1", 30_000 - 25_000))
+    assert isinstance(placed, e.SideBetPlaced) and placed.stake == placed.reserved == 5000
