@@ -6,7 +6,8 @@ its wallet calls, as on pokdeng's own protocol (``soak.Soak``), with what Hub88 
   unsigned or wrongly signed one, and counts it), Hub88's key every answer (``--wallet-hub88-public-keys``);
 * sessions: every player's (and dealer's) game is launched on Hub88 (a token) and its session handed to pokdeng over
   gRPC (``WalletService/OpenWalletSession``) before play; a bet, and its win or rollback after a restart, must reach
-  Hub88 with that token (the reference refuses an unknown one), and every body must be of Hub88's schema.
+  Hub88 with that token (the reference refuses an unknown one), and every body must be of Hub88's schema. Before
+  that, a stake of a player without a session is refused over gRPC (``WALLET_SESSION_MISSING``), Hub88 not called.
 
 The checks are the soak's (the reconciliation against the reference's ledger, every balance to the minor unit,
 ``pokdeng verify --all``), and from Hub88's record: no bet won twice, no transaction without pokdeng's record, no
@@ -25,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from .hub88_server import Hub88Ledger, serve
 from .pki import make_pki, public_pem, signing_key, write_private
 from .soak import Soak
-from .soak_client import WALLETS
+from .soak_client import ROUNDS, WALLETS, Refused
 
 REFUSALS = (
     "RS_ERROR_INVALID_SIGNATURE", "RS_ERROR_WRONG_SYNTAX", "RS_ERROR_WRONG_TYPES", "RS_ERROR_INVALID_TOKEN",
@@ -50,8 +51,22 @@ class Hub88Soak(Soak):
         return server.url, server.stop
 
     def open_sessions(self) -> None:
+        """Every player's game launched and its session handed over; first, a stake without one, refused over gRPC
+        before any call to Hub88 (its round is then played as any)."""
         client = self.client()
         try:
+            table = self.tables[0]
+            round_id = client.call(ROUNDS, "StartRound", request_id="sessionless:start", table_id=table.table_id)
+            calls = sum(self.ledger.calls.values())
+            try:
+                client.call(
+                    ROUNDS, "PlaceBet", request_id="sessionless:bet", round_id=round_id.round.round_id, seat=1,
+                    player=table.players[0], stake=100,
+                )  # fmt: skip
+                self.report.problems.append("a stake without a wallet session was placed")
+            except Refused as refused:
+                if refused.reason != "WALLET_SESSION_MISSING" or sum(self.ledger.calls.values()) != calls:
+                    self.report.problems.append(f"a stake without a wallet session: {refused}, or Hub88 was called")
             for player in self.initial:
                 token = self.ledger.launch(player, "THB", "pokdeng")
                 client.call(
