@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import hmac
 from dataclasses import KW_ONLY, dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -58,6 +59,7 @@ class Command:
 
     name: ClassVar[str]
     stream: ClassVar[Stream]
+    secrets: ClassVar[tuple[str, ...]] = ()  # fields fingerprinted by their HMAC alone (``fingerprint``)
 
     @property
     def key(self) -> str:
@@ -88,9 +90,14 @@ class Command:
     def fields(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in field_names(type(self))}
 
-    def fingerprint(self) -> str:
-        """What a repeated request id must match: the command's name and every field."""
-        body = orjson.dumps([self.name, self.fields()], option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
+    def fingerprint(self, key: bytes = b"") -> str:
+        """What a repeated request id must match: the command's name and every field; a secret field (``secrets``:
+        a wallet session's token) by its HMAC-SHA256 under ``key`` (the vault's), so that the stored request record
+        confirms no guess of it to whoever reads the store without the vault key."""
+        fields = self.fields()
+        for name in self.secrets:
+            fields[name] = hmac.new(key, str(fields[name]).encode(), hashlib.sha256).hexdigest()
+        body = orjson.dumps([self.name, fields], option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS)
         return hashlib.sha256(body).hexdigest()
 
 
@@ -144,6 +151,7 @@ class OpenWalletSession(Command):
     player's stakes and balances use it from now on (``store.sessions``, docs/wallet.md)."""
 
     stream: ClassVar[Stream] = "session"
+    secrets: ClassVar[tuple[str, ...]] = ("token",)
     player: str
     token: str = field(repr=False)  # (a secret: sealed with the vault key, never shown)
     currency: str = currencies.DEFAULT

@@ -157,7 +157,7 @@ def _money_first(
     ends in every case: what was taken for a command that was not recorded is given back (docs/wallet.md)."""
     done = app.command_record(ag.command_uuid(request_id, principal.scope))
     if done is not None:
-        return _replayed(app, done, command.fingerprint())
+        return _replayed(app, done, _fingerprint(app, command))
     prepared = _requested(app, principal, request_id, command, step)
     if prepared is None:  # nothing to take first (a round the store's wallets hold)
         return _record(app, principal, request_id, command, run)
@@ -202,7 +202,7 @@ def _requested(app: Record, principal: Principal, request_id: str, command: Comm
 def _record(app: Record, principal: Principal, request_id: str, command: Command, run: Handler) -> CommandResult:
     """The handler's decision recorded with the request's record, in one transaction (tried again on a
     conflict); a used request id answers with its first result."""
-    fingerprint = command.fingerprint()
+    fingerprint = _fingerprint(app, command)
     record_id = ag.command_uuid(request_id, principal.scope)
     for _attempt in range(MAX_ATTEMPTS):
         attempt = Attempt(app, principal, request_id)
@@ -258,6 +258,11 @@ def _record(app: Record, principal: Principal, request_id: str, command: Command
         finally:
             attempt.release()
     raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
+
+
+def _fingerprint(app: Record, command: Command) -> str:
+    """The request's fingerprint; a command with secret fields keyed by the vault (``Command.fingerprint``)."""
+    return command.fingerprint(app.vault.token_key if command.secrets else b"")
 
 
 def _disclosed(principal: Principal, error: Exception) -> Exception:

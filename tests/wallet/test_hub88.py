@@ -30,6 +30,7 @@ from pokdeng_core.errors import CurrencyMismatch, InsufficientFunds
 from pokdeng_service import audit
 from pokdeng_service.api.errors import reason_of, status_for
 from pokdeng_service.application import PokdengApp
+from pokdeng_service.application.commands import OpenWalletSession
 from pokdeng_service.application.config import ConfigError
 from pokdeng_service.application.errors import (
     Conflict,
@@ -37,6 +38,8 @@ from pokdeng_service.application.errors import (
     WalletSessionRejected,
     WalletUnavailable,
 )
+from pokdeng_service.application.principal import SYSTEM
+from pokdeng_service.store.aggregates import command_uuid
 from pokdeng_service.store.sessions import sessions_uuid
 from pokdeng_service.wallet.config import WalletConfig
 from pokdeng_service.wallet.hub88 import (
@@ -292,6 +295,11 @@ def test_the_token_is_sealed_and_in_nothing_exported(hub88: Hub88, hub88_app: Ap
     assert not [token for token in tokens if token in everything]
     book = app.load_sessions("alice")
     assert book is not None and book.current is not None and book.current.token(app.vault) in tokens
+    handed = OpenWalletSession("alice", "a-guessable-token")
+    app.handle(SYSTEM, "again-alice", handed)
+    record = app.command_record(command_uuid("again-alice", SYSTEM.scope))
+    assert record is not None  # its fingerprint confirms the token only to whoever holds the vault key
+    assert record.fingerprint == handed.fingerprint(app.vault.token_key) != handed.fingerprint()
 
 
 # -- rounds ------------------------------------------------------------------------------------------
