@@ -15,7 +15,11 @@
   ``pending`` and ``pokdeng verify`` no longer count it as owed.
 
 Times are ISO 8601 (``2026-03-14T15:00:00+00:00``; a date is its midnight UTC); the default period
-is the last 24 hours.
+is the last 24 hours. The text says money in its currency (``pokdeng_service.money.format_money``); ``--json``
+keeps integer minor units, each amount with its ``currency``.
+
+Exit codes as the rest of the CLI: 0, 1 (a difference; something unfinished), 2 bad usage, 3 (``resolve``) no
+such transaction or not one to resolve, 4 the store, or the platform's wallet, cannot be reached.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 4
+EXIT_OK, EXIT_DIFFERENT, EXIT_USAGE, EXIT_REFUSED, EXIT_UNAVAILABLE = 0, 1, 2, 3, 4
 HUB88_RECONCILE = (
     "pokdeng: Hub88's wallet API lists no transactions to a supplier (its Supplier API has no transactions report; "
     "the Transactions API is its operators'), so pokdeng wallet reconcile cannot read Hub88's side. Instead: run "
@@ -56,7 +60,7 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
         print(HUB88_RECONCILE, file=sys.stderr)
         return EXIT_USAGE
     if not url:
-        print("pokdeng: name the platform's wallet: --wallet-url (or POKDENG_WALLET_URL)")
+        print("pokdeng: name the platform's wallet: --wallet-url (or POKDENG_WALLET_URL)", file=sys.stderr)
         return EXIT_USAGE
     until = args.until or datetime.now(tz=UTC)
     since = args.since or until - timedelta(days=1)
@@ -92,7 +96,8 @@ def cmd_reconcile(args: argparse.Namespace) -> int:
 
 def cmd_pending(args: argparse.Namespace) -> int:
     """Exit 0: nothing unfinished; 1: something is (a transaction pending, a debit held by an open round, or one
-    stranded by a round closed without crediting or rolling it back)."""
+    stranded by a round closed without crediting or rolling it back). ``--json``: the list, amounts in minor units
+    of each item's ``currency``; the text says them in their currency."""
     from pokdeng_service.wallet.reconcile import recorded_rounds, unfinished
 
     service = args.open_store(args)
@@ -101,31 +106,38 @@ def cmd_pending(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps([item.as_dict() for item in found], indent=2))
     else:
-        for item in found:
-            print(item.render())
-        states = ("pending", "held", "stranded", "owed")
-        count = {state: sum(1 for i in found if i.state == state) for state in states}
-        held = {i.round_id for i in found if i.state == "held"}
-        total = sum(len(r.txs) for r in rounds)
-        owed: dict[str, int] = {}
-        for item in found:
-            if item.state in ("owed", "stranded"):
-                owed[item.tx.player] = owed.get(item.tx.player, 0) + item.tx.amount
-        print(
-            f"{len(found)} pending of {total} transactions: {count['pending']} calls to the platform unfinished, "
-            f"{count['held']} debits held by {len(held)} open rounds, {count['stranded']} stranded, "
-            f"{count['owed']} owed"
-        )
-        if owed:
-            print("OWED to players: " + ", ".join(f"{p} {a}" for p, a in sorted(owed.items())))
-            print("(pay them on the platform, then record it: pokdeng wallet resolve TX_ID --reason TEXT)")
-        if held or count["pending"]:
-            print("(a server on --wallet remote finishes them: its recovery sends what is pending, and each open "
-                  "round's settlement or void credits or rolls back its debits)")  # fmt: skip
-        if count["stranded"]:
-            print("(a stranded debit is finished by no server: its round was settled or voided outside the "
-                  "platform's wallet; credit or roll it back on the platform: docs/wallet.md)")  # fmt: skip
+        _say_pending(found, sum(len(r.txs) for r in rounds))
     return EXIT_DIFFERENT if found else EXIT_OK
+
+
+def _say_pending(found: list[Any], total: int) -> None:
+    """``pending``'s text: each item, the tally, the money owed per player (in its currency), what finishes them."""
+    from pokdeng_service.money import format_money
+
+    for item in found:
+        print(item.render())
+    states = ("pending", "held", "stranded", "owed")
+    count = {state: sum(1 for i in found if i.state == state) for state in states}
+    held = {i.round_id for i in found if i.state == "held"}
+    owed: dict[tuple[str, str], int] = {}
+    for item in found:
+        if item.state in ("owed", "stranded"):
+            key = (item.tx.player, item.currency)
+            owed[key] = owed.get(key, 0) + item.tx.amount
+    print(
+        f"{len(found)} pending of {total} transactions: {count['pending']} calls to the platform unfinished, "
+        f"{count['held']} debits held by {len(held)} open rounds, {count['stranded']} stranded, "
+        f"{count['owed']} owed"
+    )
+    if owed:
+        print("OWED to players: " + ", ".join(f"{p} {format_money(a, c)}" for (p, c), a in sorted(owed.items())))
+        print("(pay them on the platform, then record it: pokdeng wallet resolve TX_ID --reason TEXT)")
+    if held or count["pending"]:
+        print("(a server on --wallet remote finishes them: its recovery sends what is pending, and each open "
+              "round's settlement or void credits or rolls back its debits)")  # fmt: skip
+    if count["stranded"]:
+        print("(a stranded debit is finished by no server: its round was settled or voided outside the "
+              "platform's wallet; credit or roll it back on the platform: docs/wallet.md)")  # fmt: skip
 
 
 def _open_writable(args: argparse.Namespace) -> Any:
@@ -148,19 +160,22 @@ def _open_writable(args: argparse.Namespace) -> Any:
 
 
 def cmd_resolve(args: argparse.Namespace) -> int:
-    """Record an operator's resolution of an owed or stranded transaction (exit 0; 2: none such, or not one to
-    resolve)."""
+    """Record an operator's resolution of an owed or stranded transaction (exit 0; 2: no reason given; 3: no such
+    transaction, or not one to resolve)."""
+    from pokdeng_service.money import format_money
     from pokdeng_service.wallet.reconcile import recorded_rounds
 
     reason = args.reason.strip()
     if not reason:
-        print("pokdeng: --reason is required: say how the transaction was settled (kept in the record)")
+        print(
+            "pokdeng: --reason is required: say how the transaction was settled (kept in the record)", file=sys.stderr
+        )
         return EXIT_USAGE
     service = args.open_store(args)
     found = next((r for r in recorded_rounds(service.apps) if args.tx_id in r.txs), None)
     if found is None:
         print(f"pokdeng: no transaction {args.tx_id!r} in the store's outboxes", file=sys.stderr)
-        return EXIT_USAGE
+        return EXIT_REFUSED
     tx = found.txs[args.tx_id]
     if tx.resolved:
         print(f"{tx.tx_id}: already resolved by {tx.resolved_by or 'an operator'}: {tx.resolved}")
@@ -173,12 +188,12 @@ def cmd_resolve(args: argparse.Namespace) -> int:
             "remote finishes the rest)",
             file=sys.stderr,
         )
-        return EXIT_USAGE
+        return EXIT_REFUSED
     from pokdeng_service.wallet.remote import record_resolution
 
     operator = args.operator or os.environ.get("USER", "") or "operator"
     record_resolution(found.app, found.round_id, tx.tx_id, reason, operator)
-    what = f"{tx.kind} of {tx.amount} to {tx.player} (round {found.round_id})"
+    what = f"{tx.kind} of {format_money(tx.amount, found.currency)} to {tx.player} (round {found.round_id})"
     print(f"{tx.tx_id}: {what} resolved by {operator}: {reason}")
     return EXIT_OK
 
@@ -215,13 +230,17 @@ def add_wallet_commands(
     reconcile.add_argument("--until", type=_time, help="the period's end (ISO 8601; default: now)")
     reconcile.add_argument("--margin", type=float, default=300.0, help="seconds around the period read of the platform")
     reconcile.add_argument("--timeout", type=float, default=10.0, help="seconds one call to the platform may take")
-    reconcile.add_argument("--json", action="store_true", help="the report as JSON")
+    reconcile.add_argument(
+        "--json", action="store_true", help="the report as JSON (amounts in minor units, each with its currency)"
+    )
     store_options(reconcile)
     reconcile.set_defaults(handler=cmd_reconcile, open_store=open_store)
     pending = commands.add_parser(
         "pending", help="what is not finished with the platform (exit 1 if anything): pending, held, stranded"
     )
-    pending.add_argument("--json", action="store_true", help="the list as JSON")
+    pending.add_argument(
+        "--json", action="store_true", help="the list as JSON (amounts in minor units, each with its currency)"
+    )
     store_options(pending)
     pending.set_defaults(handler=cmd_pending, open_store=open_store)
     resolve = commands.add_parser(

@@ -27,18 +27,25 @@ pokdeng never recorded, when the platform recorded it then. Each is compared by 
 Each side's totals per player are built from that side's own record: pokdeng's from its outboxes
 (the transactions requested in the period: an accepted debit not rolled back takes its amount, an
 applied credit gives its own), the platform's from its ``ListTransactions`` rows recorded in the
-period (transactions not ours apart); every player of either side is reported with both.
+period (transactions not ours apart); every player of either side is reported with both, in each
+currency its transactions were in.
+
+Amounts: the text (``render``) says money in its currency (``pokdeng_service.money.format_money``: the
+round's currency, the table's, for pokdeng's transactions; the row's for the platform's); the JSON
+(``as_dict``) keeps integer minor units (a difference's ``amount`` and ``currency``; the totals).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
 from eventsourcing.utils import get_topic
 
+from pokdeng_core.currencies import DEFAULT
+from pokdeng_service.money import format_money
 from pokdeng_service.store import fastpaths
 from pokdeng_service.wallet.outbox import (
     ACCEPTED,
@@ -51,6 +58,7 @@ from pokdeng_service.wallet.outbox import (
     WalletTransactions,
     step,
 )
+from pokdeng_service.wallet.reconciliation import Difference, Reconciliation, add_moved
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
 
 PAGE = 1000
@@ -58,82 +66,11 @@ TOPICS = (get_topic(WalletTransactions.Opened), *(get_topic(cls) for cls in FACT
 """The stored topics of the outboxes' rows: the only rows of the log read."""
 
 
-@dataclass(frozen=True)
-class Difference:
-    tx_id: str
-    player: str
-    round_id: str
-    pokdeng: str  # what pokdeng's record says
-    platform: str  # what the platform's says
-
-    def render(self) -> str:
-        return f"{self.tx_id} ({self.player}, round {self.round_id}): pokdeng {self.pokdeng}; platform {self.platform}"
-
-
-@dataclass
-class Reconciliation:
-    since: str
-    until: str
-    compared: int = 0
-    differences: list[Difference] = field(default_factory=list)
-    pending: list[Difference] = field(default_factory=list)
-    held: list[Difference] = field(default_factory=list)  # accepted debits of open rounds (their stakes in play)
-    resolved: list[Difference] = field(default_factory=list)  # finished by an operator (``pokdeng wallet resolve``)
-    not_ours: list[Difference] = field(default_factory=list)  # the platform's transactions of no table of pokdeng's
-    pokdeng_totals: dict[str, int] = field(default_factory=dict)  # player -> money moved (credits - debits)
-    platform_totals: dict[str, int] = field(default_factory=dict)  # (pokdeng's tables' transactions)
-    not_ours_totals: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def ok(self) -> bool:
-        return not self.differences
-
-    @property
-    def players(self) -> list[str]:
-        """Every player of either side (its transactions of pokdeng's tables)."""
-        return sorted({*self.pokdeng_totals, *self.platform_totals})
-
-    def render(self) -> str:
-        lines = [f"reconciliation {self.since} .. {self.until}: {self.compared} transactions compared"]
-        lines += [f"  DIFF {d.render()}" for d in self.differences]
-        lines += [f"  pending {d.render()}" for d in self.pending]
-        lines += [f"  held {d.render()}" for d in self.held]
-        lines += [f"  resolved {d.render()}" for d in self.resolved]
-        lines += [f"  not ours {d.render()}" for d in self.not_ours]
-        for player in self.players:
-            ours, theirs = self.pokdeng_totals.get(player, 0), self.platform_totals.get(player, 0)
-            differs = f" (differs by {theirs - ours})" if ours != theirs else ""
-            lines.append(f"  player {player}: moved per pokdeng {ours}, per the platform {theirs}{differs}")
-        moved = sum(self.pokdeng_totals.values())
-        lines.append(
-            f"{len(self.differences)} differences, {len(self.pending)} pending, {len(self.held)} held by open rounds, "
-            f"{len(self.resolved)} resolved by an operator, {len(self.not_ours)} of the platform not ours; money "
-            f"moved for {len(self.players)} players: pokdeng {moved}, platform {sum(self.platform_totals.values())}"
-            f" (not ours: {sum(self.not_ours_totals.values())})"
-        )
-        return "\n".join(lines)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "since": self.since,
-            "until": self.until,
-            "compared": self.compared,
-            "differences": [d.__dict__ for d in self.differences],
-            "pending": [d.__dict__ for d in self.pending],
-            "held": [d.__dict__ for d in self.held],
-            "resolved": [d.__dict__ for d in self.resolved],
-            "not_ours": [d.__dict__ for d in self.not_ours],
-            "players": self.players,
-            "pokdeng_totals": self.pokdeng_totals,
-            "platform_totals": self.platform_totals,
-            "not_ours_totals": self.not_ours_totals,
-        }
-
-
 @dataclass
 class _Ours:
     tx: Tx
     round_id: str
+    currency: str = DEFAULT
 
 
 @dataclass
@@ -143,6 +80,7 @@ class RecordedRound:
     app: Any
     round_id: str
     txs: dict[str, Tx]
+    currency: str = DEFAULT  # the round's (its table's): every transaction's
 
     def held(self) -> list[Tx]:
         """The debits whose stakes the round still holds: accepted (the bet placed), neither settled by a credit
@@ -189,7 +127,8 @@ def recorded_rounds(apps: Iterable[Any]) -> list[RecordedRound]:
                 break
             for note, fact in zip(notes, fastpaths.facts_of_rows(mapper, notes), strict=True):
                 if fact.kind == "Opened":
-                    by_stream[note.originator_id] = RecordedRound(app, str(fact.data["round_id"]), {})
+                    currency = str(fact.data.get("currency") or DEFAULT)
+                    by_stream[note.originator_id] = RecordedRound(app, str(fact.data["round_id"]), {}, currency)
                     continue
                 found = by_stream.setdefault(note.originator_id, RecordedRound(app, "", {}))
                 found.txs = step(found.txs, fact.kind, fact.data, fact.timestamp)
@@ -205,7 +144,7 @@ def recorded_transactions(apps: Iterable[Any], rounds: list[RecordedRound] | Non
     out: dict[str, _Ours] = {}
     for found in recorded_rounds(apps) if rounds is None else rounds:
         for tx in found.txs.values():
-            out[tx.tx_id] = _Ours(tx, found.round_id)
+            out[tx.tx_id] = _Ours(tx, found.round_id, found.currency)
     return out
 
 
@@ -227,13 +166,15 @@ class Unfinished:
     round_id: str
     state: str
     why: str = ""  # an owed transaction: why the player is owed it
+    currency: str = DEFAULT  # the round's: ``tx.amount`` is in its minor units
 
     def as_dict(self) -> dict[str, Any]:
+        """For a machine: ``amount`` in minor units of ``currency``."""
         tx = self.tx
         return {
             "tx_id": tx.tx_id, "round_id": self.round_id, "player": tx.player, "amount": tx.amount,
-            "kind": tx.kind, "status": tx.status, "requested_at": tx.requested_at, "state": self.state,
-            "why": self.why,
+            "currency": self.currency, "kind": tx.kind, "status": tx.status, "requested_at": tx.requested_at,
+            "state": self.state, "why": self.why,
         }  # fmt: skip
 
     def render(self) -> str:
@@ -244,7 +185,7 @@ class Unfinished:
             "stranded": f"STRANDED: round {self.round_id} is closed and neither credited nor rolled it back",
             "owed": f"OWED to {tx.player}: {self.why} (round {self.round_id})",
         }[self.state]
-        return f"{tx.tx_id}: {tx.kind} of {tx.amount} ({tx.player}) {what}"
+        return f"{tx.tx_id}: {tx.kind} of {format_money(tx.amount, self.currency)} ({tx.player}) {what}"
 
 
 def unfinished(rounds: Iterable[RecordedRound], now: datetime | None = None) -> list[Unfinished]:
@@ -252,12 +193,13 @@ def unfinished(rounds: Iterable[RecordedRound], now: datetime | None = None) -> 
     out: list[Unfinished] = []
     moment = now or datetime.now(tz=UTC)
     for found in rounds:
-        out += [Unfinished(tx, found.round_id, "owed", tx.owed(moment)) for tx in found.owed(moment)]
-        out += [Unfinished(tx, found.round_id, "pending") for tx in found.pending(moment)]
+        currency = found.currency
+        out += [Unfinished(tx, found.round_id, "owed", tx.owed(moment), currency) for tx in found.owed(moment)]
+        out += [Unfinished(tx, found.round_id, "pending", "", currency) for tx in found.pending(moment)]
         held = found.held()
         if held:
             state = "stranded" if found.closed() else "held"
-            out += [Unfinished(tx, found.round_id, state) for tx in held]
+            out += [Unfinished(tx, found.round_id, state, "", currency) for tx in held]
     return out
 
 
@@ -298,50 +240,76 @@ def reconcile(
     now: datetime | None = None,
 ) -> Reconciliation:  # fmt: skip
     """Compare pokdeng's record with the platform's (``PlatformWallet.transactions``) for ``[since, until)``."""
-    since_ms, until_ms = int(since.timestamp() * 1000), int(until.timestamp() * 1000)
+    period = (int(since.timestamp() * 1000), int(until.timestamp() * 1000))
     moment = now or datetime.now(tz=UTC)
     report = Reconciliation(since.isoformat(), until.isoformat())
     rounds = recorded_rounds(apps)
     ours = recorded_transactions(apps, rounds)
-    tables = {_table(r.round_id) for r in rounds} - {""}
-    wide = platform.transactions(max(0, since_ms - int(margin * 1000)), until_ms + int(margin * 1000))
+    wide = platform.transactions(max(0, period[0] - int(margin * 1000)), period[1] + int(margin * 1000))
     theirs = platform_transactions(wide)
     for tx_id, entry in sorted(ours.items()):
-        if not since_ms <= _ms(entry.tx.requested_at) < until_ms:
+        if not period[0] <= _ms(entry.tx.requested_at) < period[1]:
             continue
         report.compared += 1
         _compare(report, entry, theirs.get(tx_id, _Theirs()), moment)
-    for tx_id, found in sorted(theirs.items()):  # the platform's totals, from its own record of the period
+    tables = {_table(r.round_id) for r in rounds} - {""}
+    _platform_side(report, theirs, ours, tables, period)
+    _held_side(report, rounds, moment, period)
+    return report
+
+
+def _platform_side(
+    report: Reconciliation,
+    theirs: dict[str, _Theirs],
+    ours: dict[str, _Ours],
+    tables: set[str],
+    period: tuple[int, int],
+) -> None:
+    """The platform's totals, from its own record of the period, and its transactions pokdeng has no record of: a
+    difference in a round of one of pokdeng's tables, else not ours."""
+    since_ms, until_ms = period
+    for tx_id, found in sorted(theirs.items()):
         rows = [r for r in (found.debit, found.credit, found.rollback) if r is not None]
         first = found.first
         mine = tx_id in ours or first.round_id in ours or _table(first.round_id) in tables
-        totals = report.platform_totals if mine else report.not_ours_totals
+        totals = report.platform_moved if mine else report.not_ours_moved
         for row in rows:
             if since_ms <= row.recorded_unix_ms < until_ms:
-                totals[row.player] = totals.get(row.player, 0) + _row_moved(row)
+                add_moved(totals, row.player, row.currency or DEFAULT, _row_moved(row))
         if tx_id in ours or not since_ms <= first.recorded_unix_ms < until_ms:
             continue
-        moved = _moved(found)
-        what = f"{'debited' if found.debit is not None else 'credited'} {abs(moved)}" if moved else "moved nothing"
+        moved, currency = _moved(found), first.currency or DEFAULT
+        what = "moved nothing"
+        if moved:
+            what = f"{'debited' if found.debit is not None else 'credited'} {format_money(abs(moved), currency)}"
+        says = "has no record of it" if mine else "not ours"
+        listed = Difference(tx_id, first.player, first.round_id, says, what, int(first.amount), currency)
         if mine:
             report.compared += 1
-            report.differences.append(Difference(tx_id, first.player, first.round_id, "has no record of it", what))
+            report.differences.append(listed)
         else:
-            report.not_ours.append(Difference(tx_id, first.player, first.round_id, "not ours", what))
+            report.not_ours.append(listed)
+
+
+def _held_side(report: Reconciliation, rounds: list[RecordedRound], moment: datetime, period: tuple[int, int]) -> None:
+    """The period's debits still held: by an open round (held), or by a closed one (stranded: a difference)."""
     for item in unfinished(rounds, moment):
         tx = item.tx
-        if item.state not in ("held", "stranded") or not since_ms <= _ms(tx.requested_at) < until_ms:
+        if item.state not in ("held", "stranded") or not period[0] <= _ms(tx.requested_at) < period[1]:
             continue
+        debit = f"debit {format_money(tx.amount, item.currency)} accepted"
         if item.state == "held":
-            says = f"debit {tx.amount} accepted, its round open (its settlement or void finishes it)"
-            report.held.append(Difference(tx.tx_id, tx.player, item.round_id, says, "holds it"))
+            says = f"{debit}, its round open (its settlement or void finishes it)"
+            report.held.append(
+                Difference(tx.tx_id, tx.player, item.round_id, says, "holds it", tx.amount, item.currency)
+            )
         else:
             says = (
-                f"debit {tx.amount} accepted; its round is closed and neither credited nor rolled it back (settled "
-                "outside the platform's wallet): the player is owed it"
+                f"{debit}; its round is closed and neither credited nor rolled it back (settled outside the "
+                "platform's wallet): the player is owed it"
             )
-            report.differences.append(Difference(tx.tx_id, tx.player, item.round_id, says, "holds it"))
-    return report
+            listed = Difference(tx.tx_id, tx.player, item.round_id, says, "holds it", tx.amount, item.currency)
+            report.differences.append(listed)
 
 
 def _row_moved(row: Any) -> int:
@@ -374,43 +342,51 @@ def _ours_moved(tx: Tx) -> int:
 
 
 def _compare(report: Reconciliation, ours: _Ours, theirs: _Theirs, now: datetime) -> None:
-    tx = ours.tx
+    tx, currency = ours.tx, ours.currency
     moved = _moved(theirs)
-    report.pokdeng_totals[tx.player] = report.pokdeng_totals.get(tx.player, 0) + _ours_moved(tx)
+    add_moved(report.pokdeng_moved, tx.player, currency, _ours_moved(tx))
+
+    def money(amount: int) -> str:
+        return format_money(amount, currency)
 
     def differ(pokdeng: str, platform: str) -> None:
-        report.differences.append(Difference(tx.tx_id, tx.player, ours.round_id, pokdeng, platform))
+        report.differences.append(
+            Difference(tx.tx_id, tx.player, ours.round_id, pokdeng, platform, tx.amount, currency)
+        )
 
-    platform = f"moved {moved}" if theirs.first is not None else "has no record of it"
+    platform = f"moved {money(moved)}" if theirs.first is not None else "has no record of it"
     owed = tx.owed(now)
+    what = f"{tx.kind} {money(tx.amount)}"
     if tx.resolved:
-        says = f"{tx.kind} {tx.amount} {tx.status}, resolved by {tx.resolved_by or 'an operator'}: {tx.resolved}"
+        says = f"{what} {tx.status}, resolved by {tx.resolved_by or 'an operator'}: {tx.resolved}"
         paid = tx.kind == "credit" and theirs.credit is not None and moved
         if paid:  # (paid by the platform after all: and maybe by the operator's hand too)
             differ(f"{says}; yet the platform applied the credit", platform)
         else:
-            report.resolved.append(Difference(tx.tx_id, tx.player, ours.round_id, says, platform))
+            listed = Difference(tx.tx_id, tx.player, ours.round_id, says, platform, tx.amount, currency)
+            report.resolved.append(listed)
         return
     if owed:
-        differ(f"{tx.kind} {tx.amount} {tx.status}: {owed}: the player is owed {tx.amount}", platform)
+        differ(f"{what} {tx.status}: {owed}: the player is owed {money(tx.amount)}", platform)
         return
     if tx.pending:
-        report.pending.append(Difference(tx.tx_id, tx.player, ours.round_id, f"{tx.kind} {tx.status}", platform))
+        listed = Difference(tx.tx_id, tx.player, ours.round_id, f"{tx.kind} {tx.status}", platform, tx.amount, currency)
+        report.pending.append(listed)
         return
     if tx.kind == "debit":
         want = -tx.amount if tx.status == ACCEPTED else 0
         if tx.status == ACCEPTED and (theirs.debit is None or theirs.debit.player != tx.player):
-            differ(f"debit {tx.amount} accepted", platform)
+            differ(f"{what} accepted", platform)
         elif moved != want:
-            differ(f"debit {tx.amount} {tx.status} (moves {want})", platform)
+            differ(f"{what} {tx.status} (moves {money(want)})", platform)
         elif tx.status == ROLLED_BACK and theirs.rollback is None and moved:
-            differ(f"debit {tx.amount} rolled back", platform)
+            differ(f"{what} rolled back", platform)
         return
     want = tx.amount if tx.status == APPLIED else 0
     if tx.status == REFUSED:
-        differ(f"credit {tx.amount} refused by the platform: the player is owed it", platform)
+        differ(f"{what} refused by the platform: the player is owed it", platform)
     elif theirs.credit is None or theirs.credit.player != tx.player or moved != want:
-        differ(f"credit {tx.amount} applied", platform)
+        differ(f"{what} applied", platform)
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from prometheus_client import REGISTRY
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.cli.main import main
+from pokdeng_service.money import format_money
 from pokdeng_service.wallet.outbox import OWED_AFTER, credit_tx_id, load_transactions
 from pokdeng_service.wallet.platform import PlatformWallet
 from pokdeng_service.wallet.reconcile import reconcile, recorded_rounds, unfinished
@@ -91,7 +92,9 @@ def test_a_refused_credit_is_owed_until_an_operator_resolves_it(
     assert "credit refused by the platform" in listed[0]["why"]
     assert main(["wallet", "pending", *store]) == 1
     text = capsys.readouterr().out
-    assert f"OWED to players: alice {credit.amount}" in text and "pokdeng wallet resolve" in text
+    assert f"OWED to players: alice {format_money(credit.amount, 'THB')}" in text and "pokdeng wallet resolve" in text
+    assert f"credit of {format_money(credit.amount, 'THB')} (alice) OWED" in text  # (the JSON keeps minor units)
+    assert listed[0]["currency"] == "THB"
 
     # verification fails: the round and the store
     assert main(["verify", round_id, *store]) == 1
@@ -108,10 +111,10 @@ def test_a_refused_credit_is_owed_until_an_operator_resolves_it(
     report = _reconciled(platform, app)
     assert tx_id in {d.tx_id for d in report.differences}  # type: ignore[attr-defined]
 
-    # not owed: nothing to resolve (exit 2); no reason: refused by the parser
+    # not owed: nothing to resolve, and no such transaction (exit 3: refused, not found); no reason: the parser's
     applied = credit_tx_id(round_id, "bob")
-    assert main(["wallet", "resolve", applied, "--reason", "x", *store]) == 2
-    assert main(["wallet", "resolve", "t1#1:credit:nobody", "--reason", "x", *store]) == 2
+    assert main(["wallet", "resolve", applied, "--reason", "x", *store]) == 3
+    assert main(["wallet", "resolve", "t1#1:credit:nobody", "--reason", "x", *store]) == 3
     with pytest.raises(SystemExit):
         main(["wallet", "resolve", tx_id, *store])
 
