@@ -74,4 +74,5 @@ class Verdict:
             "status": self.status,
             "first_difference": self.first_difference,
             "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in self.checks],
+            "warnings": list(self.warnings),
         }

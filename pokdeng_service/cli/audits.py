@@ -23,7 +23,7 @@ from pokdeng_service.cli.common import (
     open_read_only,
     store_error,
 )
-from pokdeng_service.cli.output import output_file
+from pokdeng_service.cli.output import output_file, verdicts_json, write_output
 
 if TYPE_CHECKING:
     from pokdeng_service.application.config import StoreConfig
@@ -104,7 +104,7 @@ class _Verdicts:
 
     def done(self, code: int) -> int:
         if self.json:
-            print(json.dumps({"verdicts": self.found, **self.summary, "exit_code": code}, indent=2))
+            print(verdicts_json(self.found, code, **self.summary), end="")
         return code
 
 
@@ -117,7 +117,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
     rounds = [name for name in args.rounds if name not in bundles]
     keys = public_keys(args.key) if bundles else None  # (a key that cannot be read: bad usage, before any file)
     if not bundles and not rounds and not args.all:
-        print("nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
+        print("pokdeng: nothing to verify: name a ROUND, a bundle FILE, or --all", file=sys.stderr)
         return EXIT_USAGE
     tally = _verify_bundles(bundles, keys, out)
     failed = tally["FAIL"]
@@ -168,7 +168,7 @@ def _verify_bundles(names: Sequence[str], keys: Any, out: _Verdicts) -> dict[str
             try:
                 raw = Path(name).read_bytes()
             except OSError as error:
-                print(f"cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
+                print(f"pokdeng: cannot read bundle {name}: {error.strerror or error}", file=sys.stderr)
                 tally["unreadable"] += 1
                 if out.json:
                     out.found.append({"where": name, "status": "unreadable", "ok": False, "error": str(error)})
@@ -241,7 +241,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     if target is None:
         sys.stdout.write(raw.decode())
     else:
-        target.write_bytes(raw)
+        write_output(target, raw)
         print(f"wrote {args.output} ({len(raw)} bytes)")
     return EXIT_OK
 

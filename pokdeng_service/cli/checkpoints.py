@@ -6,7 +6,11 @@
 * ``pokdeng checkpoints sign|show|prove``: sign a tree head over a store's log of closed rounds,
   print the latest one, print a consistency proof between two tree sizes.
 * ``pokdeng checkpoints check OLD NEW PROOF --key K``: offline, that the newer head's log
-  extends the older one's; ``pokdeng checkpoints audit --key K``: a store's whole log.
+  extends the older one's; ``pokdeng checkpoints audit --key K``: a store's whole log. With ``--json``
+  (and ``verify-note --json``) one object, as ``pokdeng verify --json`` prints it (``output.verdicts_json``):
+  every verdict, ``passed`` and ``failed``, and the exit code; ``audit``'s verdicts name their partition.
+* ``pokdeng keys show --json``: the public keys in the key file's own form, with no private half (what
+  ``--key`` reads too).
 * C2SP checkpoints (docs/checkpoints.md, "Checkpoints"): ``pokdeng checkpoints note`` prints a
   head as its signed note (``sign --note`` signs one and prints it so); ``pokdeng checkpoints
   vkey`` prints the log's verifier keys (``<origin>+<key hash>+<base64 key>``); ``pokdeng
@@ -26,14 +30,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pokdeng_service.cli.output import output_file
+from pokdeng_service.cli.common import config_of, open_read_only
+from pokdeng_service.cli.output import output_file, verdicts_json, write_output
 
 if TYPE_CHECKING:
+    from pokdeng_service.audit.verdicts import Verdict
     from pokdeng_service.store.signing import PublicKeys
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 StoreOptions = Callable[[argparse.ArgumentParser], None]
+JSON_HELP = "print one JSON object, as verify --json does: every verdict (its checks), the tallies and the exit code"
 
 
 def public_keys(values: list[str] | None) -> PublicKeys | None:
@@ -60,8 +67,22 @@ def _write(text: str, output: str | None) -> None:
     if output in (None, "-"):
         print(text, end="")
     else:
-        output_file(output).write_text(text, encoding="utf-8")
+        write_output(output_file(output), text)
         print(f"wrote {output}")
+
+
+def _verdicts(args: argparse.Namespace, verdicts: list[tuple[Verdict, dict[str, Any]]]) -> int:
+    """Say the verdicts (each with what its command adds to its JSON, as its partition): as text, or with
+    ``--json`` as ``verify --json`` does; to ``--output`` if the command has one. 0 if every one passed, else 1."""
+    failed = sum(not verdict.ok for verdict, _extra in verdicts)
+    code = EXIT_FAILED if failed else EXIT_OK
+    if getattr(args, "json", False):
+        found = [{**verdict.as_dict(), **extra} for verdict, extra in verdicts]
+        text = verdicts_json(found, code, passed=len(verdicts) - failed, failed=failed)
+    else:
+        text = "\n".join(verdict.render() for verdict, _extra in verdicts) + "\n"
+    _write(text, getattr(args, "output", None))
+    return code
 
 
 def _output_checked(handler: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Namespace], int]:
@@ -81,10 +102,12 @@ def _json(value: Any) -> str:
 
 
 def cmd_keys(args: argparse.Namespace) -> int:
-    from pokdeng_service.store.signing import KeyRing
+    from pokdeng_service.store.signing import KEYS_FORMAT, KEYS_VERSION, KeyRing
 
     path = _key_path(args)
     if args.action == "new":
+        if args.key_file:  # (named: a folder that does not exist is bad usage; the store's default is made with it)
+            output_file(args.key_file)
         ring = KeyRing()
         key = ring.rotate()
         ring.save(path, new=True)
@@ -98,7 +121,12 @@ def cmd_keys(args: argparse.Namespace) -> int:
     else:
         ring = KeyRing.from_file(path)
     lines = "".join(line + "\n" for line in ring.describe())
-    if args.action == "show" and args.output:
+    if args.action == "show" and args.json:  # (the key file's own form, every private half left out)
+        public = [{k: v for k, v in entry.items() if k != "private_key"} for entry in ring.entries]
+        current = ring.current.key_id if ring.current else None
+        data = {"format": KEYS_FORMAT, "format_version": KEYS_VERSION, "current": current, "keys": public}
+        _write(_json(data), args.output)
+    elif args.action == "show" and args.output:
         _write("# pokdeng signing keys (public): KEY_ID PUBLIC_KEY\n" + lines, args.output)
     else:
         print(lines, end="")
@@ -109,15 +137,12 @@ def _open(args: argparse.Namespace, *, write: bool = False) -> Any:
     """The store: to sign (with the signing keys), or read only (nothing created, no key read)."""
     import dataclasses
 
-    from pokdeng_service.application.config import StoreConfig
     from pokdeng_service.application.partitions import PartitionedPokdeng
     from pokdeng_service.store.readonly import sqlite_uri
 
-    config = StoreConfig.from_args(
-        db=args.db, postgres_url=args.postgres_url, partitions=args.partitions, partition_urls=args.partition_url
-    )
     if not write:
-        return PartitionedPokdeng.open_read_only(config)
+        return open_read_only(args)
+    config = config_of(args)  # (the vault key file too: a PostgreSQL store needs it to be opened to write)
     if config.kind == "sqlite":  # signing writes to a store that exists: a mistyped path creates none
         for k in range(config.partitions):
             sqlite_uri(config.sqlite_file(k))  # (StoreUnavailable: "no such database", exit 4)
@@ -228,9 +253,7 @@ def cmd_verify_note(args: argparse.Namespace) -> int:
         raw = Path(args.note).read_bytes()
     except OSError as error:
         raise ValueError(f"cannot read {args.note}: {error.strerror or error}") from None
-    verdict = verify_note(raw, verifiers, args.origin or "")
-    print(verdict.render())
-    return EXIT_OK if verdict.ok else EXIT_FAILED
+    return _verdicts(args, [(verify_note(raw, verifiers, args.origin or ""), {})])
 
 
 def cmd_show(args: argparse.Namespace) -> int:
@@ -268,25 +291,23 @@ def cmd_check(args: argparse.Namespace) -> int:
     verdict = verify_consistency(
         _read_json(args.old), _read_json(args.new), _read_json(args.proof), public_keys(args.key)
     )
-    print(verdict.render())
-    return EXIT_OK if verdict.ok else EXIT_FAILED
+    return _verdicts(args, [(verdict, {})])
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    """Every partition's log (``audit_log``), a verdict each; ``--json``: each names its ``partition``."""
     from pokdeng_service.audit.anchors import audit_log
 
     keys = public_keys(args.key)
     service = _open(args)
-    failed, rendered = 0, []
+    verdicts = []
     try:
         for k, app in enumerate(service.apps):
             verdict = audit_log(app, keys, subject=f"log of partition {k}" if len(service.apps) > 1 else "")
-            rendered.append(verdict.render())
-            failed += not verdict.ok
+            verdicts.append((verdict, {"partition": k}))
     finally:
         service.close()
-    _write("\n".join(rendered) + "\n", args.output)
-    return EXIT_OK if not failed else EXIT_FAILED
+    return _verdicts(args, verdicts)
 
 
 def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
@@ -305,7 +326,10 @@ def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
         action.add_argument("--db", help="the SQLite file the default key file sits beside (default: pokdeng.sqlite)")
         if name == "show":
             action.add_argument("-o", "--output", help="write the public keys to this file (for auditors)")
-        action.set_defaults(handler=cmd_keys, output=None)
+            action.add_argument(
+                "--json", action="store_true", help="the public keys as JSON: the key file's form, no private half"
+            )
+        action.set_defaults(handler=cmd_keys, output=None, json=False)
 
     checkpoints = sub.add_parser("checkpoints", help="signed tree heads over a store's log of closed rounds")
     actions = checkpoints.add_subparsers(dest="action", required=True)
@@ -344,6 +368,7 @@ def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
         "--key", action="append", required=True, help="a verifier key (<name>+<hash>+<key>), or a file of them"
     )
     verify_note.add_argument("--origin", help="the origin the note must name (default: any)")
+    verify_note.add_argument("--json", action="store_true", help=JSON_HELP)
     verify_note.set_defaults(handler=cmd_verify_note)
     show = store_command("show", "print the latest signed tree head", cmd_show)
     show.add_argument("--size", type=int, default=0, help="the latest head of this tree size (default: the latest)")
@@ -356,7 +381,9 @@ def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
     check.add_argument("new", help="the newer signed head (JSON file)")
     check.add_argument("proof", help="the consistency proof between them (JSON file of `checkpoints prove`)")
     check.add_argument("--key", action="append", help="public key (hex) or key file; repeat for several")
+    check.add_argument("--json", action="store_true", help=JSON_HELP)
     check.set_defaults(handler=cmd_check)
 
     audit = store_command("audit", "check every store's log: leaves, rounds, heads, signatures", cmd_audit, False)
     audit.add_argument("--key", action="append", help="public key (hex) or key file; repeat for several")
+    audit.add_argument("--json", action="store_true", help=JSON_HELP + " (each verdict with its partition)")

@@ -11,6 +11,7 @@ from pokdeng_core.cards import parse_card
 from pokdeng_core.currencies import DEFAULT
 from pokdeng_service.application.views import RecordedEvent, RoundView
 from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.cli.output import write_output
 from pokdeng_service.store.signing import PublicKeys
 from pokdeng_service.web.describe import money, multiplier, utc
 
@@ -163,11 +164,11 @@ def write_dispute_page(
     else:
         events = convert.seen_events(events, convert.visibility_for(player or convert.SPECTATOR, view))
     page = web.dispute_page(events, raw, verdict, keys=_hex_keys(keys), phase=view.phase)
-    path.write_text(page, encoding="utf-8")
+    write_output(path, page)
 
 
 def write_verifier_page(path: Path, keys: PublicKeys | None) -> None:
     """The page that checks any bundle file chosen in it, in the browser."""
     from pokdeng_service import web
 
-    path.write_text(web.verifier_page(keys=_hex_keys(keys)), encoding="utf-8")
+    write_output(path, web.verifier_page(keys=_hex_keys(keys)))

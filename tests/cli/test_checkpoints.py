@@ -139,3 +139,60 @@ def test_an_anchored_bundle_verifies_offline_with_key(tmp_path: Path, capsys: py
     assert json.loads(capsys.readouterr().out)["tree_size"] == 5
     assert main(["checkpoints", "audit", *store, *key]) == EXIT_OK
     assert main(["checkpoints", "audit", *store, "--key", str(other)]) == EXIT_FAILED
+
+
+def test_check_audit_verify_note_and_keys_show_say_json_as_verify_does(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--json``: one object, as ``verify --json`` prints it: every verdict (subject, ok, status, the first
+    difference, each check's name, ok and detail, the warnings), ``passed`` and ``failed``, and the exit code;
+    ``audit``'s verdicts name their partition. ``keys show --json`` is the key file's form without a private half,
+    and ``--key`` reads it."""
+    db = tmp_path / "pokdeng.sqlite"
+    store = ["--db", str(db)]
+    played_rounds(db, 2)
+    assert main(["keys", "new", *store]) == EXIT_OK
+    published = tmp_path / "public.json"
+    assert main(["keys", "show", *store, "--json", "-o", str(published)]) == EXIT_OK
+    keys = json.loads(published.read_text())
+    assert keys["format"] == "pokdeng-signing-keys" and [k["key_id"] for k in keys["keys"]] == [keys["current"]]
+    assert "private_key" not in published.read_text()
+    head, proof, note, vkey = (tmp_path / name for name in ("head.json", "proof.json", "note.txt", "vkey.txt"))
+    assert main(["checkpoints", "sign", *store, "-o", str(head)]) == EXIT_OK
+    assert main(["checkpoints", "prove", "2", "2", *store, "-o", str(proof)]) == EXIT_OK
+    assert main(["checkpoints", "note", *store, "-o", str(note)]) == EXIT_OK
+    assert main(["checkpoints", "vkey", *store, "-o", str(vkey)]) == EXIT_OK
+    capsys.readouterr()
+
+    check = ["checkpoints", "check", str(head), str(head), str(proof), "--json"]
+    assert main([*check, "--key", str(published)]) == EXIT_OK  # (the JSON of keys show is a --key file)
+    report = json.loads(capsys.readouterr().out)
+    assert set(report) == {"verdicts", "passed", "failed", "exit_code"}
+    assert (report["passed"], report["failed"], report["exit_code"]) == (1, 0, EXIT_OK)
+    (verdict,) = report["verdicts"]
+    assert set(verdict) == {"subject", "ok", "status", "first_difference", "checks", "warnings"}
+    assert verdict["status"] == "PASS" and verdict["subject"].startswith("consistency of log")
+    assert {c["name"] for c in verdict["checks"]} >= {"consistency", "old head", "new head"}
+    assert all(set(c) == {"name", "ok", "detail"} for c in verdict["checks"])
+    assert main(check) == EXIT_OK  # without a key: passes, and the warning says what was not checked
+    assert json.loads(capsys.readouterr().out)["verdicts"][0]["warnings"][0].startswith("unanchored")
+    bad = json.loads(proof.read_text())
+    bad["path"] = ["00" * 32]
+    proof.write_text(json.dumps(bad))
+    assert main(check) == EXIT_FAILED
+    failed = json.loads(capsys.readouterr().out)
+    assert failed["exit_code"] == EXIT_FAILED and failed["failed"] == 1
+    assert failed["verdicts"][0]["first_difference"].startswith("consistency")
+
+    audit_file = tmp_path / "audit.json"
+    assert main(["checkpoints", "audit", *store, "--key", str(published), "--json", "-o", str(audit_file)]) == EXIT_OK
+    audited = json.loads(audit_file.read_text())
+    assert [(v["partition"], v["status"]) for v in audited["verdicts"]] == [(0, "PASS")]
+    assert audited["exit_code"] == EXIT_OK and audited["passed"] == 1
+
+    capsys.readouterr()
+    assert main(["checkpoints", "verify-note", str(note), "--key", str(vkey), "--json"]) == EXIT_OK
+    noted = json.loads(capsys.readouterr().out)
+    assert noted["verdicts"][0]["subject"].startswith("checkpoint of ") and noted["exit_code"] == EXIT_OK
+    assert main(["checkpoints", "verify-note", str(note), "--key", str(vkey), "--origin", "x/y", "--json"]) == 1
+    assert json.loads(capsys.readouterr().out)["verdicts"][0]["ok"] is False

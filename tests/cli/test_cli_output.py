@@ -78,6 +78,7 @@ def test_verify_json_is_one_object_with_every_verdict(
     offline = json.loads(capsys.readouterr().out)
     assert offline["exit_code"] == EXIT_UNANCHORED and offline["bundles"]["unanchored"] == 1
     assert offline["verdicts"][0]["where"] == str(bundle) and offline["verdicts"][0]["status"] == "UNANCHORED"
+    assert offline["verdicts"][0]["warnings"][0].startswith("unanchored: ")  # (why, as the text's WARN line)
     with pytest.raises(SystemExit) as usage:
         main(["verify", "--all", "--json", "--quiet", "--db", db])
     assert usage.value.code == EXIT_USAGE
