@@ -264,10 +264,10 @@ def new_token(role: str, player: str | None, name: str, tokens: str | None, out:
         if tokens:
             add_to_token_file(tokens, entry)
     except TokenConfigError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"pokdeng: {error}", file=sys.stderr)
         return 2
     except OSError as error:  # (a folder that does not exist, one not writable)
-        print(f"error: cannot write token file {tokens}: {error.strerror or error}", file=sys.stderr)
+        print(f"pokdeng: cannot write token file {tokens}: {error.strerror or error}", file=sys.stderr)
         return 2
     print(f"token (give it to the client; it is not stored): {token}", file=out)
     if tokens:

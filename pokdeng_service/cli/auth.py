@@ -27,7 +27,13 @@ def cmd_auth_new(args: argparse.Namespace) -> int:
 def cmd_auth_hash(_args: argparse.Namespace) -> int:
     from pokdeng_service.api.auth import token_digest
 
-    print(token_digest(sys.stdin.readline().strip()))
+    token = sys.stdin.readline().strip()
+    if not token:  # (no token is no token's digest: bad usage)
+        print(
+            "pokdeng: no token on standard input: pipe the token in (echo TOKEN | pokdeng auth hash)", file=sys.stderr
+        )
+        return 2
+    print(token_digest(token))
     return 0
 
 
@@ -48,5 +54,7 @@ def add_auth_commands(sub: Any) -> None:
         "made with mode 0600 if it does not exist; a server reads it at start (pokdeng serve --tokens FILE)",
     )  # fmt: skip
     new.set_defaults(handler=cmd_auth_new)
-    digest = commands.add_parser("hash", help="print the token_sha256 of a token read from standard input")
+    digest = commands.add_parser(
+        "hash", help="print the token_sha256 of a token read from standard input (none there: exit 2)"
+    )
     digest.set_defaults(handler=cmd_auth_hash)

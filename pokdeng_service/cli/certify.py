@@ -90,6 +90,8 @@ def _folder(name: str) -> Path:
     path = Path(name)
     if not path.parent.is_dir():
         raise ValueError(f"cannot write in {name}: no such folder {path.parent}")
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"cannot write in {name}: it is a file, not a folder")
     path.mkdir(exist_ok=True)
     return path
 

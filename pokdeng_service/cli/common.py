@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +33,23 @@ def store_options(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--vault-key-file", help="the vault key file ($POKDENG_VAULT_KEY_FILE; SQLite default: <db>.vault-key)"
     )
+
+
+def int_range(low: int, high: int | None = None) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` (to ``high``); anything else is bad usage (exit 2), said by
+    the parser before the command runs."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+        if value < low or (high is not None and value > high):
+            raise argparse.ArgumentTypeError(f"{value} is not {low} to {high}" if high else f"at least {low}")
+        return value
+
+    parse.__name__ = "number"
+    return parse
 
 
 def config_of(args: argparse.Namespace) -> StoreConfig:
@@ -100,6 +118,7 @@ __all__ = [
     "EXIT_USAGE",
     "ROUND_HELP",
     "config_of",
+    "int_range",
     "loaded",
     "one_line",
     "open_read_only",

@@ -43,6 +43,7 @@ from pokdeng_service.cli.common import (
     EXIT_USAGE,
     ROUND_HELP,
     config_of,
+    int_range,
     loaded,
     one_line,
     open_read_only,
@@ -173,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.set_defaults(handler=cmd_serve)
 
     demo = sub.add_parser("demo", help="play rounds of every profile through a real gRPC server, then verify one")
-    demo.add_argument("--rounds", type=int, default=10, help="rounds per profile (default 10)")
+    demo.add_argument("--rounds", type=int_range(1), default=10, help="rounds per profile (default 10)")
     demo.add_argument(
         "--db", help="SQLite file to keep the demo's store in (default: pokdeng-demo.sqlite here, or the next free one)"
     )
@@ -239,7 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     who = recall.add_mutually_exclusive_group(required=True)
     who.add_argument("--table", help="the table's id: its last rounds")
     who.add_argument("--player", help="a player's (wallet's) id: the last rounds it played")
-    recall.add_argument("--limit", type=int, default=10, help="how many rounds (default 10)")
+    recall.add_argument("--limit", type=int_range(1, 1000), default=10, help="how many rounds, 1 to 1000 (default 10)")
     recall.add_argument(
         "--json", action="store_true", help="print the rounds as JSON instead of text (amounts in minor units)"
     )

@@ -41,7 +41,7 @@ def add_rtp_commands(subparsers: Any) -> None:
     _common(rtp)
     rtp.add_argument(
         "--stake",
-        type=int,
+        type=_stake,
         default=None,
         help="settle at this stake in minor units, with its floor/ceil rounding (default: exact multipliers)",
     )
@@ -71,6 +71,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--straights", action="store_true", help="classic only: count straights (table option)")
     parser.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+
+def _stake(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("a stake is at least 1 minor unit")
+    return value
 
 
 def _positive(text: str) -> int:

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pokdeng_service.cli.output import output_file
+
 if TYPE_CHECKING:
     from pokdeng_service.application.config import StoreConfig
 
@@ -52,7 +54,7 @@ def cmd_backup(args: argparse.Namespace) -> int:
     from pokdeng_service.store import backup, readonly
 
     config = args.config_of(args)
-    out = Path(args.output)
+    out = output_file(args.output)  # (a folder that does not exist: bad usage, before the store is read)
     if config.kind == "postgres":  # one dump per database (a partition map may name several: OUT, OUT.p<k>, ...)
         stores = enumerate(config.postgres_stores())
         dumps = [(out if i == 0 else partition_file(out, k), env, schemas) for i, (k, env, schemas) in stores]

@@ -44,6 +44,7 @@ def test_sqlite_backup_while_rounds_are_played_restores_and_verifies(
         player.start()
         player.wait_for(2)
         backups = []
+        (tmp_path / "backups").mkdir()  # (a backup's folder must exist: one that does not is bad usage, exit 2)
         for n in range(3):  # each taken while the player's thread writes
             out = tmp_path / "backups" / f"pokdeng-{n}.sqlite"
             started = player.rounds
