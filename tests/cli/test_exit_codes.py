@@ -317,3 +317,10 @@ def test_an_unknown_option_or_a_missing_argument_is_bad_usage(
     _check([*command, "--no-such-option"], 2, capsys)
     if LEAVES[command]:
         _check(list(command), 2, capsys)
+
+
+def test_the_readme_lists_every_code_the_commands_exit_with() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    table = readme.split("| exit | when |", 1)[1].split("\n\n", 1)[0]
+    listed = {int(line.split("|")[1]) for line in table.splitlines()[2:]}
+    assert {code for cases in CASES.values() for _args, code in cases} <= listed == {0, 1, 2, 3, 4, 5, 141}
