@@ -281,7 +281,7 @@ def print_simulation(result: SimulationResult, reference: RtpResult, seconds: fl
     console.print(f"{result.profile} - {result.strategy.name} strategy, simulated through the machine", style="bold")
     console.print(f"Strategy: {result.strategy_text}")
     console.print(
-        f"seed: {result.seed}   rounds: {result.rounds:,}   stake: {result.stake}   "
+        f"seed: {result.seed}   rounds: {result.rounds:,}   stake: {result.stake} minor units   "
         f"({result.rounds / seconds:,.0f} rounds/s, {seconds:.1f} s)"
     )
     table = Table(title="Simulated figures with 95% confidence intervals", title_justify="left")
