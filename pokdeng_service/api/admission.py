@@ -1,7 +1,7 @@
 """Admission: the limits no caller may exceed, the workers, the open streams and the store's state.
 
 ``Limits`` are the server's caps (docs/operations.md, sizing); ``Runtime`` applies them to every
-call on behalf of the one wrapper (``rpcs.wrap``): each caller's rates (``api/rates.py``), admission of
+call on behalf of the one wrapper (``wrapper.wrap``): each caller's rates (``api/rates.py``), admission of
 unary calls (in flight, per caller), the blocking bodies' workers, the caps on open streams by kind
 (each caller's share of them, and the room a caller with fewer is made by ending one of a caller with
 more) and the ending of streams idle or stalled past their limit, the store probe's verdict, and the

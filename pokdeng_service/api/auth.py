@@ -13,7 +13,7 @@ UNAUTHENTICATED; a role that may not call the method, or a player acting for
 someone else, gives PERMISSION_DENIED. Health needs no token; reflection needs a valid
 token of any role, except in development mode (no token file).
 
-Two layers: the one wrapper (``pokdeng_service.api.rpcs.wrap``) authenticates every call
+Two layers: the one wrapper (``pokdeng_service.api.wrapper.wrap``) authenticates every call
 once and checks the method's declared roles (deny by default: an undeclared method is not
 served); the application then checks what only the record knows (which player, wallet or
 round a command concerns) with the ``Principal`` it is handed.

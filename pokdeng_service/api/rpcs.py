@@ -8,66 +8,27 @@ method handlers are derived from these declarations; nothing else lists methods.
 reflection (``api/health.py``, ``api/server.py``) are declared the same way and pass through
 the same wrapper.
 
-The server is grpc's threaded server. Its threads are sized so that every admitted unary call and
-every stream within its kind's cap has one (``Limits.threads``), and the blocking bodies run at most
-``Limits.workers`` at a time. ``wrap`` is the cross-cutting work, done once for every call, in this
-order:
-
-1. bytes that are not the method's request message are kept aside (refused in step 4);
-2. authentication, once: the bearer token's ``Principal`` is handed to the body, which never
-   reads the metadata again (UNAUTHENTICATED); methods declared ``open`` (health, and
-   reflection in development mode) take no token;
-3. the role check against the method's declared roles (PERMISSION_DENIED);
-4. malformed bytes: INVALID_ARGUMENT;
-5. the deadline: a call whose deadline has passed is not started (DEADLINE_EXCEEDED), also
-   when it passed while the call waited for a worker;
-6. the caller's rate (``Runtime.throttle``, ``api/rates.py``): a token of its bucket of the
-   method's class (``Rpc.rate_class``: reads, commands, streams opened), else RESOURCE_EXHAUSTED
-   at once with RetryInfo (the operator has no bucket);
-7. admission (``Runtime``): at most ``Limits.max_concurrent_rpcs`` unary calls in flight, of
-   which ``max_calls_per_caller`` for one principal, and per kind of stream at most
-   ``Limits.streams(kind)`` open streams, half of them one caller's; at the cap a caller holding
-   fewer gets the place of a stream of the caller holding the most (RESOURCE_EXHAUSTED when none
-   can be had); a method that needs the store is refused at once while the store probe finds the
-   store unreachable (UNAVAILABLE);
-8. the body, once a worker is free for its caller (``api/fairness.py``), and for a costly method
-   (the audits: ``Rpc.costly``) once one of the few costly slots is free too (a call whose deadline
-   passes while it waits is not started);
-   any error it raises ends the call through the one error map (``pokdeng_service.api.errors``).
-   A stream whose client keeps it waiting longer than ``Limits.stream_idle`` seconds (a reply it
-   does not take, a request it does not send) is cancelled by the server's housekeeping thread
-   (``Runtime.reap``), and a watch or feed (``Rpc.heartbeat``) that had nothing but heartbeats to
-   send for that long is ended (CANCELLED, ``STREAM_IDLE``): a reader that stopped reading is not
-   told apart from one that waits, since grpc's transport takes a few megabytes of replies before
-   a send waits, so neither holds its place longer than that;
-9. the call's outcome (method, code, latency, who, the ids it names) goes to the observer
-   (``api/observe.py``: the metrics and the one log line per call).
+The wrapper every call passes through is ``api/wrapper.py``.
 """
 
 from __future__ import annotations
 
 import logging
-import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Unpack
 
 import grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.api.admission import Limits as Limits
 from pokdeng_service.api.admission import Observer as Observer
 from pokdeng_service.api.admission import Runtime as Runtime
 from pokdeng_service.api.admission import StreamWatch, caller_key
-from pokdeng_service.api.auth import Authenticator
-from pokdeng_service.api.errors import (
-    DeadlineExpired,
-)
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.application.app import PokdengApp
 from pokdeng_service.application.commands import Command
-from pokdeng_service.application.errors import NoReadModels, PermissionDenied
+from pokdeng_service.application.errors import NoReadModels
 from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.application.views import CommandResult
 
@@ -281,171 +242,6 @@ def stream(
     return Rpc(service, method, roles, body, streaming=True, kind=kind, heartbeat=heartbeat)
 
 
-# --- the wrapper --------------------------------------------------------------------------------
-
-
-class _Malformed:
-    """What bytes that are not a valid request message deserialise to (refused after authentication)."""
-
-
-def _tolerant(parse: Callable[[bytes], Any]) -> Callable[[bytes], Any]:
-    def deserialize(data: bytes) -> Any:
-        try:
-            return parse(data)
-        except Exception:  # DecodeError, UnicodeDecodeError, ...: the bytes are not this message
-            return _Malformed()
-
-    return deserialize
-
-
-def _authenticate(
-    rpc: Rpc, authenticator: Authenticator, request: Any, context: grpc.ServicerContext
-) -> Principal | None:
-    """Steps 2 to 5: the caller (None for an open method), its role, the request's bytes, the deadline."""
-    principal = None
-    if not rpc.open:
-        principal = authenticator.principal(context.invocation_metadata())
-        if principal.role not in rpc.roles:
-            raise PermissionDenied(
-                f"{principal.describe()} may not call {rpc.method}", method=rpc.path, role=principal.role.value
-            )
-    if isinstance(request, _Malformed):
-        raise InvalidCommand("the request is not a valid protobuf message of this method", field="request")
-    remaining = context.time_remaining()
-    if remaining is not None and remaining <= 0:
-        raise DeadlineExpired("the call's deadline passed before it could run")
-    return principal
-
-
-def _call(principal: Principal | None, context: grpc.ServicerContext, watch: StreamWatch | None = None) -> Any:
-    return context if principal is None else Call(principal, context, watch)
-
-
-def _ended(context: grpc.ServicerContext, watch: StreamWatch | None = None) -> tuple[str, str]:
-    """The code (and reason) of a call that ended under the wrapper's feet: ended by the server (idle,
-    stalled, preempted), gone, or past its deadline."""
-    if watch is not None and watch.end is not None:
-        return watch.end.code.name, watch.end.reason
-    remaining = context.time_remaining()
-    return ("DEADLINE_EXCEEDED" if remaining is not None and remaining <= 0 else "CANCELLED"), ""
-
-
-def _requests(source: Iterator[Any], watch: StreamWatch) -> Iterator[Any]:
-    """A client stream's requests, each awaited under the idle limit; malformed bytes refused."""
-    while True:
-        watch.waiting()
-        try:
-            request = next(source)
-        except StopIteration:
-            return
-        finally:
-            watch.working()
-        watch.progress()
-        if isinstance(request, _Malformed):
-            raise InvalidCommand("the request is not a valid protobuf message of this method", field="request")
-        yield request
-
-
-def _messages(rpc: Rpc) -> tuple[Any, Any]:
-    if rpc.request_type is not None and rpc.response_type is not None:
-        return rpc.request_type, rpc.response_type
-    descriptor = pb.DESCRIPTOR.services_by_name[rpc.service].methods_by_name[rpc.method]
-    return getattr(pb, descriptor.input_type.name), getattr(pb, descriptor.output_type.name)
-
-
-def wrap(rpc: Rpc, env: Env, authenticator: Authenticator, runtime: Runtime) -> grpc.RpcMethodHandler[Any, Any]:
-    """The method handler of ``rpc``: every call through authentication, roles, deadline, admission,
-    the error map and the observer."""
-    request_class, response_class = _messages(rpc)
-    deserialize = _tolerant(request_class.FromString)
-    serialize = response_class.SerializeToString
-    kind = rpc.stream_kind
-    rate_class = rpc.rate_class
-
-    if rpc.streaming:
-
-        def run_stream(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
-            started = time.perf_counter()
-            principal, watch, gone = None, None, False
-            error: Exception | None = None
-            heartbeat = rpc.heartbeat
-            try:
-                principal = _authenticate(rpc, authenticator, None if rpc.client_streaming else request, context)
-                runtime.throttle(rate_class, principal, context)
-                if rpc.store:
-                    runtime.require_store()
-                watch = runtime.open_stream(kind, context, caller_key(principal, context), quiet=heartbeat is not None)
-                source = _requests(request, watch) if rpc.client_streaming else request
-                for reply in rpc.body(env, _call(principal, context, watch), source):
-                    watch.waiting()  # until the client took it
-                    yield reply
-                    watch.working()
-                    if heartbeat is None or not heartbeat(reply):
-                        watch.progress()
-                    if watch.end is not None:
-                        break  # told to end: no more replies
-                if watch.end is not None:  # the body stopped as told: idle, or its place given to another
-                    error = watch.end
-            except GeneratorExit:  # grpc dropped the stream (cancelled, or its send failed): no more replies
-                gone = True
-            except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
-                error = exc
-            finally:
-                if watch is not None:
-                    runtime.close_stream(kind, watch)
-            logged = None if rpc.client_streaming else request
-            if gone or not context.is_active() or (watch is not None and watch.cancelled):
-                code, reason = _ended(context, watch)
-                runtime.done(rpc, principal, logged, None, code, reason, started, context)
-                return
-            if error is None:
-                runtime.done(rpc, principal, logged, None, "OK", "", started, context)
-                return
-            runtime.fail(rpc, principal, logged, error, started, context)
-
-        if rpc.client_streaming:
-            return grpc.stream_stream_rpc_method_handler(run_stream, deserialize, serialize)
-        return grpc.unary_stream_rpc_method_handler(run_stream, deserialize, serialize)
-
-    def run(request: Any, context: grpc.ServicerContext) -> Any:
-        started = time.perf_counter()
-        principal, key, error, response = None, None, None, None
-        try:
-            principal = _authenticate(rpc, authenticator, request, context)
-            runtime.throttle(rate_class, principal, context)
-            call = _call(principal, context)
-            if rpc.on_loop:
-                response = rpc.body(env, call, request)
-            else:
-                key = runtime.admit(principal, context)
-                if rpc.store:
-                    runtime.require_store()
-                response = runtime.run(
-                    key, context, lambda: rpc.body(env, call, request), costly=rpc.is_costly(request)
-                )
-        except Exception as exc:  # every error is mapped, unknown ones to INTERNAL
-            error = exc
-        finally:
-            if key is not None:
-                runtime.release(key)
-        if error is None:
-            runtime.done(rpc, principal, request, response, "OK", "", started, context)
-            return response
-        runtime.fail(rpc, principal, request, error, started, context)
-
-    return grpc.unary_unary_rpc_method_handler(run, deserialize, serialize)
-
-
-def generic_handlers(
-    rpcs: Iterable[Rpc], env: Env, authenticator: Authenticator, runtime: Runtime
-) -> list[grpc.GenericRpcHandler]:
-    """One generic handler per service, with every declared method wrapped."""
-    by_service: dict[str, dict[str, grpc.RpcMethodHandler[Any, Any]]] = {}
-    for rpc in rpcs:
-        by_service.setdefault(rpc.full_service, {})[rpc.method] = wrap(rpc, env, authenticator, runtime)
-    return [grpc.method_handlers_generic_handler(name, handlers) for name, handlers in by_service.items()]
-
-
 __all__ = [
     "AUDITORS",
     "OPERATOR",
@@ -461,8 +257,6 @@ __all__ = [
     "Service",
     "StreamWatch",
     "command",
-    "generic_handlers",
     "query",
     "stream",
-    "wrap",
 ]

@@ -49,7 +49,8 @@ from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.methods import RPCS
 from pokdeng_service.api.observe import REFUSALS_PER_SECOND, TLS_CERTIFICATE, CallObserver, MetricsEndpoint
 from pokdeng_service.api.rates import DEFAULT_RATES, Rate
-from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service, generic_handlers
+from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service
+from pokdeng_service.api.wrapper import generic_handlers
 from pokdeng_service.application.telemetry import STORE_SECONDS
 from pokdeng_service.store.secret_files import read_secret
 from pokdeng_service.store.vault import VaultError

@@ -34,8 +34,9 @@ from pokdeng_service.api.admission import NUDGE, Limits, Runtime, StreamWatch
 from pokdeng_service.api.auth import Authenticator, TokenEntry, TokenStore, token_digest
 from pokdeng_service.api.errors import ResourceExhausted, StreamPreempted, details_of
 from pokdeng_service.api.hub import EventHub
-from pokdeng_service.api.rpcs import Env, Rpc, wrap
+from pokdeng_service.api.rpcs import Env, Rpc
 from pokdeng_service.api.server import HOUSEKEEPING
+from pokdeng_service.api.wrapper import wrap
 from pokdeng_service.application.principal import Principal, Role
 
 from .client import Api, bet, open_table, open_wallets, seat, start_round
