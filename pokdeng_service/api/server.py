@@ -2,7 +2,7 @@
 
 ``create_server(address, app) -> (server, port)`` builds and binds a server (port 0 picks a free
 port) without starting it; ``serve(...)`` runs one until SIGTERM or SIGINT. Every method, health
-and reflection included, passes through the one wrapper (``api/rpcs.py``). The returned server's
+and reflection included, passes through the one wrapper (``api/wrapper.py``). The returned server's
 ``stop(grace)`` shuts down gracefully: health turns NOT_SERVING for every service, event
 subscriptions end with UNAVAILABLE (clients resume from their last position), new calls are
 refused, and calls in flight get ``grace`` seconds to finish. A command is one transaction in the
@@ -23,56 +23,42 @@ with UNAVAILABLE.
 from __future__ import annotations
 
 import contextlib
-import errno
 import logging
 import os
 import secrets
 import signal
-import socket
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent import futures
-from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import grpc
-from cryptography import x509
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.auth import Authenticator, TokenStore
 from pokdeng_service.api.health import NOT_SERVING, SERVING, Health, StoreMonitor
 from pokdeng_service.api.health import SERVICE_NAME as HEALTH_SERVICE
 from pokdeng_service.api.hub import EventHub
+from pokdeng_service.api.listening import DEFAULT_HOST as DEFAULT_HOST
+from pokdeng_service.api.listening import PortInUse as PortInUse
+from pokdeng_service.api.listening import TlsFiles as TlsFiles
+from pokdeng_service.api.listening import bind_address as bind_address
+from pokdeng_service.api.listening import check_port as check_port
 from pokdeng_service.api.methods import RPCS
 from pokdeng_service.api.observe import REFUSALS_PER_SECOND, TLS_CERTIFICATE, CallObserver, MetricsEndpoint
 from pokdeng_service.api.rates import DEFAULT_RATES, Rate
 from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service
 from pokdeng_service.api.wrapper import generic_handlers
 from pokdeng_service.application.telemetry import STORE_SECONDS
-from pokdeng_service.store.secret_files import read_secret
 from pokdeng_service.store.vault import VaultError
 
 log = logging.getLogger("pokdeng.server")
 
-DEFAULT_HOST = "127.0.0.1"
 SERVICE_NAMES: tuple[str, ...] = tuple(s.full_name for s in pb.DESCRIPTOR.services_by_name.values())
 REFLECTION_SERVICE = "grpc.reflection.v1alpha.ServerReflection"
 HOUSEKEEPING = 0.2  # seconds between two rounds of the housekeeping thread (the streams' reaper, the store's state)
-
-
-def bind_address(address: str) -> str:
-    """``host:port`` to bind: a bare port (``"50051"``, ``":50051"``) binds the loopback interface only."""
-    text = address.strip()
-    if text.isdigit():
-        return f"{DEFAULT_HOST}:{text}"
-    if text.startswith(":"):
-        return f"{DEFAULT_HOST}{text}"
-    if ":" not in text:
-        raise ValueError(f"not an address: {address!r} (expected host:port)")
-    return text
 
 
 def _token_store(tokens: TokenStore | str | os.PathLike[str] | None) -> TokenStore:
@@ -81,100 +67,6 @@ def _token_store(tokens: TokenStore | str | os.PathLike[str] | None) -> TokenSto
     if tokens is None:
         return TokenStore.development()
     return TokenStore.from_file(Path(tokens))
-
-
-@dataclass(frozen=True)
-class TlsFiles:
-    """TLS on the gRPC port: the server's certificate chain and key (PEM); with ``client_ca``, mutual TLS:
-    a client must present a certificate that CA signed, else its handshake is refused.
-
-    The key is a secret file (``store.secret_files``): one its group or others may access is refused. The
-    chain's first certificate (the server's) must be valid now: one that has expired or is not valid yet
-    is refused at the start (``check``), rather than served to clients that would each refuse it."""
-
-    cert: Path
-    key: Path
-    client_ca: Path | None = None
-
-    @classmethod
-    def of(cls, cert: str | None, key: str | None, client_ca: str | None = None) -> TlsFiles | None:
-        """From the ``--tls-*`` settings: None without a certificate; a certificate needs its key."""
-        if not cert and not key:
-            if client_ca:
-                raise ValueError("--tls-client-ca needs --tls-cert and --tls-key (mutual TLS is TLS first)")
-            return None
-        if not (cert and key):
-            raise ValueError("TLS needs both --tls-cert and --tls-key")
-        return cls(Path(cert), Path(key), Path(client_ca) if client_ca else None)
-
-    def _read(self) -> tuple[bytes, bytes, bytes | None]:
-        def read(path: Path, what: str) -> bytes:
-            try:
-                return read_secret(path, "TLS private key") if what == "key" else path.read_bytes()
-            except OSError as error:
-                raise OSError(f"cannot read the TLS {what} {path}: {error.strerror or error}") from None
-
-        ca = read(self.client_ca, "client CA") if self.client_ca is not None else None
-        return read(self.key, "key"), read(self.cert, "certificate"), ca
-
-    def check(self, now: datetime | None = None) -> datetime:
-        """Read the files (the key under the rule of secret files) and check that the server's certificate is
-        valid at ``now`` (default: now); its end of validity (UTC). ``ValueError`` naming the file if not."""
-        _key, chain, _ca = self._read()
-        try:
-            certificate = x509.load_pem_x509_certificates(chain)[0]
-        except ValueError as error:
-            raise ValueError(f"the TLS certificate {self.cert} is not a PEM certificate: {error}") from None
-        now = now or datetime.now(UTC)
-        before, after = certificate.not_valid_before_utc, certificate.not_valid_after_utc
-        if now < before:
-            raise ValueError(
-                f"the TLS certificate {self.cert} is not valid yet: from {before:%Y-%m-%d %H:%M:%S} UTC "
-                f"(now {now:%Y-%m-%d %H:%M:%S} UTC; check the clock, or the certificate)"
-            )
-        if now > after:
-            raise ValueError(
-                f"the TLS certificate {self.cert} expired on {after:%Y-%m-%d %H:%M:%S} UTC: renew it "
-                "(clients refuse an expired certificate)"
-            )
-        return after
-
-    def credentials(self) -> grpc.ServerCredentials:
-        key, cert, ca = self._read()
-        chain = [(key, cert)]
-        if ca is None:
-            return grpc.ssl_server_credentials(chain)
-        return grpc.ssl_server_credentials(chain, root_certificates=ca, require_client_auth=True)
-
-
-class PortInUse(ValueError):
-    """``pokdeng serve``'s port (or its metrics port) cannot be listened on: checked before anything is made."""
-
-
-def check_port(host: str, port: int, what: str = "the gRPC port") -> None:
-    """Refuse (``PortInUse``) a ``host:port`` that cannot be listened on now: another process listens there,
-    the address is not this host's, the port is privileged. Port 0 (any free port) always can. Bound as
-    grpc binds (``SO_REUSEADDR``: a port whose last connections linger in TIME_WAIT is free), and let go
-    at once: ``pokdeng serve`` checks its ports before it writes any file (a lock, a vault key)."""
-    if port == 0:
-        return
-    name = host.strip("[]")
-    try:
-        infos = socket.getaddrinfo(name, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except OSError as error:
-        raise PortInUse(f"cannot listen on {host}:{port} ({what}): {error.strerror or error}") from None
-    for family, kind, proto, _name, address in infos:
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            try:
-                probe.bind(address)
-            except OSError as error:
-                if error.errno == errno.EADDRINUSE:
-                    raise PortInUse(
-                        f"port in use: {host}:{port} ({what}) is taken by another process (another server?): "
-                        "stop it, or choose another port"
-                    ) from None
-                raise PortInUse(f"cannot listen on {host}:{port} ({what}): {error.strerror or error}") from None
 
 
 class PokdengServer(grpc.Server):
@@ -390,7 +282,47 @@ def create_server(
     if max_workers < 2:
         raise ValueError("max_workers must be at least 2")
     store = _token_store(tokens)
-    authenticator = Authenticator(store)
+    limits = _limits(
+        max_workers,
+        max_concurrent_rpcs,
+        max_calls_per_caller,
+        max_subscriptions,
+        max_streams,
+        stream_idle,
+        rates,
+        costly_workers,
+    )
+    not_after = tls.check() if tls is not None else None  # (before anything starts: a bad certificate stops here)
+    runtime, observer, hub = _runtime(limits, access_log, log_refusals_per_second)
+    env = Env(app, hub, read_models, poll_interval, heartbeat, token_key=_token_key(app), runtime=runtime)
+    health = Health(SERVICE_NAMES, idle=stream_idle)
+    names = (*SERVICE_NAMES, HEALTH_SERVICE, REFLECTION_SERVICE)
+    rpcs = (*RPCS, *health.rpcs(), _reflection(names, store.development_token is not None))
+    monitor = _store_monitor(app, probes, recover, probe_interval) if probe else None
+    threads = limits.threads(rpc.stream_kind for rpc in rpcs if rpc.streaming)
+    workers = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pokdeng-grpc")
+    server = _grpc_server(
+        workers, generic_handlers(rpcs, env, Authenticator(store), runtime), threads, limits, connection_idle
+    )
+    port, metrics = _open(server, workers, address, tls, metrics_port, metrics_host, metrics_threads, metrics_timeout)
+    if not_after is not None:
+        TLS_CERTIFICATE.not_after = not_after
+    wrapped = PokdengServer(server, health, hub, store, runtime, workers, monitor, metrics, observer)
+    wrapped.port = port
+    return wrapped, port
+
+
+def _limits(
+    max_workers: int,
+    max_concurrent_rpcs: int | None,
+    max_calls_per_caller: int | None,
+    max_subscriptions: int | None,
+    max_streams: Mapping[str, int] | None,
+    stream_idle: float,
+    rates: Mapping[str, Rate] | None,
+    costly_workers: int,
+) -> Limits:
+    """The server's limits from ``create_server``'s settings, each unset one at its default."""
     concurrent = max_concurrent_rpcs or max_workers * 8
     streams = {
         "events": max_subscriptions or max(1, max_workers // 2),
@@ -399,7 +331,7 @@ def create_server(
         "watch": max(4, max_workers),
         **(max_streams or {}),
     }
-    limits = Limits(
+    return Limits(
         workers=max_workers,
         max_concurrent_rpcs=concurrent,
         max_calls_per_caller=max_calls_per_caller or max(1, concurrent // 2),
@@ -408,32 +340,39 @@ def create_server(
         rates={**DEFAULT_RATES, **(rates or {})},
         costly_workers=costly_workers,
     )
-    not_after = tls.check() if tls is not None else None  # (before anything starts: a bad certificate stops here)
-    observer = CallObserver(access_log=access_log, refusals_per_second=log_refusals_per_second)
+
+
+def _runtime(limits: Limits, access_log: bool, refusals_per_second: float) -> tuple[Runtime, CallObserver, EventHub]:
+    """Admission within ``limits``, its observer (the metrics and the call log) and the event hub it wakes."""
+    observer = CallObserver(access_log=access_log, refusals_per_second=refusals_per_second)
     runtime = Runtime(limits, observer)
     observer.bind(runtime)
-    hub = EventHub(streams["events"])
+    hub = EventHub(limits.max_streams["events"])
     runtime.wake = hub.notify  # (a stream told to end looks at once: ``Runtime.reap``, ``open_stream``)
-    env = Env(app, hub, read_models, poll_interval, heartbeat, token_key=_token_key(app), runtime=runtime)
-    health = Health(SERVICE_NAMES, idle=stream_idle)
-    development = store.development_token is not None
-    names = (*SERVICE_NAMES, HEALTH_SERVICE, REFLECTION_SERVICE)
-    rpcs = (*RPCS, *health.rpcs(), _reflection(names, development))
-    monitor = None
-    if probe:
-        found, recovers = (list(probes), recover) if probes is not None else default_probes(app)
-        monitor = StoreMonitor(
-            found,
-            interval=probe_interval,
-            stale_after=max(3.0, 3 * probe_interval),
-            recover=recovers,
-            observe=_observe_probe,
-        )
-    threads = limits.threads(rpc.stream_kind for rpc in rpcs if rpc.streaming)
-    workers = futures.ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pokdeng-grpc")
-    server = grpc.server(
+    return runtime, observer, hub
+
+
+def _store_monitor(
+    app: Service, probes: Sequence[Callable[[], None]] | None, recover: Callable[[], None] | None, interval: float
+) -> StoreMonitor:
+    """The store probe: ``probes`` (default one ``StoreProbe`` per partition) every ``interval`` seconds."""
+    found, recovers = (list(probes), recover) if probes is not None else default_probes(app)
+    return StoreMonitor(
+        found, interval=interval, stale_after=max(3.0, 3 * interval), recover=recovers, observe=_observe_probe
+    )
+
+
+def _grpc_server(
+    workers: futures.ThreadPoolExecutor,
+    handlers: list[grpc.GenericRpcHandler],
+    threads: int,
+    limits: Limits,
+    connection_idle: float,
+) -> grpc.Server:
+    """grpc's server on ``workers``, with every declared method's handler and grpc's own bounds."""
+    return grpc.server(
         workers,
-        handlers=generic_handlers(rpcs, env, authenticator, runtime),
+        handlers=handlers,
         maximum_concurrent_rpcs=threads + 256,  # grpc's own bound on every call at once, queued ones too
         options=[
             ("grpc.so_reuseport", 0),
@@ -442,30 +381,44 @@ def create_server(
             ("grpc.max_connection_idle_ms", int(connection_idle * 1000)),
         ],
     )
+
+
+def _open(
+    server: grpc.Server,
+    workers: futures.ThreadPoolExecutor,
+    address: str,
+    tls: TlsFiles | None,
+    metrics_port: int | None,
+    metrics_host: str,
+    metrics_threads: int,
+    metrics_timeout: float,
+) -> tuple[int, MetricsEndpoint | None]:
+    """The Prometheus endpoint opened (None: none) and ``server`` bound to ``address``: the port and the
+    endpoint; if either fails, the endpoint closed and the workers shut down before the error goes on."""
     metrics = None
     try:
         if metrics_port is not None:
             metrics = MetricsEndpoint(metrics_port, metrics_host, threads=metrics_threads, timeout=metrics_timeout)
-        target = bind_address(address)
-        try:
-            if tls is None:
-                port = server.add_insecure_port(target)
-            else:
-                port = server.add_secure_port(target, tls.credentials())
-        except RuntimeError as error:
-            raise OSError(f"cannot listen on {target}: {error}") from None
-        if not port:
-            raise OSError(f"cannot listen on {target}")
-        if not_after is not None:
-            TLS_CERTIFICATE.not_after = not_after
+        return _listen(server, address, tls), metrics
     except BaseException:
         if metrics is not None:
             metrics.close()
         workers.shutdown(wait=False)
         raise
-    wrapped = PokdengServer(server, health, hub, store, runtime, workers, monitor, metrics, observer)
-    wrapped.port = port
-    return wrapped, port
+
+
+def _listen(server: grpc.Server, address: str, tls: TlsFiles | None) -> int:
+    """Bind ``server`` to ``address`` (plaintext, or TLS); the port bound. ``OSError`` if it cannot listen."""
+    target = bind_address(address)
+    try:
+        port: int = (
+            server.add_insecure_port(target) if tls is None else server.add_secure_port(target, tls.credentials())
+        )
+    except RuntimeError as error:
+        raise OSError(f"cannot listen on {target}: {error}") from None
+    if not port:
+        raise OSError(f"cannot listen on {target}")
+    return port
 
 
 def _observe_probe(seconds: float, _ok: bool) -> None:

@@ -16,7 +16,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.server import PokdengServer, TlsFiles, create_server
+from pokdeng_service.api.listening import TlsFiles
+from pokdeng_service.api.server import PokdengServer, create_server
 from pokdeng_service.store.secret_files import SecretFileError
 
 from .client import Api, error_of
