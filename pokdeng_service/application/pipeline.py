@@ -38,6 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
+from uuid import UUID
 
 from eventsourcing.domain import Aggregate
 from eventsourcing.persistence import IntegrityError
@@ -56,7 +57,7 @@ from pokdeng_service.application.errors import (
     RequestInvalid,
 )
 from pokdeng_service.application.principal import SYSTEM, Principal
-from pokdeng_service.application.views import CommandResult, built
+from pokdeng_service.application.views import CommandResult, RecordedEvent, built
 from pokdeng_service.application.wallet_port import Prepared, Step, port_of
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store.aggregates import CommandRecord
@@ -207,33 +208,13 @@ def _record(app: Record, principal: Principal, request_id: str, command: Command
     for _attempt in range(MAX_ATTEMPTS):
         attempt = Attempt(app, principal, request_id)
         try:
-            done = None
+            outcome = _decided(app, principal, attempt, command, run, record_id)
+            if isinstance(outcome, CommandRecord):  # (outside the except clause: a DuplicateRequest has no context)
+                return _replayed(app, outcome, fingerprint)
+            pending = list(outcome.target.pending_events)
+            record = _request_record(principal, request_id, fingerprint, outcome, len(pending))
             try:
-                outcome = run(attempt, command)
-            except Exception as error:
-                done = app.command_record(record_id)
-                if done is None:
-                    disclosed = _disclosed(principal, error)
-                    if disclosed is not error:
-                        raise disclosed from None
-                    raise
-            else:
-                if outcome.refused is not None:  # a refusal all the same: a used request id answers first
-                    done = app.command_record(record_id)
-            if done is not None:  # (outside the except clause: a DuplicateRequest has no context)
-                return _replayed(app, done, fingerprint)
-            target = outcome.target
-            pending = list(target.pending_events)
-            before = target.version - len(pending)
-            result = {"stream": outcome.stream, "id": outcome.stream_id, "from": before + 1, "to": target.version}
-            refused = outcome.refused
-            if refused is None:
-                record = CommandRecord(request_id, fingerprint, result, principal.scope)
-            else:  # (the service's own request: the client's request id stays unused, for its retry)
-                record = CommandRecord(refused.request_id, fingerprint, result, SYSTEM.scope)
-            started = time.perf_counter()
-            try:
-                app.save(*outcome.saved, record)
+                events = _save(app, outcome, record, pending)
             except IntegrityError:
                 done = app.command_record(record_id)
                 if done is not None:
@@ -241,11 +222,8 @@ def _record(app: Record, principal: Principal, request_id: str, command: Command
                 app.evict(outcome.saved)
                 telemetry.retried(command.name)
                 continue
-            events = tuple(app.to_recorded(item) for item in pending)
-            app.after_save(outcome.saved, outcome.stream, events)
-            telemetry.saved(target, events, time.perf_counter() - started)
-            if refused is not None:
-                raise refused.error
+            if outcome.refused is not None:
+                raise outcome.refused.error
             return built(  # (each value of its field's type: tests/service/test_views_built.py)
                 CommandResult,
                 request_id=request_id,
@@ -253,11 +231,58 @@ def _record(app: Record, principal: Principal, request_id: str, command: Command
                 id=outcome.stream_id,
                 events=events,
                 replayed=False,
-                view=app.view_of(target),
+                view=app.view_of(outcome.target),
             )
         finally:
             attempt.release()
     raise Conflict(f"request {request_id!r} kept conflicting with concurrent writers; try again")
+
+
+def _decided(
+    app: Record, principal: Principal, attempt: Attempt, command: Command, run: Handler, record_id: UUID
+) -> Outcome | CommandRecord:
+    """The handler's outcome; or, when it refused and the request id is used already, the request's record
+    (a used request id answers with its first result, before any refusal)."""
+    try:
+        outcome = run(attempt, command)
+    except Exception as error:
+        done = app.command_record(record_id)
+        if done is not None:
+            return done
+        disclosed = _disclosed(principal, error)
+        if disclosed is not error:
+            raise disclosed from None
+        raise
+    if outcome.refused is not None:  # a refusal all the same: a used request id answers first
+        done = app.command_record(record_id)
+        if done is not None:
+            return done
+    return outcome
+
+
+def _request_record(
+    principal: Principal, request_id: str, fingerprint: str, outcome: Outcome, recorded: int
+) -> CommandRecord:
+    """The request's record: the stream and the versions of the ``recorded`` events it saves. A refusal that
+    records is saved as the service's own request, so that the client's request id stays unused, for its
+    retry."""
+    target = outcome.target
+    before = target.version - recorded
+    result = {"stream": outcome.stream, "id": outcome.stream_id, "from": before + 1, "to": target.version}
+    if outcome.refused is None:
+        return CommandRecord(request_id, fingerprint, result, principal.scope)
+    return CommandRecord(outcome.refused.request_id, fingerprint, result, SYSTEM.scope)
+
+
+def _save(app: Record, outcome: Outcome, record: CommandRecord, pending: list[Any]) -> tuple[RecordedEvent, ...]:
+    """The outcome's aggregates and the request's record saved in one transaction; the events recorded.
+    ``IntegrityError``: another writer was first."""
+    started = time.perf_counter()
+    app.save(*outcome.saved, record)
+    events = tuple(app.to_recorded(item) for item in pending)
+    app.after_save(outcome.saved, outcome.stream, events)
+    telemetry.saved(outcome.target, events, time.perf_counter() - started)
+    return events
 
 
 def _fingerprint(app: Record, command: Command) -> str:
