@@ -74,8 +74,9 @@ from __future__ import annotations
 
 import logging
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
 from google.protobuf import any_pb2, duration_pb2
@@ -251,83 +252,118 @@ def reason_of(status: status_pb2.Status) -> str:
 
 
 def status_for(exc: BaseException) -> status_pb2.Status:
-    """The ``google.rpc.Status`` (code, message, details) that reports ``exc`` to a client."""
+    """The ``google.rpc.Status`` (code, message, details) that reports ``exc`` to a client: the first row of
+    ``_REPORTS`` whose type ``exc`` is, else INTERNAL (logged with a reference the client is told)."""
     if isinstance(exc, VaultError):  # the round's seed cannot be unsealed (a lost or wrong key): its shoe is sealed
         exc = SealedShoe(str(exc))
-    if isinstance(exc, StoreDown):
-        return _status(exc.code, exc.message, _info(exc.reason, exc.metadata), _retry())
-    if isinstance(exc, RateLimited):
-        return _status(exc.code, exc.message, _info(exc.reason, exc.metadata), _retry(exc.retry_after))
-    if isinstance(exc, ApiError):
-        return _status(exc.code, exc.message, _info(exc.reason, exc.metadata))
-    if isinstance(exc, STORE_ERRORS):  # the driver's message names the host, never a password
-        log.warning("the event store failed a call: %s: %s", type(exc).__name__, _one_line(exc))
-        message = "the event store is unreachable or did not answer in time: try again"
-        return _status(grpc.StatusCode.UNAVAILABLE, message, _info("STORE_UNAVAILABLE"), _retry())
-    if isinstance(exc, PermissionDenied):
-        return _status(grpc.StatusCode.PERMISSION_DENIED, exc.message, _info(exc.reason, exc.metadata))
-    if isinstance(exc, DuplicateRequest):
-        violation = error_details_pb2.BadRequest.FieldViolation(field="request_id", description=exc.message)
-        return _status(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            exc.message,
-            error_details_pb2.BadRequest(field_violations=[violation]),
-            _info("DUPLICATE_REQUEST", _metadata(exc.details)),
-        )
-    if isinstance(exc, InvalidCommand):
-        pairs = exc.violations if isinstance(exc, RequestInvalid) else (FieldViolation(exc.field, exc.message),)
-        violations = [
-            error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description) for v in pairs
-        ]
-        return _status(
-            grpc.StatusCode.INVALID_ARGUMENT,
-            exc.message,
-            error_details_pb2.BadRequest(field_violations=violations),
-            _info("INVALID_ARGUMENT", _metadata({"field": exc.field, **exc.details})),
-        )
-    if isinstance(exc, NotFound):
-        return _status(
-            grpc.StatusCode.NOT_FOUND, exc.message, _info("NOT_FOUND", _metadata(exc.details)), _resource(exc)
-        )
-    if isinstance(exc, AlreadyExists):
-        return _status(
-            grpc.StatusCode.ALREADY_EXISTS, exc.message, _info("ALREADY_EXISTS", _metadata(exc.details)), _resource(exc)
-        )
-    if isinstance(exc, StreamForged):
-        forged = error_details_pb2.ResourceInfo(
-            resource_type=str(exc.details.get("stream", "")),
-            resource_name=str(exc.details.get("id", "")),
-            description=exc.message,
-        )
-        return _status(grpc.StatusCode.DATA_LOSS, exc.message, _info("STREAM_FORGED", _metadata(exc.details)), forged)
-    if isinstance(exc, Conflict):
-        retry = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
-        return _status(grpc.StatusCode.ABORTED, exc.message, _info("CONFLICT", _metadata(exc.details)), retry)
-    if isinstance(exc, WalletUnavailable):  # no answer: transient, as the store's (not a rule of the game)
-        return _status(
-            grpc.StatusCode.UNAVAILABLE, exc.message, _info("WALLET_UNAVAILABLE", _metadata(exc.details)), _retry()
-        )
-    if isinstance(exc, InsufficientFunds):
-        metadata = {"required": str(exc.required), "available": str(exc.available), "wallet": exc.wallet}
-        failure = error_details_pb2.PreconditionFailure(
-            violations=[
-                error_details_pb2.PreconditionFailure.Violation(
-                    type="INSUFFICIENT_FUNDS", subject=f"wallet:{exc.wallet}", description=exc.message
-                )
-            ]
-        )
-        return _status(grpc.StatusCode.FAILED_PRECONDITION, exc.message, _info("INSUFFICIENT_FUNDS", metadata), failure)
-    if isinstance(exc, DomainError):
-        reason = exc.code.upper()
-        failure = error_details_pb2.PreconditionFailure(
-            violations=[error_details_pb2.PreconditionFailure.Violation(type=reason, description=exc.message)]
-        )
-        return _status(grpc.StatusCode.FAILED_PRECONDITION, exc.message, _info(reason, _metadata(exc.details)), failure)
+    for kinds, report in _REPORTS:
+        if isinstance(exc, kinds):
+            return report(exc)
+    return _internal(exc)
+
+
+Report = Callable[[Any], status_pb2.Status]
+"""How one kind of error is reported: its ``google.rpc.Status``."""
+
+
+def _detailed(code: grpc.StatusCode, reason: str, extra: Callable[[Any], object]) -> Report:
+    """The common shape: ``code``, the message, ErrorInfo ``reason`` with the error's details, one more detail."""
+
+    def report(exc: Any) -> status_pb2.Status:
+        return _status(code, exc.message, _info(reason, _metadata(exc.details)), extra(exc))
+
+    return report
+
+
+def _api_error(exc: ApiError, *retry: error_details_pb2.RetryInfo) -> status_pb2.Status:
+    return _status(exc.code, exc.message, _info(exc.reason, exc.metadata), *retry)
+
+
+def _denied(exc: PermissionDenied) -> status_pb2.Status:
+    return _status(grpc.StatusCode.PERMISSION_DENIED, exc.message, _info(exc.reason, exc.metadata))
+
+
+def _store_failed(exc: BaseException) -> status_pb2.Status:
+    # the driver's message names the host, never a password
+    log.warning("the event store failed a call: %s: %s", type(exc).__name__, _one_line(exc))
+    message = "the event store is unreachable or did not answer in time: try again"
+    return _status(grpc.StatusCode.UNAVAILABLE, message, _info("STORE_UNAVAILABLE"), _retry())
+
+
+def _duplicate(exc: DuplicateRequest) -> status_pb2.Status:
+    violation = error_details_pb2.BadRequest.FieldViolation(field="request_id", description=exc.message)
+    return _status(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        exc.message,
+        error_details_pb2.BadRequest(field_violations=[violation]),
+        _info("DUPLICATE_REQUEST", _metadata(exc.details)),
+    )
+
+
+def _invalid(exc: InvalidCommand) -> status_pb2.Status:
+    pairs = exc.violations if isinstance(exc, RequestInvalid) else (FieldViolation(exc.field, exc.message),)
+    violations = [error_details_pb2.BadRequest.FieldViolation(field=v.field, description=v.description) for v in pairs]
+    return _status(
+        grpc.StatusCode.INVALID_ARGUMENT,
+        exc.message,
+        error_details_pb2.BadRequest(field_violations=violations),
+        _info("INVALID_ARGUMENT", _metadata({"field": exc.field, **exc.details})),
+    )
+
+
+def _forged(exc: StreamForged) -> error_details_pb2.ResourceInfo:
+    return error_details_pb2.ResourceInfo(
+        resource_type=str(exc.details.get("stream", "")),
+        resource_name=str(exc.details.get("id", "")),
+        description=exc.message,
+    )
+
+
+def _insufficient(exc: InsufficientFunds) -> status_pb2.Status:
+    metadata = {"required": str(exc.required), "available": str(exc.available), "wallet": exc.wallet}
+    violation = error_details_pb2.PreconditionFailure.Violation(
+        type="INSUFFICIENT_FUNDS", subject=f"wallet:{exc.wallet}", description=exc.message
+    )
+    failure = error_details_pb2.PreconditionFailure(violations=[violation])
+    return _status(grpc.StatusCode.FAILED_PRECONDITION, exc.message, _info("INSUFFICIENT_FUNDS", metadata), failure)
+
+
+def _domain(exc: DomainError) -> status_pb2.Status:
+    reason = exc.code.upper()
+    failure = error_details_pb2.PreconditionFailure(
+        violations=[error_details_pb2.PreconditionFailure.Violation(type=reason, description=exc.message)]
+    )
+    return _status(grpc.StatusCode.FAILED_PRECONDITION, exc.message, _info(reason, _metadata(exc.details)), failure)
+
+
+def _internal(exc: BaseException) -> status_pb2.Status:
     reference = secrets.token_hex(6)
     log.error("internal error (reference %s)", reference, exc_info=(type(exc), exc, exc.__traceback__))
     return _status(
         grpc.StatusCode.INTERNAL, f"internal error (reference {reference})", _info("INTERNAL", {"reference": reference})
     )
+
+
+_CONFLICT_RETRY = error_details_pb2.RetryInfo(retry_delay=duration_pb2.Duration(nanos=50_000_000))
+
+_REPORTS: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], Report], ...] = (
+    (StoreDown, lambda exc: _api_error(exc, _retry())),
+    (RateLimited, lambda exc: _api_error(exc, _retry(exc.retry_after))),
+    (ApiError, _api_error),
+    (STORE_ERRORS, _store_failed),
+    (PermissionDenied, _denied),
+    (DuplicateRequest, _duplicate),
+    (InvalidCommand, _invalid),
+    (NotFound, _detailed(grpc.StatusCode.NOT_FOUND, "NOT_FOUND", _resource)),
+    (AlreadyExists, _detailed(grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS", _resource)),
+    (StreamForged, _detailed(grpc.StatusCode.DATA_LOSS, "STREAM_FORGED", _forged)),
+    (Conflict, _detailed(grpc.StatusCode.ABORTED, "CONFLICT", lambda _exc: _CONFLICT_RETRY)),
+    # no answer: transient, as the store's (not a rule of the game)
+    (WalletUnavailable, _detailed(grpc.StatusCode.UNAVAILABLE, "WALLET_UNAVAILABLE", lambda _exc: _retry())),
+    (InsufficientFunds, _insufficient),
+    (DomainError, _domain),
+)
+"""The reports in order, the more specific type first: a subclass's row before its base's."""
 
 
 # --- reading the details back (clients, tests) -------------------------------------------------
