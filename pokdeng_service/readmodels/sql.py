@@ -10,7 +10,7 @@ tracking table, and calls :meth:`SQLViews._migrate` in the transaction that crea
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, ClassVar
 
@@ -114,111 +114,11 @@ class SQLViews(ReadModelRecorder, ABC):
             self._track(cursor, Tracking(application_name, items[-1][0]))
 
     def _flush(self, cursor: Any, batch: Batch) -> None:
-        q = self._q
-        gone = [(rid,) for rid in batch.dirty_rounds if batch.rounds.get(rid) is None]
-        if gone:
-            cursor.executemany(q("DELETE FROM {pokdeng_open_rounds} WHERE round_id = %s"), gone)
-        kept = [r for rid in batch.dirty_rounds if (r := batch.rounds.get(rid)) is not None]
-        if kept:
-            cursor.executemany(
-                q(
-                    f"INSERT INTO {{pokdeng_open_rounds}} ({ROUND_COLUMNS}) VALUES ({', '.join(['%s'] * 9)}) "
-                    "ON CONFLICT (round_id) DO UPDATE SET table_id = excluded.table_id, "
-                    "round_no = excluded.round_no, last_kind = excluded.last_kind, "
-                    "last_position = excluded.last_position, version = excluded.version, info = excluded.info"
-                ),
-                [
-                    (
-                        r.round_id,
-                        r.table_id,
-                        r.round_no,
-                        r.last_kind,
-                        r.last_position,
-                        r.version,
-                        r.started_position,
-                        r.started_at,
-                        r.info(),
-                    )
-                    for r in kept
-                ],
-            )
-        if batch.closed:
-            cursor.executemany(
-                q(f"INSERT INTO {{pokdeng_round_history}} ({HISTORY_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})"),
-                [history_row(s) for s in batch.closed],
-            )
-            players = {
-                (name, s.closed_position, s.round_id, s.table_id)
-                for s in batch.closed
-                for name in [p.player for p in s.players]
-            }
-            if players:
-                cursor.executemany(
-                    q(
-                        "INSERT INTO {pokdeng_round_players} (player, closed_position, round_id, table_id) "
-                        "VALUES (%s, %s, %s, %s)"
-                    ),
-                    sorted(players),
-                )
-        wallets = [w for key in sorted(batch.dirty_wallets) if (w := batch.wallets.get(key)) is not None]
-        if wallets:
-            cursor.executemany(
-                q(
-                    f"INSERT INTO {{pokdeng_wallets}} ({WALLET_COLUMNS}) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (wallet_key) DO UPDATE SET "
-                    "balance = excluded.balance, reserved = excluded.reserved, version = excluded.version, "
-                    "position = excluded.position"
-                ),
-                [(w.key, w.wallet_id, w.balance, w.reserved, w.version, w.position, w.currency) for w in wallets],
-            )
-        tables = [t for table_id in sorted(batch.dirty_tables) if (t := batch.tables.get(table_id)) is not None]
-        if tables:
-            marks = ", ".join(["%s"] * len(TABLE_FIELDS))
-            updates = ", ".join(f"{name} = excluded.{name}" for name in TABLE_FIELDS if name != "table_id")
-            cursor.executemany(
-                q(
-                    f"INSERT INTO {{pokdeng_tables}} ({TABLE_COLUMNS}) VALUES ({marks}) "
-                    f"ON CONFLICT (table_id) DO UPDATE SET {updates}"
-                ),
-                [t.row() for t in tables],
-            )
-        if batch.lines:
-            cursor.executemany(
-                q(
-                    f"INSERT INTO {{pokdeng_wallet_statement}} (wallet_key, position, {LINE_COLUMNS}) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"
-                ),
-                [
-                    (
-                        key,
-                        position,
-                        line.position,
-                        line.kind,
-                        line.amount,
-                        line.reserved_change,
-                        line.balance_after,
-                        line.round_id,
-                        line.reference,
-                        line.at,
-                    )
-                    for key, position, line in batch.lines
-                ],
-            )
-        if batch.house:
-            cursor.executemany(
-                q(
-                    "INSERT INTO {pokdeng_house_ledger} AS h "
-                    "(table_id, house_net, commission, rounds, settled, voided, position) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (table_id) DO UPDATE SET "
-                    "house_net = h.house_net + excluded.house_net, commission = h.commission + excluded.commission, "
-                    "rounds = h.rounds + excluded.rounds, settled = h.settled + excluded.settled, "
-                    "voided = h.voided + excluded.voided, position = excluded.position"
-                ),
-                [
-                    (table, h.house_net, h.commission, h.rounds, h.settled, h.voided, h.position)
-                    for table, h in sorted(batch.house.items())
-                ],
-            )
+        """The batch's changes written, each kind of row by its statement (``_WRITES``, in order)."""
+        for statement, rows_of in _WRITES:
+            rows = rows_of(batch)
+            if rows:
+                cursor.executemany(self._q(statement), rows)
 
     def reset(self) -> None:
         with self._transaction(commit=True) as cursor:
@@ -391,3 +291,125 @@ class _SQLReader:
         )
         rows = self.views._rows(self.cursor)
         return TableFold(*rows[0]) if rows else None
+
+
+# --- the writes of a batch (``SQLViews._flush``) ---------------------------------------------------
+
+Rows = list[tuple[Any, ...]]
+
+
+def _gone_rounds(batch: Batch) -> Rows:
+    return [(rid,) for rid in batch.dirty_rounds if batch.rounds.get(rid) is None]
+
+
+def _open_rounds(batch: Batch) -> Rows:
+    kept = [r for rid in batch.dirty_rounds if (r := batch.rounds.get(rid)) is not None]
+    return [
+        (
+            r.round_id,
+            r.table_id,
+            r.round_no,
+            r.last_kind,
+            r.last_position,
+            r.version,
+            r.started_position,
+            r.started_at,
+            r.info(),
+        )
+        for r in kept
+    ]
+
+
+def _history(batch: Batch) -> Rows:
+    return [history_row(s) for s in batch.closed]
+
+
+def _round_players(batch: Batch) -> Rows:
+    players = {
+        (name, s.closed_position, s.round_id, s.table_id)
+        for s in batch.closed
+        for name in [p.player for p in s.players]
+    }
+    return sorted(players)
+
+
+def _wallets(batch: Batch) -> Rows:
+    wallets = [w for key in sorted(batch.dirty_wallets) if (w := batch.wallets.get(key)) is not None]
+    return [(w.key, w.wallet_id, w.balance, w.reserved, w.version, w.position, w.currency) for w in wallets]
+
+
+def _tables(batch: Batch) -> Rows:
+    tables = [t for table_id in sorted(batch.dirty_tables) if (t := batch.tables.get(table_id)) is not None]
+    return [t.row() for t in tables]
+
+
+def _statement_lines(batch: Batch) -> Rows:
+    return [
+        (
+            key,
+            position,
+            line.position,
+            line.kind,
+            line.amount,
+            line.reserved_change,
+            line.balance_after,
+            line.round_id,
+            line.reference,
+            line.at,
+        )
+        for key, position, line in batch.lines
+    ]
+
+
+def _house(batch: Batch) -> Rows:
+    return [
+        (table, h.house_net, h.commission, h.rounds, h.settled, h.voided, h.position)
+        for table, h in sorted(batch.house.items())
+    ]
+
+
+_TABLE_MARKS = ", ".join(["%s"] * len(TABLE_FIELDS))
+_TABLE_UPDATES = ", ".join(f"{name} = excluded.{name}" for name in TABLE_FIELDS if name != "table_id")
+
+_WRITES: tuple[tuple[str, Callable[[Batch], Rows]], ...] = (
+    ("DELETE FROM {pokdeng_open_rounds} WHERE round_id = %s", _gone_rounds),
+    (
+        f"INSERT INTO {{pokdeng_open_rounds}} ({ROUND_COLUMNS}) VALUES ({', '.join(['%s'] * 9)}) "
+        "ON CONFLICT (round_id) DO UPDATE SET table_id = excluded.table_id, "
+        "round_no = excluded.round_no, last_kind = excluded.last_kind, "
+        "last_position = excluded.last_position, version = excluded.version, info = excluded.info",
+        _open_rounds,
+    ),
+    (f"INSERT INTO {{pokdeng_round_history}} ({HISTORY_COLUMNS}) VALUES ({', '.join(['%s'] * 14)})", _history),
+    (
+        "INSERT INTO {pokdeng_round_players} (player, closed_position, round_id, table_id) VALUES (%s, %s, %s, %s)",
+        _round_players,
+    ),
+    (
+        f"INSERT INTO {{pokdeng_wallets}} ({WALLET_COLUMNS}) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (wallet_key) DO UPDATE SET "
+        "balance = excluded.balance, reserved = excluded.reserved, version = excluded.version, "
+        "position = excluded.position",
+        _wallets,
+    ),
+    (
+        f"INSERT INTO {{pokdeng_tables}} ({TABLE_COLUMNS}) VALUES ({_TABLE_MARKS}) "
+        f"ON CONFLICT (table_id) DO UPDATE SET {_TABLE_UPDATES}",
+        _tables,
+    ),
+    (
+        f"INSERT INTO {{pokdeng_wallet_statement}} (wallet_key, position, {LINE_COLUMNS}) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        _statement_lines,
+    ),
+    (
+        "INSERT INTO {pokdeng_house_ledger} AS h "
+        "(table_id, house_net, commission, rounds, settled, voided, position) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT (table_id) DO UPDATE SET "
+        "house_net = h.house_net + excluded.house_net, commission = h.commission + excluded.commission, "
+        "rounds = h.rounds + excluded.rounds, settled = h.settled + excluded.settled, "
+        "voided = h.voided + excluded.voided, position = excluded.position",
+        _house,
+    ),
+)
+"""What ``_flush`` writes, in order: each statement, and the rows of a batch it is run on (none: not run)."""
