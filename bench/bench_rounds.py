@@ -185,7 +185,7 @@ NOTE = """\
 What stops it (issue #16, item 4), from the figures above and the profile below: a whole round is
 about 22 events, and the core's design makes each of them three Python objects: the command's
 frozen dataclass, the event's frozen slotted dataclass (every field set through
-object.__setattr__), and a new RoundState folded for it (``machine._with``: a dictionary copy
+object.__setattr__), and a new RoundState folded for it (``round_state.with_changes``: a dictionary copy
 per event). Building the events alone (build/s) and folding them alone (replay/s) are each
 below or near 20,000 rounds/s on this machine, so no change to ``decide`` alone can reach it:
 the floor is the event representation itself, not a hot spot. Settlement adds Fraction

@@ -39,8 +39,8 @@ from typing import Any
 
 from . import commands as c
 from . import events as e
-from .machine import BANKER, RoundState
 from .profiles import get_profile
+from .round_state import BANKER, RoundState
 from .shuffle import PLATFORM
 
 Reader = Callable[[Sequence[e.StoredEvent], RoundState], c.RoundCommand]

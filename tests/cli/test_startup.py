@@ -26,6 +26,31 @@ from pokdeng_service.version import BUNDLE_FORMAT, BUNDLE_VERSION, __version__
 ROOT = Path(__file__).resolve().parents[2]
 WORKED_BUNDLE = ROOT / "docs" / "examples" / "worked_round.json"
 
+# The round machine and game math, each a module and its parts (what ``pokdeng_core.machine`` and
+# ``pokdeng_core.gamemath`` load): none of them is light.
+MACHINE = (
+    "pokdeng_core.machine",
+    "pokdeng_core.round_betting",
+    "pokdeng_core.round_cards",
+    "pokdeng_core.round_dealing",
+    "pokdeng_core.round_deciding",
+    "pokdeng_core.round_ending",
+    "pokdeng_core.round_evolve",
+    "pokdeng_core.round_legal",
+    "pokdeng_core.round_opening",
+    "pokdeng_core.round_state",
+    "pokdeng_core.round_turns",
+)
+GAMEMATH = (
+    "pokdeng_core.gamemath",
+    "pokdeng_core.ante_math",
+    "pokdeng_core.deal_counts",
+    "pokdeng_core.draw_game_math",
+    "pokdeng_core.rtp_results",
+    "pokdeng_core.rtp_simulation",
+    "pokdeng_core.strategies",
+)
+
 # What no parse, --version or --help may load (a package stands for its submodules too).
 HEAVY = (
     "grpc",
@@ -43,8 +68,8 @@ HEAVY = (
     "rfc8785",
     "pokdeng_client",
     "pokdeng_core.profiles",
-    "pokdeng_core.machine",
-    "pokdeng_core.gamemath",
+    *MACHINE,
+    *GAMEMATH,
     "pokdeng_service.application",
     "pokdeng_service.api",
     "pokdeng_service.audit",
@@ -70,7 +95,7 @@ NOT_FOR_A_BUNDLE = (
     "rich",
     "prometheus_client",
     "pokdeng_client",
-    "pokdeng_core.gamemath",
+    *GAMEMATH,
     "pokdeng_core.table",
     "pokdeng_service.application",
     "pokdeng_service.api",
@@ -215,7 +240,7 @@ NOT_FOR_A_TOKEN = (
     "pydantic",
     "jinja2",
     "pokdeng_core.profiles",
-    "pokdeng_core.machine",
+    *MACHINE,
     "pokdeng_service.application.app",
     "pokdeng_service.application.pipeline",
     "pokdeng_service.audit",

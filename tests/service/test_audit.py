@@ -403,12 +403,11 @@ def test_rounds_of_an_older_profile_and_engine_version_still_replay(
     """Rounds recorded by an older engine, under a profile version that has since been
     superseded, replay bit for bit under the rules they were played with; the verdict
     names both engines, and the bundles still verify offline."""
-    import pokdeng_core.machine as machine
-    from pokdeng_core import profiles
+    from pokdeng_core import profiles, round_opening
     from pokdeng_service.store import aggregates
 
     with monkeypatch.context() as old_engine:
-        old_engine.setattr(machine, "ENGINE_VERSION", "0.9.0")
+        old_engine.setattr(round_opening, "ENGINE_VERSION", "0.9.0")
         old_engine.setattr(aggregates, "ENGINE_VERSION", "0.9.0")
         old_rounds = play_rounds(driver, "classic", 6, table="v1-table")
     # classic v2: a 5% commission on a winning player's gross (a rules change is a new version)

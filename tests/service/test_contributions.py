@@ -290,14 +290,14 @@ def test_stored_rounds_of_engine_1_0_0_still_verify(
 ) -> None:
     """Rounds recorded the old way (client seed with the commitment, no contributions), one of them
     still open when the engine changes, verify live and offline under this engine."""
-    import pokdeng_core.machine as machine
+    from pokdeng_core import round_opening
     from pokdeng_service.application import rounds
     from pokdeng_service.store import aggregates
 
     _table(driver, "old")
     with monkeypatch.context() as old_engine:
         old_engine.setattr(rounds, "CLIENT_SEED_RULE", "")
-        old_engine.setattr(machine, "ENGINE_VERSION", "1.0.0")
+        old_engine.setattr(round_opening, "ENGINE_VERSION", "1.0.0")
         old_engine.setattr(aggregates, "ENGINE_VERSION", "1.0.0")
         finished = play.start_round(driver, "old", "the old way")
         play.seat_bets(driver, finished, 200)
