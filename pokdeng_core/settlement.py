@@ -277,29 +277,45 @@ def settle_round(
         distinct = {frozenset(v.cards): v.cards for v in values}
         _check_disjoint([banker_value.cards, *distinct.values()])
     natural = banker_value.kind is HandKind.POK
-    stakes: list[StakeResult] = []
-    sides: list[SideBetResult] = []
+    settled = [
+        _settle_hand(rules, banker_value, natural, item, value) for item, value in zip(items, values, strict=True)
+    ]
+    return _round_settlement(rules, banker_value, settled, house)
+
+
+def _settle_hand(
+    rules: Profile, banker_value: HandValue, natural: bool, item: PlayerHand, value: HandValue
+) -> tuple[StakeResult, SideBetResult | None]:
+    """One hand's stake against the banker, and its side stake (if any) on the banker's natural."""
+    result = settle_values(rules, value, banker_value, check_stake(rules, item.stake))
+    if not item.side_stake:
+        return result, None
+    return result, settle_side_bet(rules, natural, _check_side_stake(rules, banker_value, item))
+
+
+def _round_settlement(
+    rules: Profile,
+    banker_value: HandValue,
+    settled: Sequence[tuple[StakeResult, SideBetResult | None]],
+    house: bool,
+) -> RoundSettlement:
+    """The hands' results summed: each wallet's net, the banker's before and after its commission."""
     nets: list[int] = []
     banker_sum = 0
     commission = 0
-    for item, value in zip(items, values, strict=True):
-        amount = check_stake(rules, item.stake)
-        result = settle_values(rules, value, banker_value, amount)
-        stakes.append(result)
+    for result, side in settled:
         net = result.player_net
         banker_sum += result.banker_net
         commission += result.commission
-        if item.side_stake:
-            side = settle_side_bet(rules, natural, _check_side_stake(rules, banker_value, item))
-            sides.append(side)
+        if side is not None:
             net += side.net
             banker_sum -= side.net
         nets.append(net)
     owed = banker_commission(rules, banker_sum, house)
     return RoundSettlement(
         banker_value,
-        tuple(stakes),
-        tuple(sides),
+        tuple(result for result, _ in settled),
+        tuple(side for _, side in settled if side is not None),
         banker_sum,
         owed,
         banker_sum - owed,

@@ -228,7 +228,8 @@ def test_the_table_module_still_offers_every_name(name: str) -> None:
 def test_events_and_commands_live_in_their_own_modules() -> None:
     assert table.TableOpened.__module__ == "pokdeng_core.table_events"
     assert table.OpenTable.__module__ == "pokdeng_core.table_commands"
-    assert table.TableState.__module__ == "pokdeng_core.table"
+    assert table.TableState.__module__ == "pokdeng_core.table_state"
+    assert machine.RoundState.__module__ == "pokdeng_core.round_state"
 
 
 # --- no module-level mutable state ---------------------------------------------------------
