@@ -184,10 +184,12 @@ def _in_file(raw: bytes, _wr: ModuleType) -> bytes:
     return raw.replace(old, f'"cards":[[{seat},"{_other_card(card)}"]'.encode(), 1)
 
 
-def _swap_last_two(bundle: dict[str, Any]) -> None:
+def _swap_the_last_card(bundle: dict[str, Any]) -> None:
+    """The last card swapped with the nearest one before it that differs (a shoe of several decks may hold
+    the same card twice in a row: swapping those would change nothing)."""
     deck = bundle["shuffle"]["deck_order"]
-    deck[-1], deck[-2] = deck[-2], deck[-1]
-    assert deck[-1] != deck[-2]
+    other = next(k for k in range(len(deck) - 2, -1, -1) if deck[k] != deck[-1])
+    deck[-1], deck[other] = deck[other], deck[-1]
 
 
 def _set(*path: Any, value: Any) -> Callable[[dict[str, Any]], None]:
@@ -210,7 +212,7 @@ EDITS: dict[str, tuple[Edit, set[str]]] = {
     "the bundle digest": (json_edit(lambda b: None), set()),  # (replaced below: a digest that is not the body's)
     "a balance": (json_edit(_set("balances", 0, "after", value=1)), {"balances"}),
     "the server seed": (json_edit(_set("shuffle", "server_seed", value="00" * 32)), {"commitment"}),
-    "the deck order": (json_edit(_swap_last_two), {"shuffle"}),
+    "the deck order": (json_edit(_swap_the_last_card), {"shuffle"}),
     "the head's signature": (json_edit(_set("log", "head", "signature", value="00" * 64)), {"anchor"}),
 }
 
