@@ -8,9 +8,9 @@ legal). What is derived from them is checked here against what cannot be: for ea
   (``machine.LISTED_COMMANDS``), the opening aside (the table's ``StartRound`` opens a round);
 * the proto's ``CommandKind`` has its value, ``COMMAND_KIND_<NAME>``, and no value names anything else
   (``api.convert.COMMAND_TO_PB`` is built from the listed commands);
-* the service has a command type of the same name (``application/commands.py``; the opening's is
-  ``StartRound``), a handler registered with the pipeline (``application.pipeline.HANDLERS``) and an RPC
-  that makes that command (``api.methods.RPCS``);
+* the service has a command type of the same name (``application/round_commands.py``, in
+  ``commands.COMMANDS``; the opening's is ``StartRound``), a handler registered with the pipeline
+  (``application.pipeline.HANDLERS``) and an RPC that makes that command (``api.methods.RPCS``);
 * the replay reads it back from the event it records first (``pokdeng_core.decisions.DECISIONS``). Which
   event that is, is found by playing rounds through the machine, every command in every phase it fits:
   the command read back from the recorded events, decided again in the same state, gives those events.
@@ -99,7 +99,7 @@ def _made_by(rpc: Any) -> app_commands.Command:
 def test_the_service_has_a_command_a_handler_and_an_rpc_for_each(core: type[c.RoundCommand]) -> None:
     by_name = {kind.name: kind for kind in app_commands.COMMANDS}
     service = OPENED_BY.get(core.name) or by_name.get(core.name)
-    assert service is not None, f"no service command {core.__name__} in application/commands.py (or its COMMANDS)"
+    assert service is not None, f"no service command {core.__name__} in application/round_commands.py (or COMMANDS)"
     assert service in HANDLERS, f"no @handler({service.__name__}) in application/rounds.py"
     rpcs = [rpc for rpc in methods.RPCS if rpc.method == service.__name__]
     assert len(rpcs) == 1, f"declare one RPC {service.__name__} in api/rounds.py (and the proto)"
