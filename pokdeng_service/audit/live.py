@@ -17,6 +17,7 @@ from eventsourcing.application import Repository
 from eventsourcing.persistence import AggregateRecorder, EventStore, Mapper
 
 from pokdeng_core import events as re
+from pokdeng_core.currencies import DEFAULT
 from pokdeng_core.limits import check_id, id_problem
 from pokdeng_core.machine import RoundState
 from pokdeng_service.application.errors import NotFound, StreamForged, stream_forged
@@ -25,6 +26,7 @@ from pokdeng_service.audit.outbox import verify_platform_round
 from pokdeng_service.audit.replay import check_chain, check_money, check_replay, core_facts, replay_events
 from pokdeng_service.audit.table_pins import TablePins, table_finish
 from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.money import format_money
 from pokdeng_service.store.aggregates import RoundRecord, Wallet, round_uuid, wallet_uuid
 from pokdeng_service.store.facts import Fact, fact_of
 from pokdeng_service.store.fastpaths import stream_facts
@@ -184,14 +186,16 @@ def _verify_round(
     if check_wallets:
         if not nets:  # (a void: no net, but its rollbacks may be a platform's: docs/wallet.md)
             verify_platform_round(app, verdict, round_id, facts)
+        currency = str(opened.data.get("currency") or DEFAULT)
         for player, net in nets.items():
             applied = wallet_settlement(app, player, round_id)
             if applied is None and verify_platform_round(app, verdict, round_id, facts):
                 break  # the round's money is a platform's: its transactions are checked (docs/wallet.md)
+            said = format_money(applied[0], currency, signed=True) if applied else "nothing"
             verdict.add(
                 f"wallet {player}",
                 applied is not None and applied[0] == net,
-                f"wallet applied {applied[0] if applied else 'nothing'}, round says {net}",
+                f"wallet applied {said}, round says {format_money(net, currency, signed=True)}",
             )
 
 
