@@ -335,10 +335,32 @@ def stakeholders(view: RoundView) -> set[str]:
 
 
 def round_(view: RoundView, seen: Visibility = EVERYTHING, *, with_events: bool = True) -> pb.Round:
+    """The round's message as ``seen`` may see it: its fields, seats, hands, bets, times and results, and with
+    ``with_events`` its events."""
     data = {e.kind: e.data for e in view.events}
     opened = data.get(re.RoundOpened.kind, {})
-    shuffle = data.get(re.ShuffleCommitted.kind, {})
-    message = pb.Round(
+    message = _round_fields(view, opened, data.get(re.ShuffleCommitted.kind, {}))
+    # (the repeated messages are added in place: passed to the constructor, each would be built, then copied)
+    add_seat = message.seats.add
+    for seat, holder in opened.get("seats", ()):
+        add_seat(seat=seat, player=holder or "")
+    _add_hands(message, view, seen)
+    for bets, views in ((message.bets, view.bets), (message.side_bets, view.side_bets)):
+        add_bet = bets.add
+        for b in views:
+            add_bet(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved)
+    _add_times(message, view)
+    if view.turn is not None:
+        message.turn = view.turn
+    _add_results(message, data)
+    if with_events:
+        message.events.extend(recorded_events(view.events, "round", seen))
+    return message
+
+
+def _round_fields(view: RoundView, opened: dict[str, Any], shuffle: dict[str, Any]) -> pb.Round:
+    """The round's message with its single fields: the round's, its opening's and its shuffle's."""
+    return pb.Round(
         round_id=view.round_id,
         table_id=view.table_id,
         round_no=view.round_no,
@@ -358,10 +380,10 @@ def round_(view: RoundView, seen: Visibility = EVERYTHING, *, with_events: bool 
         max_stake=int(opened.get("max_stake", 0)),
         currency=currency(str(opened.get("currency", currencies.DEFAULT))),
     )
-    # (the repeated messages are added in place: passed to the constructor, each would be built, then copied)
-    add_seat = message.seats.add
-    for seat, holder in opened.get("seats", ()):
-        add_seat(seat=seat, player=holder or "")
+
+
+def _add_hands(message: pb.Round, view: RoundView, seen: Visibility) -> None:
+    """The hands, each card ``seen`` may not see blanked (the banker's up card shown where the rules say)."""
     add_hand = message.hands.add
     for h in view.hands:
         shown = seen.sees(h.seat)
@@ -375,17 +397,19 @@ def round_(view: RoundView, seen: Visibility = EVERYTHING, *, with_events: bool 
             done=h.done,
             revealed=h.revealed,
         )
-    for bets, views in ((message.bets, view.bets), (message.side_bets, view.side_bets)):
-        add_bet = bets.add
-        for b in views:
-            add_bet(seat=b.seat, player=b.player, stake=b.stake, reserved=b.reserved)
+
+
+def _add_times(message: pb.Round, view: RoundView) -> None:
+    """When the round opened (its first event) and closed (its last, if it closed it)."""
     if view.events:
         message.open_time.CopyFrom(timestamp(view.events[0].timestamp))
         closing = view.events[-1]
         if closing.kind == re.RoundClosed.kind:
             message.close_time.CopyFrom(timestamp(closing.timestamp))
-    if view.turn is not None:
-        message.turn = view.turn
+
+
+def _add_results(message: pb.Round, data: dict[str, dict[str, Any]]) -> None:
+    """Each wallet's result of a settled round (and the house's net and commission), or of a voided one."""
     settled = data.get(re.RoundSettled.kind)
     voided = data.get(re.RoundVoided.kind)
     if settled is not None:
@@ -394,9 +418,6 @@ def round_(view: RoundView, seen: Visibility = EVERYTHING, *, with_events: bool 
         message.commission = int(settled["commission"])
     elif voided is not None:
         message.results.extend(pb.WalletResult(player=p, reserved=r, net=0) for p, r in voided["wallets"])
-    if with_events:
-        message.events.extend(recorded_events(view.events, "round", seen))
-    return message
 
 
 # --- the log and audits ------------------------------------------------------------------------
