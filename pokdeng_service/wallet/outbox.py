@@ -39,7 +39,7 @@ use it); it refuses a fact that does not follow from the ones before (``ValueErr
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -132,50 +132,78 @@ def step(txs: Mapping[str, Tx], kind: str, data: Mapping[str, Any], timestamp: s
     if kind in ("debit_requested", "credit_requested"):
         if found is not None:
             raise ValueError(f"transaction {tx_id} is requested a second time")
-        amount = data["amount"]
-        if type(amount) is not int or amount < 0:
-            raise ValueError(f"transaction {tx_id} has no amount in minor units")
-        if kind == "debit_requested":
-            if data["purpose"] not in PURPOSES:
-                raise ValueError(f"debit {tx_id} is for no stake ({data['purpose']!r})")
-            out[tx_id] = Tx(
-                tx_id, "debit", data["player"], amount, DEBIT_OPEN, timestamp,
-                data["purpose"], int(data["seat"]), data["bettor"], data.get("request_id", ""), session=_session(data),
-            )  # fmt: skip
-        else:
-            debits = tuple(data["debits"])
-            for debit in debits:
-                owner = out.get(debit)
-                if owner is None or owner.kind != "debit" or owner.status != ACCEPTED or owner.player != data["player"]:
-                    raise ValueError(f"credit {tx_id} settles {debit}, which is no accepted debit of its player")
-            out[tx_id] = Tx(
-                tx_id, "credit", data["player"], amount, DEBIT_OPEN, timestamp, debits=debits, session=_session(data)
-            )
+        out[tx_id] = _requested(out, tx_id, kind, data, timestamp)
         return out
     if found is None:
         raise ValueError(f"{kind} of transaction {tx_id}, never requested")
-    if kind == "debit_accepted" and found.kind == "debit" and found.status == DEBIT_OPEN:
-        out[tx_id] = replace(found, status=ACCEPTED, accepted=True)
-    elif kind == "debit_refused" and found.kind == "debit" and found.status == DEBIT_OPEN:
-        out[tx_id] = replace(found, status=REFUSED, reason=str(data.get("reason") or data.get("status", "")))
-    elif kind == "rollback_requested" and found.kind == "debit" and found.status in (DEBIT_OPEN, ACCEPTED):
-        out[tx_id] = replace(found, status=ROLLING_BACK, reason=str(data["reason"]))
-    elif kind == "debit_rolled_back" and found.kind == "debit" and found.status == ROLLING_BACK:
-        out[tx_id] = replace(found, status=ROLLED_BACK, debited=bool(data["debited"]))
-    elif kind == "credit_applied" and found.kind == "credit" and found.status == DEBIT_OPEN:
-        out[tx_id] = replace(found, status=APPLIED)
-    elif kind == "credit_refused" and found.kind == "credit" and found.status == DEBIT_OPEN:
-        out[tx_id] = replace(found, status=REFUSED, reason=str(data.get("reason") or data.get("status", "")))
-    elif kind == "rollback_refused" and found.kind == "debit" and found.status == ROLLING_BACK and not found.refusal:
-        out[tx_id] = replace(found, refusal=str(data.get("reason") or data.get("status") or "refused"))
-    elif kind == "tx_resolved" and not found.resolved and (found.status, found.kind) in RESOLVABLE:
-        reason = data.get("reason")
-        if not isinstance(reason, str) or not reason.strip():
-            raise ValueError(f"transaction {tx_id} is resolved without a reason")
-        out[tx_id] = replace(found, resolved=reason, resolved_by=str(data.get("operator", "")))
-    else:
+    move = _MOVES.get(kind)
+    if move is None or not move[0](found):
         raise ValueError(f"{kind} does not follow: transaction {tx_id} is a {found.kind}, {found.status}")
+    out[tx_id] = move[1](found, data)
     return out
+
+
+def _requested(txs: Mapping[str, Tx], tx_id: str, kind: str, data: Mapping[str, Any], timestamp: str) -> Tx:
+    """A transaction's request: a debit for a stake, or a credit settling accepted debits of its player."""
+    amount = data["amount"]
+    if type(amount) is not int or amount < 0:
+        raise ValueError(f"transaction {tx_id} has no amount in minor units")
+    if kind == "debit_requested":
+        if data["purpose"] not in PURPOSES:
+            raise ValueError(f"debit {tx_id} is for no stake ({data['purpose']!r})")
+        return Tx(
+            tx_id, "debit", data["player"], amount, DEBIT_OPEN, timestamp,
+            data["purpose"], int(data["seat"]), data["bettor"], data.get("request_id", ""), session=_session(data),
+        )  # fmt: skip
+    debits = tuple(data["debits"])
+    for debit in debits:
+        owner = txs.get(debit)
+        if owner is None or owner.kind != "debit" or owner.status != ACCEPTED or owner.player != data["player"]:
+            raise ValueError(f"credit {tx_id} settles {debit}, which is no accepted debit of its player")
+    return Tx(tx_id, "credit", data["player"], amount, DEBIT_OPEN, timestamp, debits=debits, session=_session(data))
+
+
+def _of(kind: str, *statuses: str) -> Callable[[Tx], bool]:
+    """Whether a transaction is a ``kind`` in one of ``statuses``."""
+    return lambda tx: tx.kind == kind and tx.status in statuses
+
+
+def _refusal(data: Mapping[str, Any]) -> str:
+    return str(data.get("reason") or data.get("status", ""))
+
+
+def _resolved(tx: Tx, data: Mapping[str, Any]) -> Tx:
+    reason = data.get("reason")
+    if not isinstance(reason, str) or not reason.strip():
+        raise ValueError(f"transaction {tx.tx_id} is resolved without a reason")
+    return replace(tx, resolved=reason, resolved_by=str(data.get("operator", "")))
+
+
+RESOLVABLE = frozenset({(REFUSED, "credit"), (DEBIT_OPEN, "credit"), (ROLLING_BACK, "debit"), (ACCEPTED, "debit")})
+"""(status, kind) of the transactions an operator may resolve: a credit refused or unanswered, a rollback not done,
+an accepted debit (stranded by a round closed without crediting or rolling it back)."""
+
+
+_MOVES: dict[str, tuple[Callable[[Tx], bool], Callable[[Tx, Mapping[str, Any]], Tx]]] = {
+    "debit_accepted": (_of("debit", DEBIT_OPEN), lambda tx, _data: replace(tx, status=ACCEPTED, accepted=True)),
+    "debit_refused": (_of("debit", DEBIT_OPEN), lambda tx, data: replace(tx, status=REFUSED, reason=_refusal(data))),
+    "rollback_requested": (
+        _of("debit", DEBIT_OPEN, ACCEPTED),
+        lambda tx, data: replace(tx, status=ROLLING_BACK, reason=str(data["reason"])),
+    ),
+    "debit_rolled_back": (
+        _of("debit", ROLLING_BACK),
+        lambda tx, data: replace(tx, status=ROLLED_BACK, debited=bool(data["debited"])),
+    ),
+    "credit_applied": (_of("credit", DEBIT_OPEN), lambda tx, _data: replace(tx, status=APPLIED)),
+    "credit_refused": (_of("credit", DEBIT_OPEN), lambda tx, data: replace(tx, status=REFUSED, reason=_refusal(data))),
+    "rollback_refused": (
+        lambda tx: tx.kind == "debit" and tx.status == ROLLING_BACK and not tx.refusal,
+        lambda tx, data: replace(tx, refusal=str(data.get("reason") or data.get("status") or "refused")),
+    ),
+    "tx_resolved": (lambda tx: not tx.resolved and (tx.status, tx.kind) in RESOLVABLE, _resolved),
+}
+"""Each fact that moves a requested transaction on: which transactions it may follow, and the transaction after it."""
 
 
 def _session(data: Mapping[str, Any]) -> int:
@@ -198,11 +226,6 @@ def closing_tx(txs: Mapping[str, Tx]) -> str | None:
         if t.kind == "debit" and t.accepted and t.reason == "round_voided" and t.status in (ROLLING_BACK, ROLLED_BACK)
     ]  # fmt: skip
     return voided[-1] if voided else None
-
-
-RESOLVABLE = frozenset({(REFUSED, "credit"), (DEBIT_OPEN, "credit"), (ROLLING_BACK, "debit"), (ACCEPTED, "debit")})
-"""(status, kind) of the transactions an operator may resolve: a credit refused or unanswered, a rollback not done,
-an accepted debit (stranded by a round closed without crediting or rolling it back)."""
 
 
 def fold(facts: Iterable[tuple[str, Mapping[str, Any], str]]) -> dict[str, Tx]:
