@@ -98,81 +98,148 @@ def transactions_problem(
     if outcome not in ("settled", "voided"):
         return f"the round is not closed settled or voided ({outcome or 'open'})"
     player = made_for.removeprefix("player:") if made_for.startswith("player:") else None
-    # 1. each transaction: its kind's fields, its id the deterministic one, the round's currency, the audience
+    accepted: dict[str, list[str]] = {}  # each player's accepted debits, in order (found by step 1)
+    problem = _listed_problem(round_id, made_for, player, currency, banker, txs, accepted)
+    if problem is not None:
+        return problem
+    audience = [p for p, held in reserved.items() if held and (player is None or p == player)]
+    problem = _stakes_problem(txs, accepted, {p: reserved[p] for p in audience})
+    if problem is not None:
+        return problem
+    if outcome == "settled":
+        problem = _settled_problem(txs, accepted, audience, reserved, nets)
+    else:
+        problem = _voided_problem(txs)
+    return problem if problem is not None else _open_problem(txs)
+
+
+def _listed_problem(
+    round_id: str,
+    made_for: str,
+    player: str | None,
+    currency: str,
+    banker: str | None,
+    txs: Sequence[Mapping[str, Any]],
+    accepted: dict[str, list[str]],
+) -> str | None:
+    """1. each transaction: its kind's fields, its id the deterministic one, the round's currency, the audience
+    (``player``: the one player a bundle made for a player holds). Each player's accepted debits go to
+    ``accepted``."""
     ids: set[str] = set()
     attempts: dict[tuple[str, int, str], int] = {}
-    accepted: dict[str, list[str]] = {}
     for i, tx in enumerate(txs):
-        tx_id, kind, who, status = tx["tx_id"], tx["kind"], tx["player"], tx["status"]
-        where = f"transaction {i} ({tx_id})"
+        tx_id, kind, who = tx["tx_id"], tx["kind"], tx["player"]
         if tx_id in ids:
-            return f"{where}: its id appears twice"
-        ids.add(tx_id)
-        if tx["amount"] < 0:
-            return f"{where}: a negative amount"
-        if tx["currency"] != currency:
-            return f"{where}: currency {tx['currency']}, the round's is {currency}"
-        if player is not None and who != player:
-            return f"{where}: of {who!r}, in a bundle made for {made_for} (which holds its own alone)"
-        if kind == "debit":
-            purpose, seat, bettor = tx["purpose"], tx["seat"], tx["bettor"]
-            if purpose not in DEBIT_PURPOSES or seat is None or bettor is None or tx["debits"]:
-                return f"{where}: a debit is of purpose bet, cover or side, with a seat and a bettor, no debits"
-            key = (purpose, seat, bettor)
-            want = debit_id(round_id, purpose, seat, bettor, attempts.get(key, 0))
-            attempts[key] = attempts.get(key, 0) + 1
-            if tx_id != want:
-                return f"{where}: not the deterministic id {want}"
-            owner = banker if purpose == "cover" else bettor
-            if who != owner:
-                return f"{where}: a {purpose} debit of {who!r}, where the stake's is {owner!r}"
-            if status not in DEBIT_STATUSES:
-                return f"{where}: status {status!r} is not a debit's"
-            if status not in UNDONE and tx["accepted"] != (status == "accepted"):
-                return f"{where}: accepted {tx['accepted']} with status {status}"
-            if tx["accepted"]:
-                accepted.setdefault(who, []).append(tx_id)
+            problem: str | None = "its id appears twice"
+        elif tx["amount"] < 0:
+            problem = "a negative amount"
+        elif tx["currency"] != currency:
+            problem = f"currency {tx['currency']}, the round's is {currency}"
+        elif player is not None and who != player:
+            problem = f"of {who!r}, in a bundle made for {made_for} (which holds its own alone)"
+        elif kind == "debit":
+            problem = _debit_problem(round_id, banker, tx, attempts, accepted)
         elif kind == "credit":
-            if tx["purpose"] != "credit" or tx["seat"] is not None or tx["bettor"] is not None or tx["accepted"]:
-                return f"{where}: a credit is of purpose credit, with no seat, no bettor, not accepted"
-            if tx_id != credit_id(round_id, who):
-                return f"{where}: not the deterministic id {credit_id(round_id, who)}"
-            if status not in CREDIT_STATUSES:
-                return f"{where}: status {status!r} is not a credit's"
+            problem = _credit_problem(round_id, tx)
         else:
-            return f"{where}: kind {kind!r} is neither debit nor credit"
-    # 2. every wallet's accepted debits are its reserved stakes
-    audience = [p for p, held in reserved.items() if held and (player is None or p == player)]
+            problem = f"kind {kind!r} is neither debit nor credit"
+        if problem is not None:
+            return f"transaction {i} ({tx_id}): {problem}"
+        ids.add(tx_id)
+    return None
+
+
+def _debit_problem(
+    round_id: str,
+    banker: str | None,
+    tx: Mapping[str, Any],
+    attempts: dict[tuple[str, int, str], int],
+    accepted: dict[str, list[str]],
+) -> str | None:
+    """A debit's fields, its deterministic id (``attempts``: the stake's debits so far), its owner and status."""
+    tx_id, who, status = tx["tx_id"], tx["player"], tx["status"]
+    purpose, seat, bettor = tx["purpose"], tx["seat"], tx["bettor"]
+    if purpose not in DEBIT_PURPOSES or seat is None or bettor is None or tx["debits"]:
+        return "a debit is of purpose bet, cover or side, with a seat and a bettor, no debits"
+    key = (purpose, seat, bettor)
+    want = debit_id(round_id, purpose, seat, bettor, attempts.get(key, 0))
+    attempts[key] = attempts.get(key, 0) + 1
+    if tx_id != want:
+        return f"not the deterministic id {want}"
+    owner = banker if purpose == "cover" else bettor
+    if who != owner:
+        return f"a {purpose} debit of {who!r}, where the stake's is {owner!r}"
+    if status not in DEBIT_STATUSES:
+        return f"status {status!r} is not a debit's"
+    if status not in UNDONE and tx["accepted"] != (status == "accepted"):
+        return f"accepted {tx['accepted']} with status {status}"
+    if tx["accepted"]:
+        accepted.setdefault(who, []).append(tx_id)
+    return None
+
+
+def _credit_problem(round_id: str, tx: Mapping[str, Any]) -> str | None:
+    """A credit's fields, its deterministic id and its status."""
+    if tx["purpose"] != "credit" or tx["seat"] is not None or tx["bettor"] is not None or tx["accepted"]:
+        return "a credit is of purpose credit, with no seat, no bettor, not accepted"
+    if tx["tx_id"] != credit_id(round_id, tx["player"]):
+        return f"not the deterministic id {credit_id(round_id, tx['player'])}"
+    if tx["status"] not in CREDIT_STATUSES:
+        return f"status {tx['status']!r} is not a credit's"
+    return None
+
+
+def _stakes_problem(
+    txs: Sequence[Mapping[str, Any]], accepted: Mapping[str, list[str]], wanted: dict[str, int]
+) -> str | None:
+    """2. every wallet's accepted debits are its reserved stakes (``wanted``, of the bundle's audience)."""
     placed = {p: sum(t["amount"] for t in txs if t["kind"] == "debit" and t["accepted"] and t["player"] == p)
               for p in accepted}  # fmt: skip
-    wanted = {p: reserved[p] for p in audience}
     if dict(sorted(placed.items())) != dict(sorted(wanted.items())):
         return f"the accepted debits {dict(sorted(placed.items()))} are not the round's stakes {wanted}"
-    # 3. the settlement's credits, or the void's rollbacks
+    return None
+
+
+def _settled_problem(
+    txs: Sequence[Mapping[str, Any]],
+    accepted: Mapping[str, list[str]],
+    audience: Sequence[str],
+    reserved: Mapping[str, int],
+    nets: Mapping[str, int],
+) -> str | None:
+    """3. a settled round: the settlement's credit to each wallet of the audience, no other, no stake rolled back."""
     credits = {t["player"]: t for t in txs if t["kind"] == "credit"}
-    if outcome == "settled":
-        for p in audience:
-            credit = credits.pop(p, None)
-            pays = f"{reserved[p] + nets.get(p, 0)} (its reserved {reserved[p]} + its net {nets.get(p, 0)})"
-            if credit is None:
-                return f"no credit to {p}, whom the settlement pays {pays}"
-            if credit["amount"] != reserved[p] + nets.get(p, 0):
-                return f"the credit to {p} is {credit['amount']}; the settlement pays {pays}"
-            mine = accepted.get(p, [])
-            if list(credit["debits"]) != mine:
-                return f"the credit to {p} settles {credit['debits']}, not its accepted debits {mine}"
-        if credits:
-            return f"credits to {sorted(credits)}, whom the settlement does not pay"
-        undone = [t["tx_id"] for t in txs if t["kind"] == "debit" and t["accepted"] and t["status"] in UNDONE]
-        if undone:
-            return f"a settled round rolls back its placed stakes {undone}"
-    else:
-        if credits:
-            return f"credits to {sorted(credits)} in a voided round"
-        kept = [t["tx_id"] for t in txs if t["kind"] == "debit" and t["accepted"] and t["status"] not in UNDONE]
-        if kept:
-            return f"the void leaves debits {kept} in force (not rolled back)"
-    # 4. nothing left open in a closed round (nor a credit refused): unless an operator resolved it
+    for p in audience:
+        credit = credits.pop(p, None)
+        pays = f"{reserved[p] + nets.get(p, 0)} (its reserved {reserved[p]} + its net {nets.get(p, 0)})"
+        if credit is None:
+            return f"no credit to {p}, whom the settlement pays {pays}"
+        if credit["amount"] != reserved[p] + nets.get(p, 0):
+            return f"the credit to {p} is {credit['amount']}; the settlement pays {pays}"
+        mine = accepted.get(p, [])
+        if list(credit["debits"]) != mine:
+            return f"the credit to {p} settles {credit['debits']}, not its accepted debits {mine}"
+    if credits:
+        return f"credits to {sorted(credits)}, whom the settlement does not pay"
+    undone = [t["tx_id"] for t in txs if t["kind"] == "debit" and t["accepted"] and t["status"] in UNDONE]
+    if undone:
+        return f"a settled round rolls back its placed stakes {undone}"
+    return None
+
+
+def _voided_problem(txs: Sequence[Mapping[str, Any]]) -> str | None:
+    """3. a voided round: no credit, every placed stake rolled back."""
+    credits = {t["player"]: t for t in txs if t["kind"] == "credit"}
+    if credits:
+        return f"credits to {sorted(credits)} in a voided round"
+    kept = [t["tx_id"] for t in txs if t["kind"] == "debit" and t["accepted"] and t["status"] not in UNDONE]
+    if kept:
+        return f"the void leaves debits {kept} in force (not rolled back)"
+    return None
+
+
+def _open_problem(txs: Sequence[Mapping[str, Any]]) -> str | None:
+    """4. nothing left open in a closed round (nor a credit refused): unless an operator resolved it."""
     for t in txs:
         unfinished = t["status"] in OPEN or (t["kind"] == "credit" and t["status"] == "refused")
         if unfinished and not t["resolved"]:
