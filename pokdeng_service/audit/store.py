@@ -315,25 +315,9 @@ class _StoreAudit(StoreVerdicts):
             wallet.fail("stream", position, f"cannot be applied: {error!r}", fact.kind)
             return
         if not fact.digest:
-            wallet.undigested = wallet.undigested or position
-            if wallet.unchained:
-                wallet.unchained[1:] = [position, wallet.unchained[2] + 1]
-            else:
-                wallet.unchained = [position, position, 1]
-            if wallet.chained and not wallet.chain_broken:
-                wallet.chain_broken = True
-                wallet.fail("chain", position, "carries no digest, after chained events", fact.kind)
+            _wallet_undigested(wallet, fact)
         elif not wallet.chain_broken:
-            wallet.chained = True
-            try:
-                digest = wallet_digest(wallet.previous, kind, data, position, fact.timestamp, balance, reservations)
-            except (TypeError, ValueError):
-                digest = ""
-            if digest != fact.digest:
-                wallet.chain_broken = True
-                wallet.fail("chain", position, "does not match its digest", fact.kind)
-            else:
-                wallet.previous = digest
+            _wallet_chained(wallet, fact, balance, reservations)
         wallet.balance, wallet.reservations = balance, reservations
         round_id = data.get("round_id")
         if kind == "Deposited":
@@ -341,23 +325,7 @@ class _StoreAudit(StoreVerdicts):
         elif kind == "Withdrawn":
             wallet.withdrawals += data["amount"]
         elif isinstance(round_id, str):
-            entry = wallet.rounds.get(round_id)
-            if entry is None:
-                entry = wallet.rounds[round_id] = [0, position, "", 0, 0, 0, 0]
-            if kind == "FundsReserved":
-                entry[0] += data["amount"]
-                if entry[6]:
-                    wallet.fail("rounds", position, f"reserves for round {round_id} after it closed", fact.kind)
-            else:
-                entry[2:7] = [
-                    kind,
-                    data.get("released", data.get("amount")),
-                    data.get("net", 0),
-                    position,
-                    entry[6] + 1,
-                ]
-                if entry[6] > 1:
-                    wallet.fail("rounds", position, f"closes round {round_id} a second time", fact.kind)
+            _wallet_round(wallet, fact, round_id)
         self._wallet_snapshots(wallet, position)
 
     # -- snapshots -----------------------------------------------------------------------
@@ -460,3 +428,59 @@ class _StoreAudit(StoreVerdicts):
             self.request_problems.append(
                 f"{name} position 1: {where} were not all caused by it (from position {run[1]}: request {run[0]!r})"
             )
+
+
+# --- a wallet's fact, step by step (``_StoreAudit._wallet_fact``) -------------------------------------------
+
+
+def _wallet_undigested(wallet: WalletRead, fact: RecordedEvent) -> None:
+    """A fact without a digest: counted among the unchained (first, last, how many); after chained facts it
+    breaks the chain."""
+    position = fact.position
+    wallet.undigested = wallet.undigested or position
+    if wallet.unchained:
+        wallet.unchained[1:] = [position, wallet.unchained[2] + 1]
+    else:
+        wallet.unchained = [position, position, 1]
+    if wallet.chained and not wallet.chain_broken:
+        wallet.chain_broken = True
+        wallet.fail("chain", position, "carries no digest, after chained events", fact.kind)
+
+
+def _wallet_chained(wallet: WalletRead, fact: RecordedEvent, balance: int, reservations: dict[str, int]) -> None:
+    """A fact with a digest, on an unbroken chain: its digest the one of the wallet after it, or the chain broken."""
+    wallet.chained = True
+    try:
+        digest = wallet_digest(
+            wallet.previous, fact.kind, fact.data, fact.position, fact.timestamp, balance, reservations
+        )
+    except (TypeError, ValueError):
+        digest = ""
+    if digest != fact.digest:
+        wallet.chain_broken = True
+        wallet.fail("chain", fact.position, "does not match its digest", fact.kind)
+    else:
+        wallet.previous = digest
+
+
+def _wallet_round(wallet: WalletRead, fact: RecordedEvent, round_id: str) -> None:
+    """A fact of one of the wallet's rounds: its reservations summed, its close (released, net, position, how many
+    closes) noted; a reservation after the close, or a second close, fails."""
+    kind, data, position = fact.kind, fact.data, fact.position
+    entry = wallet.rounds.get(round_id)
+    if entry is None:
+        entry = wallet.rounds[round_id] = [0, position, "", 0, 0, 0, 0]
+    if kind == "FundsReserved":
+        entry[0] += data["amount"]
+        if entry[6]:
+            wallet.fail("rounds", position, f"reserves for round {round_id} after it closed", fact.kind)
+    else:
+        entry[2:7] = [
+            kind,
+            data.get("released", data.get("amount")),
+            data.get("net", 0),
+            position,
+            entry[6] + 1,
+        ]
+        if entry[6] > 1:
+            wallet.fail("rounds", position, f"closes round {round_id} a second time", fact.kind)
