@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # (the store's log is read by audit_log alone: a bundle's anc
     from eventsourcing.persistence import AggregateRecorder, Mapper
 
     from pokdeng_service.store.facts import RecordedEvent
+    from pokdeng_service.store.roundlog import LogRecord
 
 UNANCHORED = "unanchored"
 
@@ -215,13 +216,28 @@ def _last_digest(app: LogAudited, round_id: str) -> str | None:
 
 def audit_log(app: LogAudited, keys: PublicKeys | None = None, subject: str = "") -> Verdict:
     """The store's log: leaves, their rounds, every head's root and signature (names the first problem)."""
-    from pokdeng_service.store.roundlog import covers, leaf_problem, read_log
+    from pokdeng_service.store.roundlog import read_log
 
     log = read_log(app.log_events())
     verdict = Verdict(subject or f"log {log.log_id or '(none)'}")
     if not log.log_id:
         verdict.add("log", not log.leaves and not log.heads, "no round has closed in this store yet")
         return verdict
+    bad_leaf, bad_round = _leaves_problems(app, log)
+    verdict.add("leaves", not bad_leaf, bad_leaf or f"{len(log.leaves)} leaves, each its round's hash, in order")
+    verdict.add("rounds", not bad_round, bad_round or "every logged round is stored with the digest logged")
+    bad_head = _heads_problem(log)
+    verdict.add("heads", not bad_head, bad_head or f"{len(log.heads)} signed heads, each the root of its leaves")
+    _audit_notes(verdict, log.log_id, log.heads, log.notes, keys)
+    _check_signatures(verdict, log, keys)
+    return verdict
+
+
+def _leaves_problems(app: LogAudited, log: LogRecord) -> tuple[str, str]:
+    """The first problem of the leaves (each its round's hash, each round once) and of their rounds (each stored,
+    with the last digest logged); "" for none."""
+    from pokdeng_service.store.roundlog import leaf_problem
+
     seen: set[str] = set()
     bad_leaf = bad_round = ""
     for i, leaf in enumerate(log.leaves):
@@ -236,35 +252,40 @@ def audit_log(app: LogAudited, keys: PublicKeys | None = None, subject: str = ""
                 bad_round = f"leaf {i}: round {leaf.round_id} is not in the store"
             elif stored != leaf.digest:
                 bad_round = f"leaf {i}: round {leaf.round_id}'s stored last digest is not the one logged"
-    verdict.add("leaves", not bad_leaf, bad_leaf or f"{len(log.leaves)} leaves, each its round's hash, in order")
-    verdict.add("rounds", not bad_round, bad_round or "every logged round is stored with the digest logged")
+    return bad_leaf, bad_round
+
+
+def _heads_problem(log: LogRecord) -> str:
+    """The first head that is not of the log, covers more leaves than it has, shrinks, or is not their root."""
+    from pokdeng_service.store.roundlog import covers
+
     hashes = log.hashes
-    bad_head = ""
     previous = 0
     for position, head in log.heads:
         if head.log_id != log.log_id:
-            bad_head = f"the head at position {position} is of log {head.log_id}"
-        elif head.tree_size > len(hashes):
-            bad_head = f"the head at position {position} covers {head.tree_size} leaves; the log has {len(hashes)}"
-        elif head.tree_size < previous:
-            bad_head = f"the head at position {position} is smaller ({head.tree_size}) than the one before"
-        elif not covers(head, hashes):
-            bad_head = f"the head at position {position} (size {head.tree_size}) is not the root of the log's leaves"
-        if bad_head:
-            break
+            return f"the head at position {position} is of log {head.log_id}"
+        if head.tree_size > len(hashes):
+            return f"the head at position {position} covers {head.tree_size} leaves; the log has {len(hashes)}"
+        if head.tree_size < previous:
+            return f"the head at position {position} is smaller ({head.tree_size}) than the one before"
+        if not covers(head, hashes):
+            return f"the head at position {position} (size {head.tree_size}) is not the root of the log's leaves"
         previous = head.tree_size
-    verdict.add("heads", not bad_head, bad_head or f"{len(log.heads)} signed heads, each the root of its leaves")
-    _audit_notes(verdict, log.log_id, log.heads, log.notes, keys)
+    return ""
+
+
+def _check_signatures(verdict: Verdict, log: LogRecord, keys: PublicKeys | None) -> None:
+    """Every head's signature under ``keys``; without heads or keys, nothing vouches for the log (UNANCHORED:
+    a failure with keys and no head, else a warning)."""
     if not log.heads:
         detail = f"{UNANCHORED}: the log holds no signed tree head (none signed yet, or deleted: see the published)"
         if keys:
             verdict.add("signatures", False, detail)
         else:
             verdict.warn(detail)
-        return verdict
+        return
     if not keys:
         verdict.warn(f"{UNANCHORED}: the heads' signatures were not checked (no public key given)")
-        return verdict
+        return
     bad_signature = next((why for _p, head in log.heads for ok, why in [keys.check(head)] if not ok), "")
     verdict.add("signatures", not bad_signature, bad_signature or f"{len(log.heads)} heads, each signature verified")
-    return verdict
