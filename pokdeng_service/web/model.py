@@ -11,7 +11,7 @@ control shows the table as it was at any step. Nothing here is markup: the templ
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -147,20 +147,57 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
     if not facts or facts[0]["kind"] != "round_opened":
         raise ValueError("a round's record starts with round_opened")
     opened = facts[0]["data"]
-    holders: dict[int, str | None] = {s: h for s, h in opened["seats"]}
-    banker: str | None = opened["banker_player"]
     shoe_texts: list[str] = list(bundle["shuffle"]["deck_order"]) if bundle is not None else []
-    ante = opened["profile_name"] == "ante"
     currency = str(opened.get("currency") or DEFAULT)  # (rounds opened before currencies: THB)
+    walk = _Walk(_seats(opened), len(shoe_texts))
+    steps = _steps(facts, walk, opened, currency)
+    return _page(facts, walk, steps, shoe_texts, bundle, phase, currency)
 
-    def money(amount: int | None, signed: bool = False) -> str:
-        return _money(amount, currency, signed)
 
+def _seats(opened: dict[str, Any]) -> dict[int, Seat]:
+    """The banker's seat (0) and the table's seats as the round opened."""
+    banker: str | None = opened["banker_player"]
+    ante = opened["profile_name"] == "ante"
     seats: dict[int, Seat] = {0: Seat(0, banker, f"Banker · {banker}" if banker else "Banker · the house")}
     for seat, holder in opened["seats"]:
         title = f"Seat {seat} · {holder}" if holder else (f"Position {seat}" if ante else f"Seat {seat} · empty")
         seats[seat] = Seat(seat, holder, title)
-    step, used = 0, 0
+    return seats
+
+
+@dataclass
+class _Walk:
+    """The round as its events are walked: its seats, the last step so far (a card dealt is a step of its own,
+    any other event one), the shoe's cards used, and what settled or voided it."""
+
+    seats: dict[int, Seat]
+    shoe_size: int
+    step: int = 0
+    used: int = 0
+    settlement: dict[str, Any] | None = None
+    voided: dict[str, Any] | None = None
+    settled_step: int = 0
+
+    def card(self, text: str) -> Face:
+        """The next card of the shoe, at the current step (its place in the shoe, if the shoe is known)."""
+        found = face(text, self.step, self.used if self.used < self.shoe_size else None)
+        self.used += 1
+        return found
+
+    def deal(self, cards: Sequence[tuple[int, str]]) -> list[Face]:
+        """The cards dealt, a step each, each to its seat."""
+        dealt = []
+        for seat, text in cards:
+            self.step += 1
+            dealt.append(self.card(text))
+            self.seats.setdefault(seat, Seat(seat, None, f"Position {seat}")).cards.append(dealt[-1])
+        return dealt
+
+
+def _steps(facts: list[dict[str, Any]], walk: _Walk, opened: dict[str, Any], currency: str) -> list[Step]:
+    """Each event as a step of the page (who, what, its record), the seats and the settlement folded on the way."""
+    holders: dict[int, str | None] = {s: h for s, h in opened["seats"]}
+    banker: str | None = opened["banker_player"]
     current = {"step": 0}
 
     def card_at(text: str) -> Face:
@@ -168,56 +205,26 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
 
     describe = Describer(holders, banker, card_at, currency)
     steps: list[Step] = []
-    settlement: dict[str, Any] | None = None
-    voided: dict[str, Any] | None = None
-    settled_step = 0
     timed_out = ""
     sent_by = senders(facts)
     for index, event in enumerate(facts):
         kind, d = event["kind"], event["data"]
-        first = step + 1
+        first = walk.step + 1
         dealt: list[Face] = []
         if kind == "cards_dealt":
-            for seat, text in d["cards"]:
-                step += 1
-                dealt.append(face(text, step, used if used < len(shoe_texts) else None))
-                seats.setdefault(seat, Seat(seat, None, f"Position {seat}")).cards.append(dealt[-1])
-                used += 1
+            dealt = walk.deal(d["cards"])
         else:
-            step += 1
+            walk.step += 1
         current["step"] = first
-        if kind == "card_drawn":
-            drawn = face(d["card"], step, used if used < len(shoe_texts) else None)
-            seats[d["seat"]].cards.append(drawn)
-            used += 1
-        elif kind == "bet_placed":
-            seats[d["seat"]].bets.append(Bet(d["player"], d["stake"], d["reserved"], step))
-        elif kind == "side_bet_placed":
-            bet = _bet(seats, d["seat"], d["player"])
-            if bet is not None:
-                bet.side_stake, bet.side_step = d["stake"], step
-        elif kind == "side_bets_settled":
-            for seat, player, _stake, net in d["results"]:
-                bet = _bet(seats, seat, player)
-                if bet is not None:
-                    bet.side_net, bet.side_step = net, step
-        elif kind == "pok_declared":
-            seats[d["seat"]].hand, seats[d["seat"]].shown_step = d["label"], step
-        elif kind == "hands_revealed":
-            for seat, _cards in d["hands"]:
-                seats[seat].shown_step = seats[seat].shown_step or step
-        elif kind == "bet_settled":
-            _settle(seats, d, step)
-        elif kind == "round_settled":
-            settlement, settled_step = d, step
-        elif kind == "round_voided":
-            voided = d
+        fold = _FOLDS.get(kind)
+        if fold is not None:
+            fold(walk, d)
         who = actor(kind, d, holders, banker, timed_out, sent_by[index])
         timed_out = str(d.get("by") or "operator (time out)") if kind == "turn_timed_out" else ""
         steps.append(
             Step(
                 first,
-                step,
+                walk.step,
                 event["position"],
                 kind,
                 utc(event["timestamp"]),
@@ -228,8 +235,73 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
                 event["digest"],
             )
         )
+    return steps
+
+
+def _bet_placed(walk: _Walk, d: dict[str, Any]) -> None:
+    walk.seats[d["seat"]].bets.append(Bet(d["player"], d["stake"], d["reserved"], walk.step))
+
+
+def _side_bet_placed(walk: _Walk, d: dict[str, Any]) -> None:
+    bet = _bet(walk.seats, d["seat"], d["player"])
+    if bet is not None:
+        bet.side_stake, bet.side_step = d["stake"], walk.step
+
+
+def _side_bets_settled(walk: _Walk, d: dict[str, Any]) -> None:
+    for seat, player, _stake, net in d["results"]:
+        bet = _bet(walk.seats, seat, player)
+        if bet is not None:
+            bet.side_net, bet.side_step = net, walk.step
+
+
+def _pok_declared(walk: _Walk, d: dict[str, Any]) -> None:
+    walk.seats[d["seat"]].hand, walk.seats[d["seat"]].shown_step = d["label"], walk.step
+
+
+def _hands_revealed(walk: _Walk, d: dict[str, Any]) -> None:
+    for seat, _cards in d["hands"]:
+        walk.seats[seat].shown_step = walk.seats[seat].shown_step or walk.step
+
+
+def _round_settled(walk: _Walk, d: dict[str, Any]) -> None:
+    walk.settlement, walk.settled_step = d, walk.step
+
+
+def _round_voided(walk: _Walk, d: dict[str, Any]) -> None:
+    walk.voided = d
+
+
+_FOLDS: dict[str, Callable[[_Walk, dict[str, Any]], None]] = {
+    "card_drawn": lambda walk, d: walk.seats[d["seat"]].cards.append(walk.card(d["card"])),
+    "bet_placed": _bet_placed,
+    "side_bet_placed": _side_bet_placed,
+    "side_bets_settled": _side_bets_settled,
+    "pok_declared": _pok_declared,
+    "hands_revealed": _hands_revealed,
+    "bet_settled": lambda walk, d: _settle(walk.seats, d, walk.step),
+    "round_settled": _round_settled,
+    "round_voided": _round_voided,
+}
+"""What an event changes of the page's seats and settlement, by its kind (the others change none)."""
+
+
+def _page(
+    facts: list[dict[str, Any]],
+    walk: _Walk,
+    steps: list[Step],
+    shoe_texts: list[str],
+    bundle: dict[str, Any] | None,
+    phase: str,
+    currency: str,
+) -> Page:
+    """The page from the walked round."""
+    opened = facts[0]["data"]
+    banker: str | None = opened["banker_player"]
+    settlement, voided = walk.settlement, walk.voided
     closed = facts[-1]["kind"] == "round_closed"
     options = ", ".join(name for name, on in opened["profile_options"] if on)
+    stakes = f"{_money(opened['min_stake'], currency, False)} to {_money(opened['max_stake'], currency, False)}"
     return Page(
         round_id=opened["round_id"],
         table_id=opened["table_id"],
@@ -237,11 +309,11 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
         profile=f"{opened['profile_name']} v{opened['profile_version']}" + (f" ({options})" if options else ""),
         engine=str(opened.get("engine_version", "")),
         banker=f"{banker} (a player banks)" if banker else "the house",
-        stakes=f"{money(opened['min_stake'])} to {money(opened['max_stake'])}",
+        stakes=stakes,
         opened=utc(facts[0]["timestamp"]),
         closed=utc(facts[-1]["timestamp"]) if closed else "",
         headline=_headline(facts, settlement, voided, phase, currency),
-        seats=[seats[k] for k in sorted(seats)],  # the banker first, then the seats in order
+        seats=[walk.seats[k] for k in sorted(walk.seats)],  # the banker first, then the seats in order
         wallets=_wallets(settlement, voided, banker, bundle),
         house=_house(settlement, banker, currency),
         steps=steps,
@@ -249,9 +321,9 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
         shoe=[face(text, 0, i) for i, text in enumerate(shoe_texts)],
         chain=_chain(facts, bundle),
         anchor=_anchor(bundle),
-        total_steps=step,
-        dealt=used,
-        settled_step=settled_step,
+        total_steps=walk.step,
+        dealt=walk.used,
+        settled_step=walk.settled_step,
         banker_net=_banker_net(settlement, banker, currency),
         currency=currency,
     )
