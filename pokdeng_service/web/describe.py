@@ -113,90 +113,136 @@ class Describer:
         return parts
 
     def __call__(self, kind: str, d: dict[str, Any], dealt: Sequence[Face] = ()) -> Parts:
-        t = Part
-        if kind == "round_opened":
-            seats = ", ".join(f"{s} {h}" if h else str(s) for s, h in d["seats"])
-            return (
-                t(
-                    f"round {d['round_no']} of table {d['table_id']} opens under {d['profile_name']} "
-                    f"v{d['profile_version']}: seats {seats}; banker {d['banker_player'] or 'the house'}; "
-                    f"stakes {self.money(d['min_stake'])} to {self.money(d['max_stake'])}"
-                ),
-            )
-        if kind == "contributions_opened":
-            return (t(f"the client seed will be derived at the deal from the contributions ({d['rule']})"),)
-        if kind == "shuffle_committed":
-            extra = f", client seed {d['client_seed']!r}" if d["client_seed"] else ""
-            return (t(f"the server commits to its seed: SHA-256 {d['commitment']}{extra}, nonce {d['nonce']}"),)
-        if kind == "client_seed_contributed":
-            return (t(f"{d['contributor'] or 'the platform'} contributes the client seed {d['client_seed']!r}"),)
-        if kind == "client_seed_fixed":
-            count = len(d["contributions"])
-            return (t(f"client seed fixed: {d['client_seed']}, derived from {count} contribution(s)"),)
-        if kind == "bet_placed":
-            banker = f"; the banker reserves {self.money(d['banker_reserved'])}" if d["banker_reserved"] else ""
-            return (
-                t(
-                    f"{d['player']} stakes {self.money(d['stake'])} on {self.who(d['seat'])} "
-                    f"(reserves {self.money(d['reserved'])}{banker})"
-                ),
-            )
-        if kind == "cards_dealt":
-            parts: list[Part] = [t("the deal, one card at a time: ")]
-            for i, ((seat, _text), shown) in enumerate(zip(d["cards"], dealt, strict=True)):
-                parts += [t(("; " if i else "") + f"{self.who(seat)} "), t(card=shown)]
-            if d["banker_up_card"]:
-                parts += [t("; the banker's first card is face up: "), *self.cards([d["banker_up_card"]])]
-            return tuple(parts)
-        if kind == "pok_declared":
-            return (t(f"{self.who(d['seat'])} shows {d['label']} ({d['taem']} points): "), *self.cards(d["cards"]))
-        if kind == "side_bet_window_opened":
-            return (t("the banker's up card "), *self.cards([d["up_card"]]), t(" opens the side bets"))
-        if kind == "side_bet_placed":
-            return (t(f"{d['player']} places a side bet of {self.money(d['stake'])} on {self.who(d['seat'])}"),)
-        if kind == "side_bets_settled":
-            results = ", ".join(f"{p} {self.money(n, True)}" for _s, p, _st, n in d["results"]) or "none placed"
-            natural = "has a natural" if d["natural"] else "has no natural"
-            return (t(f"side bets closed: the banker {natural}; {results}"),)
-        if kind == "turn_timed_out":
-            return (t(f"{self.who(d['seat'])} did not act in time: the automatic action is to {d['action']}"),)
-        if kind == "card_drawn":
-            why = {"auto": " (the draw rule)", "timeout": " (time out)"}.get(d["reason"], "")
-            return (t(f"{self.who(d['seat'])} draws "), *self.cards([d["card"]]), t(why))
-        if kind == "player_stood":
-            why = {"auto": " (the draw rule)", "timeout": " (time out)"}.get(d["reason"], "")
-            return (t(f"{self.who(d['seat'])} stays{why}"),)
-        if kind == "hands_revealed":
-            parts = [t("the banker shows chosen hands first: " if d["selective"] else "showdown: ")]
-            for i, (seat, cards) in enumerate(d["hands"]):
-                parts += [t(("; " if i else "") + f"{self.who(seat)} "), *self.cards(cards)]
-            return tuple(parts)
-        if kind == "bet_settled":
-            outcome = {"player_wins": "wins", "banker_wins": "loses", "tie": "ties"}.get(d["outcome"], d["outcome"])
-            paid = f" at {multiplier(d['multiplier'])}" if d["outcome"] != "tie" else ""
-            fee = f", commission {self.money(d['commission'])}" if d["commission"] else ""
-            return (
-                t(
-                    f"{d['player']} on seat {d['seat']} {outcome}{paid}: {d['hand']} against the banker's "
-                    f"{d['banker_hand']}; stake {self.money(d['stake'])}, net {self.money(d['net'], True)}{fee}"
-                ),
-            )
-        if kind == "round_settled":
-            nets = ", ".join(f"{p} {self.money(n, True)}" for p, _r, n in d["wallets"])
-            return (
-                t(
-                    f"settled: {nets}; house {self.money(d['house_net'], True)}; "
-                    f"commission {self.money(d['commission'])}; the books balance to zero"
-                ),
-            )
-        if kind == "round_voided":
-            by = d.get("by") or "an operator (not recorded)"
-            return (t(f"voided by {by}: {d['reason']!r}; every reservation released, no money moved"),)
-        if kind == "seed_revealed":
-            return (t(f"the server seed is revealed: {d['server_seed']}"),)
-        if kind == "round_closed":
-            return (t(f"the round closes ({d['outcome']})"),)
-        return (t(kind),)
+        """What an event of ``kind`` (its data ``d``; the cards it dealt, ``dealt``) says, in words and cards."""
+        describe = _DESCRIPTIONS.get(kind)
+        return (Part(kind),) if describe is None else describe(self, d, dealt)
+
+    def _round_opened(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        seats = ", ".join(f"{s} {h}" if h else str(s) for s, h in d["seats"])
+        return (
+            Part(
+                f"round {d['round_no']} of table {d['table_id']} opens under {d['profile_name']} "
+                f"v{d['profile_version']}: seats {seats}; banker {d['banker_player'] or 'the house'}; "
+                f"stakes {self.money(d['min_stake'])} to {self.money(d['max_stake'])}"
+            ),
+        )
+
+    def _contributions_opened(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        return (Part(f"the client seed will be derived at the deal from the contributions ({d['rule']})"),)
+
+    def _shuffle_committed(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        extra = f", client seed {d['client_seed']!r}" if d["client_seed"] else ""
+        return (Part(f"the server commits to its seed: SHA-256 {d['commitment']}{extra}, nonce {d['nonce']}"),)
+
+    def _client_seed_contributed(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        return (Part(f"{d['contributor'] or 'the platform'} contributes the client seed {d['client_seed']!r}"),)
+
+    def _client_seed_fixed(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        count = len(d["contributions"])
+        return (Part(f"client seed fixed: {d['client_seed']}, derived from {count} contribution(s)"),)
+
+    def _bet_placed(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        banker = f"; the banker reserves {self.money(d['banker_reserved'])}" if d["banker_reserved"] else ""
+        return (
+            Part(
+                f"{d['player']} stakes {self.money(d['stake'])} on {self.who(d['seat'])} "
+                f"(reserves {self.money(d['reserved'])}{banker})"
+            ),
+        )
+
+    def _cards_dealt(self, d: dict[str, Any], dealt: Sequence[Face]) -> Parts:
+        parts: list[Part] = [Part("the deal, one card at a time: ")]
+        for i, ((seat, _text), shown) in enumerate(zip(d["cards"], dealt, strict=True)):
+            parts += [Part(("; " if i else "") + f"{self.who(seat)} "), Part(card=shown)]
+        if d["banker_up_card"]:
+            parts += [Part("; the banker's first card is face up: "), *self.cards([d["banker_up_card"]])]
+        return tuple(parts)
+
+    def _pok_declared(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        return (Part(f"{self.who(d['seat'])} shows {d['label']} ({d['taem']} points): "), *self.cards(d["cards"]))
+
+    def _side_bet_window_opened(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        return (Part("the banker's up card "), *self.cards([d["up_card"]]), Part(" opens the side bets"))
+
+    def _side_bet_placed(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        return (Part(f"{d['player']} places a side bet of {self.money(d['stake'])} on {self.who(d['seat'])}"),)
+
+    def _side_bets_settled(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        results = ", ".join(f"{p} {self.money(n, True)}" for _s, p, _st, n in d["results"]) or "none placed"
+        natural = "has a natural" if d["natural"] else "has no natural"
+        return (Part(f"side bets closed: the banker {natural}; {results}"),)
+
+    def _turn_timed_out(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        return (Part(f"{self.who(d['seat'])} did not act in time: the automatic action is to {d['action']}"),)
+
+    def _card_drawn(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        why = {"auto": " (the draw rule)", "timeout": " (time out)"}.get(d["reason"], "")
+        return (Part(f"{self.who(d['seat'])} draws "), *self.cards([d["card"]]), Part(why))
+
+    def _player_stood(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        why = {"auto": " (the draw rule)", "timeout": " (time out)"}.get(d["reason"], "")
+        return (Part(f"{self.who(d['seat'])} stays{why}"),)
+
+    def _hands_revealed(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        parts = [Part("the banker shows chosen hands first: " if d["selective"] else "showdown: ")]
+        for i, (seat, cards) in enumerate(d["hands"]):
+            parts += [Part(("; " if i else "") + f"{self.who(seat)} "), *self.cards(cards)]
+        return tuple(parts)
+
+    def _bet_settled(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        outcome = {"player_wins": "wins", "banker_wins": "loses", "tie": "ties"}.get(d["outcome"], d["outcome"])
+        paid = f" at {multiplier(d['multiplier'])}" if d["outcome"] != "tie" else ""
+        fee = f", commission {self.money(d['commission'])}" if d["commission"] else ""
+        return (
+            Part(
+                f"{d['player']} on seat {d['seat']} {outcome}{paid}: {d['hand']} against the banker's "
+                f"{d['banker_hand']}; stake {self.money(d['stake'])}, net {self.money(d['net'], True)}{fee}"
+            ),
+        )
+
+    def _round_settled(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        nets = ", ".join(f"{p} {self.money(n, True)}" for p, _r, n in d["wallets"])
+        return (
+            Part(
+                f"settled: {nets}; house {self.money(d['house_net'], True)}; "
+                f"commission {self.money(d['commission'])}; the books balance to zero"
+            ),
+        )
+
+    def _round_voided(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        by = d.get("by") or "an operator (not recorded)"
+        return (Part(f"voided by {by}: {d['reason']!r}; every reservation released, no money moved"),)
+
+    def _seed_revealed(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        return (Part(f"the server seed is revealed: {d['server_seed']}"),)
+
+    def _round_closed(self, d: dict[str, Any], _dealt: Sequence[Face]) -> Parts:
+        return (Part(f"the round closes ({d['outcome']})"),)
+
+
+_DESCRIPTIONS: dict[str, Callable[[Describer, dict[str, Any], Sequence[Face]], Parts]] = {
+    "round_opened": Describer._round_opened,
+    "contributions_opened": Describer._contributions_opened,
+    "shuffle_committed": Describer._shuffle_committed,
+    "client_seed_contributed": Describer._client_seed_contributed,
+    "client_seed_fixed": Describer._client_seed_fixed,
+    "bet_placed": Describer._bet_placed,
+    "cards_dealt": Describer._cards_dealt,
+    "pok_declared": Describer._pok_declared,
+    "side_bet_window_opened": Describer._side_bet_window_opened,
+    "side_bet_placed": Describer._side_bet_placed,
+    "side_bets_settled": Describer._side_bets_settled,
+    "turn_timed_out": Describer._turn_timed_out,
+    "card_drawn": Describer._card_drawn,
+    "player_stood": Describer._player_stood,
+    "hands_revealed": Describer._hands_revealed,
+    "bet_settled": Describer._bet_settled,
+    "round_settled": Describer._round_settled,
+    "round_voided": Describer._round_voided,
+    "seed_revealed": Describer._seed_revealed,
+    "round_closed": Describer._round_closed,
+}
+"""How each kind of event is said (an unknown kind: its name)."""
 
 
 def senders(facts: Sequence[dict[str, Any]]) -> list[str]:
