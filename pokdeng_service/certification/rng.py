@@ -92,86 +92,112 @@ def match_moments(decks: int) -> tuple[float, float]:
 
 
 def shoe_tests(t: Tallies) -> list[dict[str, Any]]:
-    """The tests of one deck count's tallies (docs/certification.md, "The statistics")."""
-    d, n, size = t.decks, t.shoes, t.size
-    tag = f"{d}-deck"
-    out = []
+    """The tests of one deck count's tallies (docs/certification.md, "The statistics"), in their order."""
+    return [
+        _positions_test(t),
+        _first_card_test(t),
+        *_hand_tests(t),
+        _serial_first_test(t),
+        _serial_matches_test(t),
+        _colour_runs_test(t),
+        _shoe_runs_test(t),
+    ]
 
-    # 1. every (card type, position) cell: N/52 expected; the table's margins are fixed, so the statistic
-    # times (M - 1) / M is chi-square with 51 (M - 1) degrees of freedom (docs/certification.md)
-    expected = n / TYPES
+
+def _positions_test(t: Tallies) -> dict[str, Any]:
+    """1. every (card type, position) cell: N/52 expected; the table's margins are fixed, so the statistic
+    times (M - 1) / M is chi-square with 51 (M - 1) degrees of freedom (docs/certification.md)."""
+    size = t.size
+    expected = t.shoes / TYPES
     cells = t.positions.astype(np.float64)
     raw = float(((cells - expected) ** 2).sum() / expected)
     scale = (size - 1) / size
     df = (TYPES - 1) * (size - 1)
-    out.append(
-        _test(
-            f"positions/{tag}",
-            f"card type x position ({TYPES} x {size} cells)",
-            d,
-            raw * scale,
-            stats.chi2_sf(raw * scale, df),
-            kind="chi-square",
-            df=df,
-            cells=TYPES * size,
-            min_expected=expected,
-            details={"raw_statistic": raw, "scale": scale},
-        )
+    return _test(
+        f"positions/{t.decks}-deck",
+        f"card type x position ({TYPES} x {size} cells)",
+        t.decks,
+        raw * scale,
+        stats.chi2_sf(raw * scale, df),
+        kind="chi-square",
+        df=df,
+        cells=TYPES * size,
+        min_expected=expected,
+        details={"raw_statistic": raw, "scale": scale},
     )
-    # 2. the first card
-    first = stats.chi_square(t.positions[:, 0].tolist(), [expected] * TYPES)
-    out.append(_chi(f"first-card/{tag}", "first card dealt: its type", d, first))
-    # 3. two-card hands of one player (positions 0, 2) and of the banker (1, 3), unordered
-    pairs, probs = hand_probabilities(d)
+
+
+def _first_card_test(t: Tallies) -> dict[str, Any]:
+    """2. the first card."""
+    first = stats.chi_square(t.positions[:, 0].tolist(), [t.shoes / TYPES] * TYPES)
+    return _chi(f"first-card/{t.decks}-deck", "first card dealt: its type", t.decks, first)
+
+
+def _hand_tests(t: Tallies) -> list[dict[str, Any]]:
+    """3. two-card hands of one player (positions 0, 2) and of the banker (1, 3), unordered."""
+    pairs, probs = hand_probabilities(t.decks)
+    out = []
     for who, table in (("player", t.player_hands), ("banker", t.banker_hands)):
         observed = [table[a, b] + (table[b, a] if a != b else 0) for a, b in pairs]
-        result = stats.chi_square(observed, [n * p for p in probs])
+        result = stats.chi_square(observed, [t.shoes * p for p in probs])
         cards = "0 and 2" if who == "player" else "1 and 3"
-        out.append(_chi(f"hands-{who}/{tag}", f"{who}'s two-card hand (positions {cards}), by types", d, result))
-    # 4. serial: the first cards of shoes 2j and 2j + 1
-    pair_count = n // 2
+        title = f"{who}'s two-card hand (positions {cards}), by types"
+        out.append(_chi(f"hands-{who}/{t.decks}-deck", title, t.decks, result))
+    return out
+
+
+def _serial_first_test(t: Tallies) -> dict[str, Any]:
+    """4. serial: the first cards of shoes 2j and 2j + 1."""
+    pair_count = t.shoes // 2
     serial = stats.chi_square(t.first_pairs.ravel().tolist(), [pair_count / TYPES**2] * TYPES**2)
-    out.append(_chi(f"serial-first/{tag}", "serial: first cards of shoes 2j and 2j+1 (52 x 52)", d, serial))
-    # 5. serial: positions where shoes 2j and 2j + 1 hold the same type (z on the mean, exact moments)
-    mean, variance = match_moments(d)
-    total = float((np.arange(size + 1) * t.matches).sum())
+    title = "serial: first cards of shoes 2j and 2j+1 (52 x 52)"
+    return _chi(f"serial-first/{t.decks}-deck", title, t.decks, serial)
+
+
+def _serial_matches_test(t: Tallies) -> dict[str, Any]:
+    """5. serial: positions where shoes 2j and 2j + 1 hold the same type (z on the mean, exact moments)."""
+    pair_count = t.shoes // 2
+    mean, variance = match_moments(t.decks)
+    total = float((np.arange(t.size + 1) * t.matches).sum())
     z = (total / pair_count - mean) / math.sqrt(variance / pair_count)
-    out.append(
-        _test(
-            f"serial-matches/{tag}",
-            "serial: positions where shoes 2j and 2j+1 agree (mean, z)",
-            d,
-            z,
-            2 * stats.normal_sf(abs(z)),
-            kind="z",
-            details={
-                "observed_mean": total / pair_count,
-                "expected_mean": mean,
-                "variance": variance,
-                "pairs": pair_count,
-            },
-        )
+    return _test(
+        f"serial-matches/{t.decks}-deck",
+        "serial: positions where shoes 2j and 2j+1 agree (mean, z)",
+        t.decks,
+        z,
+        2 * stats.normal_sf(abs(z)),
+        kind="z",
+        details={
+            "observed_mean": total / pair_count,
+            "expected_mean": mean,
+            "variance": variance,
+            "pairs": pair_count,
+        },
     )
-    # 6. runs of colour within each shoe against their exact law
-    law = stats.runs_distribution(26 * d, 26 * d)
-    runs = stats.chi_square(t.colour_runs.tolist(), [n * float(p) for p in law], pool=5.0)
-    out.append(_chi(f"runs-colour/{tag}", "runs of red/black within a shoe (exact law)", d, runs))
-    # 7. runs across shoes: changes of the first card's colour from one shoe to the next ~ Binomial(N-1, 1/2)
+
+
+def _colour_runs_test(t: Tallies) -> dict[str, Any]:
+    """6. runs of colour within each shoe against their exact law."""
+    law = stats.runs_distribution(26 * t.decks, 26 * t.decks)
+    runs = stats.chi_square(t.colour_runs.tolist(), [t.shoes * float(p) for p in law], pool=5.0)
+    return _chi(f"runs-colour/{t.decks}-deck", "runs of red/black within a shoe (exact law)", t.decks, runs)
+
+
+def _shoe_runs_test(t: Tallies) -> dict[str, Any]:
+    """7. runs across shoes: changes of the first card's colour from one shoe to the next ~ Binomial(N-1, 1/2)."""
+    n = t.shoes
     colours = RED[t.first_types.astype(np.intp)]
     changes = int((colours[1:] != colours[:-1]).sum())
     z_changes, p_changes = stats.binomial_two_sided(changes, n - 1)
-    out.append(
-        _test(
-            f"runs-shoes/{tag}",
-            "runs across shoes: first card red/black, shoe to shoe",
-            d,
-            z_changes,
-            p_changes,
-            kind="z",
-            details={"changes": changes, "trials": n - 1},
-        )
+    return _test(
+        f"runs-shoes/{t.decks}-deck",
+        "runs across shoes: first card red/black, shoe to shoe",
+        t.decks,
+        z_changes,
+        p_changes,
+        kind="z",
+        details={"changes": changes, "trials": n - 1},
     )
-    return out
 
 
 def _chi(test_id: str, title: str, decks: int, result: stats.ChiSquare) -> dict[str, Any]:
@@ -327,26 +353,8 @@ def build_rng_report(
     ``battery_results`` runs the battery (the CLI passes ``battery.run_battery`` bound to its tests);
     ``progress(stage, done, total)`` reports the shoes as they are counted."""
     started = time.perf_counter()
-    runs: dict[int, Tallies] = {}
     timings: dict[str, float] = {}
-    tests: list[dict[str, Any]] = []
-    for decks, shoes in sorted(params.shoes.items()):
-        t0 = time.perf_counter()
-        stage = f"{decks}-deck shoes"
-        runs[decks] = run_shoes(
-            params.report_seed,
-            decks,
-            shoes,
-            workers=params.workers,
-            shuffler=shuffler,
-            progress=None if progress is None else _stage(progress, stage, shoes),
-        )
-        seconds = time.perf_counter() - t0
-        timings[f"{decks}-deck"] = seconds
-        for test in shoe_tests(runs[decks]):
-            test["shoes"] = shoes
-            tests.append(test)
-        timings[f"{decks}-deck shoes per second"] = shoes / seconds
+    runs, tests = _counted(params, shuffler, progress, timings)
     battery: list[BatteryResult] = []
     if battery_results is not None:
         t0 = time.perf_counter()
@@ -372,23 +380,54 @@ def build_rng_report(
         "verdict": overall,
         "tests": tests,
         "runs": {str(d): run_summary(t, params.report_seed) for d, t in sorted(runs.items())},
-        "battery": [
-            {
-                "test": r.test,
-                "command": r.command,
-                "ntup": r.ntup,
-                "tsamples": r.tsamples,
-                "psamples": r.psamples,
-                "pvalue": r.pvalue,
-                "assessment": r.assessment,
-                "stream_bytes_written": r.stream_bytes,
-            }
-            for r in battery
-        ],
+        "battery": [_battery_result(r) for r in battery],
         "timings_seconds": timings,
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
     }
     return report, runs
+
+
+def _counted(
+    params: RngParameters,
+    shuffler: Shuffler,
+    progress: Callable[[str, int, int], None] | None,
+    timings: dict[str, float],
+) -> tuple[dict[int, Tallies], list[dict[str, Any]]]:
+    """Each deck count's shoes counted (their seconds and rate in ``timings``), and the tests of their tallies."""
+    runs: dict[int, Tallies] = {}
+    tests: list[dict[str, Any]] = []
+    for decks, shoes in sorted(params.shoes.items()):
+        t0 = time.perf_counter()
+        stage = f"{decks}-deck shoes"
+        runs[decks] = run_shoes(
+            params.report_seed,
+            decks,
+            shoes,
+            workers=params.workers,
+            shuffler=shuffler,
+            progress=None if progress is None else _stage(progress, stage, shoes),
+        )
+        seconds = time.perf_counter() - t0
+        timings[f"{decks}-deck"] = seconds
+        for test in shoe_tests(runs[decks]):
+            test["shoes"] = shoes
+            tests.append(test)
+        timings[f"{decks}-deck shoes per second"] = shoes / seconds
+    return runs, tests
+
+
+def _battery_result(r: BatteryResult) -> dict[str, Any]:
+    """One dieharder test's result, as the report lists it."""
+    return {
+        "test": r.test,
+        "command": r.command,
+        "ntup": r.ntup,
+        "tsamples": r.tsamples,
+        "psamples": r.psamples,
+        "pvalue": r.pvalue,
+        "assessment": r.assessment,
+        "stream_bytes_written": r.stream_bytes,
+    }
 
 
 def _stage(progress: Callable[[str, int, int], None], stage: str, total: int) -> Callable[[int], None]:
