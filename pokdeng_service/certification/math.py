@@ -15,13 +15,13 @@ import math
 import multiprocessing
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from pokdeng_core.gamemath import RtpResult, SimulationResult, exact, simulate
+from pokdeng_core.gamemath import AnteMath, RtpResult, SideBetMath, SimulationResult, exact, simulate
 from pokdeng_core.profiles import Profile, get_profile
 from pokdeng_service.certification.stats import normal_sf
 from pokdeng_service.version import __version__
@@ -101,37 +101,9 @@ def _wagers(result: RtpResult) -> list[dict[str, Any]]:
         }
     ]
     if result.ante is not None:
-        a = result.ante
-        wagers.append({"wager": "ante (per unit of ante)", "rtp": fx(1 + a.ante_ev), "house_edge": fx(-a.ante_ev)})
-        wagers.append(
-            {
-                "wager": "bet (per unit of bet)",
-                "rtp": fx(1 + a.bet_ev),
-                "house_edge": fx(-a.bet_ev),
-                "won": fx(a.bet_won),
-                "push": fx(a.bet_push),
-                "lost": fx(a.bet_lost),
-            }
-        )
-        wagers.append({"wager": "house edge per ante (a wager is 2 antes)", "house_edge": fx(a.edge_per_ante)})
+        wagers += _ante_wagers(result.ante)
     if result.side_bet is not None:
-        s = result.side_bet
-        p = s.natural_probability
-        lost = (s.rtp - 1 - p * s.payout) / (1 - p)  # the net of a lost side bet per unit (-1)
-        mean = s.rtp - 1
-        variance = p * s.payout**2 + (1 - p) * lost**2 - mean**2
-        wagers.append(
-            {
-                "wager": "side bet (per unit, placed whenever offered)",
-                "rtp": fx(s.rtp),
-                "house_edge": fx(s.house_edge),
-                "hit_frequency": fx(p),
-                "offered": fx(s.offer_probability),
-                "pays": fx(s.payout),
-                "sd": math.sqrt(variance),
-                "best_case_rtp_knowing_own_cards": fx(s.best_conditional_rtp),
-            }
-        )
+        wagers.append(_side_bet_wager(result.side_bet))
     if result.commission is not None:
         m = result.commission
         wagers.append(
@@ -145,6 +117,40 @@ def _wagers(result: RtpResult) -> list[dict[str, Any]]:
             }
         )
     return wagers
+
+
+def _ante_wagers(a: AnteMath) -> list[dict[str, Any]]:
+    """The ante's wagers: the ante, the bet, and the house edge per ante."""
+    return [
+        {"wager": "ante (per unit of ante)", "rtp": fx(1 + a.ante_ev), "house_edge": fx(-a.ante_ev)},
+        {
+            "wager": "bet (per unit of bet)",
+            "rtp": fx(1 + a.bet_ev),
+            "house_edge": fx(-a.bet_ev),
+            "won": fx(a.bet_won),
+            "push": fx(a.bet_push),
+            "lost": fx(a.bet_lost),
+        },
+        {"wager": "house edge per ante (a wager is 2 antes)", "house_edge": fx(a.edge_per_ante)},
+    ]
+
+
+def _side_bet_wager(s: SideBetMath) -> dict[str, Any]:
+    """The side bet, placed whenever offered: its RTP, hit frequency, pay and spread."""
+    p = s.natural_probability
+    lost = (s.rtp - 1 - p * s.payout) / (1 - p)  # the net of a lost side bet per unit (-1)
+    mean = s.rtp - 1
+    variance = p * s.payout**2 + (1 - p) * lost**2 - mean**2
+    return {
+        "wager": "side bet (per unit, placed whenever offered)",
+        "rtp": fx(s.rtp),
+        "house_edge": fx(s.house_edge),
+        "hit_frequency": fx(p),
+        "offered": fx(s.offer_probability),
+        "pays": fx(s.payout),
+        "sd": math.sqrt(variance),
+        "best_case_rtp_knowing_own_cards": fx(s.best_conditional_rtp),
+    }
 
 
 def _z(confidence: float) -> float:
@@ -168,51 +174,10 @@ def _wilson(p: float, n: int, z: float) -> tuple[float, float]:
 
 def simulated_figures(sim: SimulationResult, reference: RtpResult) -> dict[str, Any]:
     """Each simulated figure beside its exact value: 95% interval, joint interval and z."""
-    exact_types = dict(reference.hand_types)
-    rows: list[tuple[str, str, Any, Fraction | None, int]] = [
-        ("rtp", "RTP", sim.rtp, reference.rtp, sim.rounds),
-        ("win", "win", sim.win, reference.win, sim.rounds),
-        ("tie", "tie", sim.tie, reference.tie, sim.rounds),
-        ("loss", "loss", sim.loss, reference.loss, sim.rounds),
-    ]
-    for name, est in sim.hand_types:
-        rows.append((f"hand:{name}", f"hand: {name}", est, exact_types.get(name), sim.rounds))
-    if sim.side_bet_rtp is not None and reference.side_bet is not None:
-        rows.append(
-            (
-                "side_bet_rtp",
-                f"side bet RTP ({sim.side_bets} bets)",
-                sim.side_bet_rtp,
-                reference.side_bet.rtp,
-                sim.side_bets,
-            )
-        )
+    rows = _simulated_rows(sim, reference)
     joint = 1 - (1 - CONFIDENCE) / len(rows)
     z_joint = _z(joint)
-    figures = []
-    for key, title, est, exact_value, n in rows:
-        proportion = key not in ("rtp", "side_bet_rtp")
-        if proportion:
-            low_j, high_j = _wilson(est.value, n, z_joint)
-        else:
-            low_j, high_j = est.value - z_joint * est.se, est.value + z_joint * est.se
-        x = None if exact_value is None else float(exact_value)
-        figures.append(
-            {
-                "figure": key,
-                "title": title,
-                "estimate": est.value,
-                "se": est.se,
-                "low": est.low,
-                "high": est.high,
-                "joint_low": low_j,
-                "joint_high": high_j,
-                "exact": x,
-                "z": None if x is None or not est.se else (est.value - x) / est.se,
-                "inside": x is not None and est.low <= x <= est.high,
-                "inside_joint": x is not None and low_j <= x <= high_j,
-            }
-        )
+    figures = [_simulated_figure(key, title, est, exact_value, n, z_joint) for key, title, est, exact_value, n in rows]
     return {
         "rounds": sim.rounds,
         "seed": sim.seed,
@@ -227,6 +192,49 @@ def simulated_figures(sim: SimulationResult, reference: RtpResult) -> dict[str, 
     }
 
 
+def _simulated_rows(sim: SimulationResult, reference: RtpResult) -> list[tuple[str, str, Any, Fraction | None, int]]:
+    """The figures simulated: (key, title, estimate, exact value, sample size), the side bet's if it has one."""
+    exact_types = dict(reference.hand_types)
+    rows: list[tuple[str, str, Any, Fraction | None, int]] = [
+        ("rtp", "RTP", sim.rtp, reference.rtp, sim.rounds),
+        ("win", "win", sim.win, reference.win, sim.rounds),
+        ("tie", "tie", sim.tie, reference.tie, sim.rounds),
+        ("loss", "loss", sim.loss, reference.loss, sim.rounds),
+    ]
+    for name, est in sim.hand_types:
+        rows.append((f"hand:{name}", f"hand: {name}", est, exact_types.get(name), sim.rounds))
+    if sim.side_bet_rtp is not None and reference.side_bet is not None:
+        title = f"side bet RTP ({sim.side_bets} bets)"
+        rows.append(("side_bet_rtp", title, sim.side_bet_rtp, reference.side_bet.rtp, sim.side_bets))
+    return rows
+
+
+def _simulated_figure(
+    key: str, title: str, est: Any, exact_value: Fraction | None, n: int, z_joint: float
+) -> dict[str, Any]:
+    """One figure: its estimate and intervals (a proportion's joint interval Wilson's), its exact value and z."""
+    proportion = key not in ("rtp", "side_bet_rtp")
+    if proportion:
+        low_j, high_j = _wilson(est.value, n, z_joint)
+    else:
+        low_j, high_j = est.value - z_joint * est.se, est.value + z_joint * est.se
+    x = None if exact_value is None else float(exact_value)
+    return {
+        "figure": key,
+        "title": title,
+        "estimate": est.value,
+        "se": est.se,
+        "low": est.low,
+        "high": est.high,
+        "joint_low": low_j,
+        "joint_high": high_j,
+        "exact": x,
+        "z": None if x is None or not est.se else (est.value - x) / est.se,
+        "inside": x is not None and est.low <= x <= est.high,
+        "inside_joint": x is not None and low_j <= x <= high_j,
+    }
+
+
 def _simulate_job(name: str, options: tuple[tuple[str, bool], ...], rounds: int, seed: str, strategy: str) -> Any:
     return simulate(get_profile(name, **dict(options)), rounds, seed, strategy)
 
@@ -236,54 +244,13 @@ def build_math_report(params: MathParameters, *, progress: Callable[[str], None]
     started = time.perf_counter()
     variants = profile_variants(params.profile, params.options)
     jobs: list[tuple[Profile, str]] = [(p, s) for p in variants for s in params.strategies]
-    exacts: dict[tuple[str, str], RtpResult] = {}
     t0 = time.perf_counter()
-    for profile, strategy in jobs:
-        exacts[(profile.key, strategy)] = exact(profile, strategy)
-        if progress is not None:
-            progress(f"exact {profile.key} {strategy}")
+    exacts = _exacts(jobs, progress)
     exact_seconds = time.perf_counter() - t0
     t0 = time.perf_counter()
-    sims: dict[tuple[str, str], SimulationResult] = {}
-    if params.rounds:
-        args = [(p.name, tuple(sorted(p.options.items())), params.rounds, params.seed, s) for p, s in jobs]
-        if params.workers <= 1:
-            for (profile, strategy), a in zip(jobs, args, strict=True):
-                sims[(profile.key, strategy)] = _simulate_job(*a)
-                if progress is not None:
-                    progress(f"simulated {profile.key} {strategy}")
-        else:
-            context = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=params.workers, mp_context=context) as pool:
-                futures = [pool.submit(_simulate_job, *a) for a in args]
-                for (profile, strategy), future in zip(jobs, futures, strict=True):
-                    sims[(profile.key, strategy)] = future.result()
-                    if progress is not None:
-                        progress(f"simulated {profile.key} {strategy}")
+    sims = _simulations(params, jobs, progress) if params.rounds else {}
     sim_seconds = time.perf_counter() - t0
-    out_variants: list[dict[str, Any]] = []
-    for profile in variants:
-        entries = []
-        for strategy in params.strategies:
-            result = exacts[(profile.key, strategy)]
-            entry: dict[str, Any] = {
-                "strategy": strategy,
-                "strategy_text": result.strategy_text,
-                "exact": exact_figures(result),
-            }
-            sim = sims.get((profile.key, strategy))
-            if sim is not None:
-                entry["simulation"] = simulated_figures(sim, result)
-            entries.append(entry)
-        out_variants.append(
-            {
-                "key": profile.key,
-                "title": profile.title,
-                "options": profile.options,
-                "decks": profile.decks,
-                "strategies": entries,
-            }
-        )
+    out_variants = [_variant(profile, params.strategies, exacts, sims) for profile in variants]
     return {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
@@ -307,6 +274,68 @@ def build_math_report(params: MathParameters, *, progress: Callable[[str], None]
         ),
         "timings_seconds": {"exact": exact_seconds, "simulation": sim_seconds, "total": time.perf_counter() - started},
         "machine": {"python": platform.python_version(), "platform": platform.platform()},
+    }
+
+
+def _exacts(
+    jobs: Sequence[tuple[Profile, str]], progress: Callable[[str], None] | None
+) -> dict[tuple[str, str], RtpResult]:
+    """The exact figures of each (profile, strategy)."""
+    exacts: dict[tuple[str, str], RtpResult] = {}
+    for profile, strategy in jobs:
+        exacts[(profile.key, strategy)] = exact(profile, strategy)
+        if progress is not None:
+            progress(f"exact {profile.key} {strategy}")
+    return exacts
+
+
+def _simulations(
+    params: MathParameters, jobs: Sequence[tuple[Profile, str]], progress: Callable[[str], None] | None
+) -> dict[tuple[str, str], SimulationResult]:
+    """Each (profile, strategy) simulated through the machine, in this process or in ``params.workers``."""
+    sims: dict[tuple[str, str], SimulationResult] = {}
+    args = [(p.name, tuple(sorted(p.options.items())), params.rounds, params.seed, s) for p, s in jobs]
+    if params.workers <= 1:
+        for (profile, strategy), a in zip(jobs, args, strict=True):
+            sims[(profile.key, strategy)] = _simulate_job(*a)
+            if progress is not None:
+                progress(f"simulated {profile.key} {strategy}")
+        return sims
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=params.workers, mp_context=context) as pool:
+        futures = [pool.submit(_simulate_job, *a) for a in args]
+        for (profile, strategy), future in zip(jobs, futures, strict=True):
+            sims[(profile.key, strategy)] = future.result()
+            if progress is not None:
+                progress(f"simulated {profile.key} {strategy}")
+    return sims
+
+
+def _variant(
+    profile: Profile,
+    strategies: Sequence[str],
+    exacts: dict[tuple[str, str], RtpResult],
+    sims: dict[tuple[str, str], SimulationResult],
+) -> dict[str, Any]:
+    """One variant of the profile: each strategy's exact figures, and its simulation's beside them."""
+    entries = []
+    for strategy in strategies:
+        result = exacts[(profile.key, strategy)]
+        entry: dict[str, Any] = {
+            "strategy": strategy,
+            "strategy_text": result.strategy_text,
+            "exact": exact_figures(result),
+        }
+        sim = sims.get((profile.key, strategy))
+        if sim is not None:
+            entry["simulation"] = simulated_figures(sim, result)
+        entries.append(entry)
+    return {
+        "key": profile.key,
+        "title": profile.title,
+        "options": profile.options,
+        "decks": profile.decks,
+        "strategies": entries,
     }
 
 
