@@ -30,7 +30,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,31 +171,7 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
         try:
             for driver in drivers:
                 driver.setup()
-            stop = threading.Event()
-            hard_deadline = time.monotonic() + config.max_seconds + 60
-            threads = [
-                threading.Thread(target=d.play, args=(stop,), kwargs={"deadline": hard_deadline}, daemon=True)
-                for d in drivers
-            ]
-            feed_thread = threading.Thread(target=follower.run, daemon=True)
-            feed_thread.start()
-            for thread in threads:
-                thread.start()
-            play_started = time.monotonic()
-            try:
-                _kill_loop(server, config, rng, report)
-                if report.kills < config.kills:  # (the loop's time bound is a hang guard, not a budget)
-                    report.problems.append(
-                        f"the kill loop made {report.kills} of its {config.kills} kills in {config.max_seconds:g}s"
-                    )
-                time.sleep(rng.uniform(config.min_up, config.max_up))
-            finally:
-                stop.set()
-                for thread in threads:
-                    thread.join(timeout=120)
-            if any(t.is_alive() for t in threads):
-                report.problems.append("a client did not stop within 120 s")
-            report.play_seconds = time.monotonic() - play_started
+            feed_thread = _play_under_kills(server, drivers, follower, config, rng, report)
             server.kill()  # the final kill: rounds are left where the clients stopped
             report.kills += 1
             server.start()
@@ -205,23 +181,8 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
             report.feed_subscriptions = follower.subscriptions
             if not follower.done:
                 report.problems.append(f"the event feed client did not finish: {dict(follower.errors)}")
-            for driver in drivers:
-                report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
-                report.rounds_closed += len(driver.closed)
-                report.rounds_per_client[driver.name] = len(driver.closed)
-                report.rounds_interrupted += len(driver.interrupted)
-                report.wallet_ops += len(driver.ledger) - len(driver.spec.wallets)
-                stats.merge(driver.client.stats)
-            ledger, acked = merged_ledger(drivers), all_acked(drivers)
-            tables = [spec.table_id for spec in specs]
-            found = Findings()
-            checks_started = time.monotonic()
-            found.merge(audit_api(server.target, tokens, tables, wallets, ledger, acked, feed=follower.items))
-            server.stop()
-            found.merge(audit_store(store, tables, wallets, ledger, acked))
-            report.check_seconds = time.monotonic() - checks_started
-            report.problems.extend(found.problems)
-            report.counts = dict(found.counts)
+            _tally(drivers, report, stats)
+            _audit(server, store, tokens, [spec.table_id for spec in specs], wallets, drivers, follower, report)
         finally:  # closed channels end every client thread at its next call
             follower.stop.set()
             feed_client.close()
@@ -231,12 +192,87 @@ def run_crash(store: Store, workdir: Path, config: CrashConfig | None = None) ->
         ordered = sorted(server.startup_seconds)
         report.startup_median = ordered[len(ordered) // 2] if ordered else 0.0
         report.server_errors = server.log_errors()
+    report.client_errors = _client_errors(stats)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _client_errors(stats: Stats) -> dict[str, int]:
+    """The clients' errors by status code, whatever the method."""
     errors: Counter[str] = Counter()
     for (_rpc, code), n in stats.errors.items():
         errors[code] += n
-    report.client_errors = dict(errors)
-    report.seconds = time.monotonic() - started
-    return report
+    return dict(errors)
+
+
+def _play_under_kills(
+    server: ServerProcess,
+    drivers: Sequence[TableDriver],
+    follower: FeedFollower,
+    config: CrashConfig,
+    rng: random.Random,
+    report: CrashReport,
+) -> threading.Thread:
+    """The clients play and the feed follows while the server is killed and restarted ``config.kills`` times;
+    then the clients stop. The feed's thread, still running."""
+    stop = threading.Event()
+    hard_deadline = time.monotonic() + config.max_seconds + 60
+    threads = [
+        threading.Thread(target=d.play, args=(stop,), kwargs={"deadline": hard_deadline}, daemon=True) for d in drivers
+    ]
+    feed_thread = threading.Thread(target=follower.run, daemon=True)
+    feed_thread.start()
+    for thread in threads:
+        thread.start()
+    play_started = time.monotonic()
+    try:
+        _kill_loop(server, config, rng, report)
+        if report.kills < config.kills:  # (the loop's time bound is a hang guard, not a budget)
+            report.problems.append(
+                f"the kill loop made {report.kills} of its {config.kills} kills in {config.max_seconds:g}s"
+            )
+        time.sleep(rng.uniform(config.min_up, config.max_up))
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(timeout=120)
+    if any(t.is_alive() for t in threads):
+        report.problems.append("a client did not stop within 120 s")
+    report.play_seconds = time.monotonic() - play_started
+    return feed_thread
+
+
+def _tally(drivers: Sequence[TableDriver], report: CrashReport, stats: Stats) -> None:
+    """What the clients did: their unexpected errors, rounds closed and interrupted, wallet operations, calls."""
+    for driver in drivers:
+        report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
+        report.rounds_closed += len(driver.closed)
+        report.rounds_per_client[driver.name] = len(driver.closed)
+        report.rounds_interrupted += len(driver.interrupted)
+        report.wallet_ops += len(driver.ledger) - len(driver.spec.wallets)
+        stats.merge(driver.client.stats)
+
+
+def _audit(
+    server: ServerProcess,
+    store: Store,
+    tokens: Tokens,
+    tables: list[str],
+    wallets: list[str],
+    drivers: Sequence[TableDriver],
+    follower: FeedFollower,
+    report: CrashReport,
+) -> None:
+    """The audits: through the API of the restarted server, then in the store with the server stopped."""
+    ledger, acked = merged_ledger(drivers), all_acked(drivers)
+    found = Findings()
+    checks_started = time.monotonic()
+    found.merge(audit_api(server.target, tokens, tables, wallets, ledger, acked, feed=follower.items))
+    server.stop()
+    found.merge(audit_store(store, tables, wallets, ledger, acked))
+    report.check_seconds = time.monotonic() - checks_started
+    report.problems.extend(found.problems)
+    report.counts = dict(found.counts)
 
 
 @contextlib.contextmanager
