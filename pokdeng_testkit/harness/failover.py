@@ -30,6 +30,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,76 +202,118 @@ def run_failover(pair: Any, workdir: Path, config: FailoverConfig | None = None)
         pinger.client.send("WalletService", "OpenWallet", request_id="setup:ping", wallet_id=PING_WALLET)
         pinger.acked.add("setup:ping")
         watch = HealthWatch(server.target)
-        stop, halt = threading.Event(), threading.Event()  # halt: never set (the drivers stop at the deadline)
-        deadline = time.monotonic() + config.seconds
-        threads = [threading.Thread(target=d.play, args=(halt,), kwargs={"deadline": deadline}) for d in drivers]
-        helpers = [threading.Thread(target=pinger.run, args=(stop,)), threading.Thread(target=watch.run, args=(stop,))]
-        for thread in (*threads, *helpers):
-            thread.start()
-        try:
-            time.sleep(config.fail_after)
-            report.rounds_before = sum(len(d.closed) for d in drivers)
-            stopped = time.monotonic()
-            pair.crash_primary()
-            time.sleep(config.promote_after)
-            pair.promote()
-            report.promoted_after = time.monotonic() - stopped
-            for thread in threads:
-                thread.join(timeout=config.seconds + 120)
-        finally:
-            stop.set()
-            for thread in helpers:
-                thread.join(timeout=30)
-        if any(t.is_alive() for t in threads):
-            halt.set()
-            report.problems.append("a client did not finish in time")
-
-        down = watch.first(False, stopped)
-        report.not_serving_after = None if down is None else down - stopped
-        up = watch.first(True, down) if down is not None else None
-        report.serving_after = None if up is None else up - stopped
+        stopped = _fail_over(pair, config, drivers, pinger, watch, report)
         kept = answers.all()
-        through = [a.answered for a in kept if a.answered > stopped and (a.sent > stopped or a.retried)]
-        report.resumed_after = min(through) - stopped if through else None
-        report.acked_before = sum(1 for a in kept if a.answered < stopped)
-        flying = [a for a in kept if a.sent < stopped < a.answered and a.retried]
-        report.in_flight = len(flying)
-        report.in_flight_replayed = sum(1 for a in flying if a.replayed)
-        report.pings = len(pinger.acked)
-        report.rounds_closed = sum(len(d.closed) for d in drivers)
-        for driver in drivers:
-            report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
-        report.unexpected.extend(pinger.unexpected)
-        errors: Counter[str] = Counter()
-        for made in (*(d.client for d in drivers), pinger.client):
-            errors.update({code: n for (_rpc, code), n in made.stats.errors.items()})
-        report.client_errors = dict(errors)
-
-        # (from the promotion, not the stop: how long pg_ctl promote takes is PostgreSQL's and the machine's)
-        if report.resumed_after is None or report.resumed_after - report.promoted_after >= config.resume_limit:
-            report.problems.append(f"no command went through within {config.resume_limit}s of the promotion")
-        if report.not_serving_after is None or report.serving_after is None:
-            report.problems.append(f"health did not go NOT_SERVING then SERVING: {watch.changes}")
-        if report.rounds_closed <= report.rounds_before:
-            report.problems.append("no round closed after the failover")
-
+        _time_the_failover(report, watch, kept, stopped)
+        _tally(report, drivers, pinger)
+        _judge(report, config, watch)
         first = check_first_answers(client(tokens.operator), sample(kept, config.first_answers))
         report.first_answers = first.checked
         report.problems.extend(first.problems)
-        ledger = {**merged_ledger(drivers), **pinger.ledger}
-        acked = all_acked(drivers) | pinger.acked
-        tables = [spec.table_id for spec in specs]
-        found = Findings()
-        found.merge(audit_api(server.target, tokens, tables, [*wallets, PING_WALLET], ledger, acked))
-        server.stop()
-        found.merge(audit_store(store, tables, [*wallets, PING_WALLET], ledger, acked))
-        report.problems.extend(found.problems)
-        report.counts = dict(found.counts)
-        report.server_errors = server.log_errors()
-        report.problems.extend(f"server log: {line[:300]}" for line in report.server_errors if not outage(line))
+        _audit(report, server, store, tokens, [spec.table_id for spec in specs], wallets, drivers, pinger)
     report.verify_rc, report.verify_tail = verify_all(pair.url)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _fail_over(
+    pair: Any,
+    config: FailoverConfig,
+    drivers: Sequence[TableDriver],
+    pinger: Pinger,
+    watch: HealthWatch,
+    report: FailoverReport,
+) -> float:
+    """The clients play, the pinger pings and health is watched while the primary crashes and the standby is
+    promoted; the clients play on to the deadline. When the primary stopped (``time.monotonic``)."""
+    stop, halt = threading.Event(), threading.Event()  # halt: never set (the drivers stop at the deadline)
+    deadline = time.monotonic() + config.seconds
+    threads = [threading.Thread(target=d.play, args=(halt,), kwargs={"deadline": deadline}) for d in drivers]
+    helpers = [threading.Thread(target=pinger.run, args=(stop,)), threading.Thread(target=watch.run, args=(stop,))]
+    for thread in (*threads, *helpers):
+        thread.start()
+    try:
+        time.sleep(config.fail_after)
+        report.rounds_before = sum(len(d.closed) for d in drivers)
+        stopped = time.monotonic()
+        pair.crash_primary()
+        time.sleep(config.promote_after)
+        pair.promote()
+        report.promoted_after = time.monotonic() - stopped
+        for thread in threads:
+            thread.join(timeout=config.seconds + 120)
+    finally:
+        stop.set()
+        for thread in helpers:
+            thread.join(timeout=30)
+    if any(t.is_alive() for t in threads):
+        halt.set()
+        report.problems.append("a client did not finish in time")
+    return stopped
+
+
+def _time_the_failover(report: FailoverReport, watch: HealthWatch, kept: Sequence[Any], stopped: float) -> None:
+    """From the primary's stop: health NOT_SERVING, SERVING again, the first command through; the commands
+    acknowledged before, and those in flight across it (replayed or not)."""
+    down = watch.first(False, stopped)
+    report.not_serving_after = None if down is None else down - stopped
+    up = watch.first(True, down) if down is not None else None
+    report.serving_after = None if up is None else up - stopped
+    through = [a.answered for a in kept if a.answered > stopped and (a.sent > stopped or a.retried)]
+    report.resumed_after = min(through) - stopped if through else None
+    report.acked_before = sum(1 for a in kept if a.answered < stopped)
+    flying = [a for a in kept if a.sent < stopped < a.answered and a.retried]
+    report.in_flight = len(flying)
+    report.in_flight_replayed = sum(1 for a in flying if a.replayed)
+
+
+def _tally(report: FailoverReport, drivers: Sequence[TableDriver], pinger: Pinger) -> None:
+    """What the clients did: pings, rounds closed, unexpected errors, errors by status code."""
+    report.pings = len(pinger.acked)
+    report.rounds_closed = sum(len(d.closed) for d in drivers)
+    for driver in drivers:
+        report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
+    report.unexpected.extend(pinger.unexpected)
+    errors: Counter[str] = Counter()
+    for made in (*(d.client for d in drivers), pinger.client):
+        errors.update({code: n for (_rpc, code), n in made.stats.errors.items()})
+    report.client_errors = dict(errors)
+
+
+def _judge(report: FailoverReport, config: FailoverConfig, watch: HealthWatch) -> None:
+    """The failover's own problems: no command through soon after the promotion, health not seen going down
+    and up, no round closed after it."""
+    # (from the promotion, not the stop: how long pg_ctl promote takes is PostgreSQL's and the machine's)
+    if report.resumed_after is None or report.resumed_after - report.promoted_after >= config.resume_limit:
+        report.problems.append(f"no command went through within {config.resume_limit}s of the promotion")
+    if report.not_serving_after is None or report.serving_after is None:
+        report.problems.append(f"health did not go NOT_SERVING then SERVING: {watch.changes}")
+    if report.rounds_closed <= report.rounds_before:
+        report.problems.append("no round closed after the failover")
+
+
+def _audit(
+    report: FailoverReport,
+    server: ServerProcess,
+    store: Store,
+    tokens: Tokens,
+    tables: list[str],
+    wallets: list[str],
+    drivers: Sequence[TableDriver],
+    pinger: Pinger,
+) -> None:
+    """The audits (the pinger's wallet with the players'), through the API then in the store; the server's
+    logged errors that are not the outage's."""
+    ledger = {**merged_ledger(drivers), **pinger.ledger}
+    acked = all_acked(drivers) | pinger.acked
+    found = Findings()
+    found.merge(audit_api(server.target, tokens, tables, [*wallets, PING_WALLET], ledger, acked))
+    server.stop()
+    found.merge(audit_store(store, tables, [*wallets, PING_WALLET], ledger, acked))
+    report.problems.extend(found.problems)
+    report.counts = dict(found.counts)
+    report.server_errors = server.log_errors()
+    report.problems.extend(f"server log: {line[:300]}" for line in report.server_errors if not outage(line))
 
 
 def main(argv: list[str] | None = None) -> int:
