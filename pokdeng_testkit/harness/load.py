@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,49 +180,48 @@ def run_load(
             cpu_before = server.cpu_seconds()
             elapsed, stuck = play_for(drivers, seconds)
             cpu_after = server.cpu_seconds()
-            stats = Stats()
-            for driver in drivers:
-                stats.merge(driver.stats)
-            notes = [f"{d.name}: {u}" for d in drivers for u in d.unexpected]
-            if stuck:
-                notes.append("a client did not stop within 60 s")
-            rounds = sum(len(d.closed) for d in drivers)
+            result = _played(store, clients, drivers, elapsed, stuck)
+            result.server_cpu = None if cpu_before is None or cpu_after is None else cpu_after - cpu_before
             if reader is not None:
                 sizes = transactions(reader, first, reader.position())
-            ceiling = bare_cpu = None
             if baseline:
-                health_before = server.cpu_seconds()
-                checks, took = _health_baseline(server.target, clients)
-                health_after = server.cpu_seconds()
-                ceiling = checks / took
-                if health_before is not None and health_after is not None and checks:
-                    bare_cpu = (health_after - health_before) / checks
+                result.baseline_calls_per_s, result.bare_call_cpu = _health_ceiling(server, clients)
         finally:
             for driver in drivers:
                 driver.client.close()
             if reader is not None:
                 reader.close()
-        notes.extend(server.log_errors())
-    raw_seconds = raw_cpu = None
+        result.notes.extend(server.log_errors())
+    result.transactions = len(sizes)
     if raw_store is not None and sizes:  # (the server has stopped)
-        raw_seconds, raw_cpu = replay(raw_env(raw_store), sizes)
+        result.raw_seconds, result.raw_cpu = replay(raw_env(raw_store), sizes)
+    return result
+
+
+def _played(store: Store, clients: int, drivers: Sequence[TableDriver], elapsed: float, stuck: int) -> LoadResult:
+    """What the clients did in the window: rounds, calls and errors, each method's figures; the notes: their
+    unexpected errors, a client that did not stop."""
+    stats = Stats()
+    for driver in drivers:
+        stats.merge(driver.stats)
+    notes = [f"{d.name}: {u}" for d in drivers for u in d.unexpected]
+    if stuck:
+        notes.append("a client did not stop within 60 s")
     errors = {f"{rpc} {code}": n for (rpc, code), n in sorted(stats.errors.items())}
-    return LoadResult(
-        store.kind,
-        clients,
-        elapsed,
-        rounds,
-        stats.calls,
-        errors,
-        stats.table(),
-        ceiling,
-        notes,
-        raw_seconds,
-        len(sizes),
-        None if cpu_before is None or cpu_after is None else cpu_after - cpu_before,
-        bare_cpu,
-        raw_cpu,
-    )
+    rounds = sum(len(d.closed) for d in drivers)
+    return LoadResult(store.kind, clients, elapsed, rounds, stats.calls, errors, stats.table(), notes=notes)
+
+
+def _health_ceiling(server: ServerProcess, clients: int) -> tuple[float, float | None]:
+    """The server's ceiling of bare calls (health checks a second, ``clients`` at once), and the CPU seconds
+    of one (None if the server's CPU time cannot be read)."""
+    health_before = server.cpu_seconds()
+    checks, took = _health_baseline(server.target, clients)
+    health_after = server.cpu_seconds()
+    bare_cpu = None
+    if health_before is not None and health_after is not None and checks:
+        bare_cpu = (health_after - health_before) / checks
+    return checks / took, bare_cpu
 
 
 @contextlib.contextmanager
