@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
 import tempfile
 import threading
@@ -43,12 +42,12 @@ from pokdeng_client.v1 import pokdeng_pb2 as pb
 
 from .checks import Findings, audit_api, audit_store, findings_lines, finish
 from .client import HarnessClient, Stats
+from .clocks import CLOCK_TIMEOUT, check_clock_round, clock_table, request_ids, run_clock_table
 from .driver import MAX_UNEXPECTED, TableDriver, TableSpec, all_acked, merged_ledger
 from .server import ServerProcess, Store, postgres_databases, servers
 from .tokens import Tokens
 
 COMMON = "rep-common"
-CLOCK_TIMEOUT = 1  # seconds
 PROFILES = ("classic", "kingmaker", "room", "ante")
 
 
@@ -158,15 +157,6 @@ class WalletHammer:
             self.ledger[rid] = (wallet, amount if method == "Deposit" else -amount)
 
 
-def _clock_table(index: int) -> TableSpec:
-    return TableSpec(
-        f"clock-{index}",
-        "classic",
-        tuple(f"clock-{index}-p{j}" for j in range(3)),
-        turn_timeout=CLOCK_TIMEOUT,
-    )
-
-
 def _play_shared(driver: TableDriver, stop: threading.Event, deadline: float, config: ReplicaConfig) -> None:
     """A shared table's rounds for ``config.seconds`` (every client at once: the contention), then, if it
     closed fewer than ``config.min_rounds``, on until it has or ``config.extra_seconds`` have passed."""
@@ -179,99 +169,6 @@ def _play_shared(driver: TableDriver, stop: threading.Event, deadline: float, co
         and len(driver.unexpected) < MAX_UNEXPECTED
     ):
         driver.play(stop, config.min_rounds, latest)  # (returns once it has seen min_rounds rounds close)
-
-
-def _run_clock_table(driver: TableDriver, rounds: int, deadline: float, out: list[str]) -> None:
-    """Start rounds, stake, deal, then wait: the replicas' turn clocks must play every turn out."""
-    try:
-        _clock_rounds(driver, rounds, deadline, out)
-    except Exception as error:  # a thread's target: report, never die silently
-        driver.unexpected.append(f"{type(error).__name__}: {error}")
-
-
-def _clock_rounds(driver: TableDriver, rounds: int, deadline: float, out: list[str]) -> None:
-    for _ in range(rounds):
-        round_id = driver.next_round()
-        assert round_id is not None
-        opened = driver.round(round_id)
-        for seat, player in driver.spec.expected_bets(opened):
-            driver.command(
-                driver.as_player[player],
-                "RoundService",
-                "PlaceBet",
-                f"{round_id}:bet:{seat}:{player}",
-                round_id=round_id,
-                seat=seat,
-                player=player,
-                stake=driver.spec.stake(round_id, seat, player),
-            )
-        driver.command(driver.ops, "RoundService", "Deal", f"{round_id}:deal", round_id=round_id)
-        while time.monotonic() < deadline:
-            if driver.round(round_id).phase == pb.ROUND_PHASE_CLOSED:
-                out.append(round_id)
-                break
-            time.sleep(0.1)
-        else:
-            return
-
-
-def check_clock_round(
-    found: list[str], early: list[str], r: pb.Round, timeout: float, requests: Counter[str]
-) -> list[float]:
-    """Each wait ended by one timeout (problems in ``found``), never early (``early``); returns the waits
-    (seconds) before each timeout."""
-    waits = []
-    events = list(r.events)
-    timed_out: Counter[int] = Counter()
-    for i, event in enumerate(events):
-        kind = event.WhichOneof("event")
-        if kind in ("card_drawn", "player_stood"):
-            reason = event.card_drawn.reason if kind == "card_drawn" else event.player_stood.reason
-            if reason not in (pb.ACTION_REASON_TIMEOUT, pb.ACTION_REASON_AUTO):
-                payload = json.loads(event.canonical_data) if event.canonical_data else {}
-                found.append(f"{r.round_id}: a {kind} by choice in a round nobody played: {payload}")
-        if kind != "turn_timed_out":
-            continue
-        seat = event.turn_timed_out.seat
-        timed_out[seat] += 1
-        wait = (event.record_time.ToDatetime() - events[i - 1].record_time.ToDatetime()).total_seconds()
-        waits.append(wait)
-        if wait < timeout - 0.01:
-            before = events[i - 1]
-            early.append(
-                f"{r.round_id}: seat {seat} timed out after waiting {wait:.3f}s (< {timeout}s) by {event.request_id} "
-                f"(the event before: {before.WhichOneof('event')} by {before.request_id})"
-            )
-        if not event.request_id.startswith("timeout:"):
-            found.append(f"{r.round_id}: a timeout by {event.request_id}, not by a turn clock")
-    for seat, n in timed_out.items():
-        if n > 1:
-            found.append(f"{r.round_id}: seat {seat} timed out {n} times")
-    recorded = sum(n for rid, n in requests.items() if rid.startswith(f"timeout:{r.round_id}:"))
-    if recorded != sum(timed_out.values()):
-        found.append(f"{r.round_id}: {recorded} timeout requests recorded for {sum(timed_out.values())} timeouts")
-    return waits
-
-
-def _request_ids(client: HarnessClient) -> Counter[str]:
-    """Every request id recorded in the store, from the event feed."""
-    out: Counter[str] = Counter()
-    after = 0
-    for _ in range(100_000):
-        got = 0
-        for batch in client.stubs["EventService"].SubscribeEvents(
-            pb.SubscribeEventsRequest(after_position=after, batch_size=1000, stop_at_head=True),
-            metadata=client.metadata,
-            timeout=120,
-        ):
-            for n in batch.events:
-                got += 1
-                after = n.position
-                if n.stream_kind == pb.STREAM_KIND_REQUEST:
-                    out[n.event.request_accepted.request_id] += 1
-        if not got:
-            return out
-    return out
 
 
 def rolled_back_rows(store: Store) -> int | None:
@@ -311,11 +208,10 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
     report = ReplicaReport()
     started = time.monotonic()
     specs = shared_tables(config.tables)
-    clock_specs = [_clock_table(i) for i in range(config.clock_tables)]
+    clock_specs = [clock_table(i) for i in range(config.clock_tables)]
     wallets = sorted({w for spec in (*specs, *clock_specs) for w in spec.wallets})
     tokens = Tokens.for_players(wallets)
     tokens_file = tokens.write(workdir / "tokens.json")
-    stats = Stats()
     with servers() as running:
         replicas = [
             ServerProcess(store, tokens_file, workdir / f"replica-{name}.log", name=f"replica {name}") for name in "ab"
@@ -324,122 +220,21 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
         replicas[0].start()  # the first creates the tables of the store
         replicas[1].start()
         a, b = (server.target for server in replicas)
-        drivers: list[TableDriver] = []
-        hammers: list[WalletHammer] = []
         clients: list[HarnessClient] = []
         try:
-            for i, spec in enumerate(specs):
-                pool = (*spec.wallets, COMMON) if COMMON not in spec.wallets else spec.wallets
-                for side, target in enumerate((a, b)):
-                    client = HarnessClient(target)
-                    clients.append(client)
-                    drivers.append(
-                        TableDriver(
-                            spec,
-                            client,
-                            tokens,
-                            name=f"rep-{i}-{'ab'[side]}",
-                            shared=True,
-                            reverse=bool(side),
-                            wallet_every=2,
-                            wallet_pool=pool,
-                        )
-                    )
+            drivers = _shared_drivers(specs, (a, b), tokens, clients)
             for driver in drivers:  # each table set up through both replicas: the second time, replays
                 driver.setup()
-            clock_drivers = []
-            for i, spec in enumerate(clock_specs):
-                client = HarnessClient((a, b)[i % 2])
-                clients.append(client)
-                clock_drivers.append(TableDriver(spec, client, tokens, name=spec.table_id, wallet_every=0))
-                clock_drivers[-1].setup()
-            for side, target in enumerate((a, b)):
-                client = HarnessClient(target)
-                clients.append(client)
-                hammers.append(
-                    WalletHammer(
-                        f"hammer-{'ab'[side]}",
-                        client.as_token(tokens.operator),
-                        [COMMON, *(spec.players[1] for spec in specs)],
-                        config.hammer_ops,
-                    )
-                )
-            stop = threading.Event()
-            deadline = time.monotonic() + config.seconds
-            clock_closed: list[str] = []
-            threads = [
-                threading.Thread(target=_play_shared, args=(d, stop, deadline, config), daemon=True) for d in drivers
-            ]
-            threads += [threading.Thread(target=h.run, args=(deadline,), daemon=True) for h in hammers]
-            threads += [
-                threading.Thread(
-                    target=_run_clock_table,
-                    args=(d, config.clock_rounds, deadline + config.extra_seconds, clock_closed),
-                    daemon=True,
-                )
-                for d in clock_drivers
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join(timeout=config.seconds + 120)
-            if any(t.is_alive() for t in threads):
-                stop.set()
-                report.problems.append("a client did not stop in time")
-            everyone = [*drivers, *clock_drivers]
-            for driver in everyone:
-                report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
-                for name, n in driver.refused.items():
-                    report.refused[name] = report.refused.get(name, 0) + n
-            for hammer in hammers:
-                report.unexpected.extend(hammer.unexpected)
-            for client in clients:
-                stats.merge(client.stats)
-            closed = {r for d in drivers for r in d.closed}
-            report.rounds_closed = len(closed)
-            report.rounds_per_table = dict(Counter(r.rsplit("#", 1)[0] for r in closed))
-            report.replayed = dict(stats.replayed)
-            report.aborted = stats.error_count("ABORTED")
-            report.client_errors = dict(Counter(code for (_rpc, code), n in stats.errors.items() for _ in range(n)))
-            ledger = merged_ledger(everyone)
-            for hammer in hammers:
-                ledger.update(hammer.ledger)
-            acked = all_acked(everyone).union(*(h.acked for h in hammers))
-            report.wallet_ops = sum(1 for rid in ledger if not rid.startswith("setup:"))
-
-            # the turn clocks: every wait ended by exactly one timeout, never early
+            clock_drivers = _clock_drivers(clock_specs, (a, b), tokens, clients)
+            hammers = _hammers(specs, (a, b), tokens, config, clients)
+            _play(drivers, clock_drivers, hammers, config, report)
+            ledger, acked = _tally(report, drivers, clock_drivers, hammers, clients)
             operator = HarnessClient(a, tokens.operator)
             clients.append(operator)
-            requests = _request_ids(operator.as_token(tokens.auditor))
-            waits: list[float] = []
-            for spec in clock_specs:
-                table = operator.send("TableService", "GetTable", table_id=spec.table_id).table
-                for n in range(1, table.round_no + 1):
-                    r = operator.send("RoundService", "GetRound", round_id=f"{spec.table_id}#{n}").round
-                    waits.extend(
-                        check_clock_round(report.clock_problems, report.clock_early, r, CLOCK_TIMEOUT, requests)
-                    )
-                    report.clock_rounds += r.phase == pb.ROUND_PHASE_CLOSED
-            report.clock_timeouts = len(waits)
-            report.clock_gaps = (min(waits), max(waits)) if waits else (0.0, 0.0)
-            expected_clock = config.clock_tables * config.clock_rounds
-            if report.clock_rounds != expected_clock:
-                report.clock_problems.append(f"{report.clock_rounds} of {expected_clock} clock rounds closed")
-
-            # both replicas tell the same story
+            _check_clocks(report, operator, tokens, clock_specs, config)
             other = HarnessClient(b, tokens.operator)
             clients.append(other)
-            for spec in (*specs, *clock_specs):
-                one = operator.send("TableService", "GetTable", table_id=spec.table_id)
-                two = other.send("TableService", "GetTable", table_id=spec.table_id)
-                if one != two:
-                    report.problems.append(f"the replicas disagree on table {spec.table_id}")
-            for wallet in wallets:
-                if operator.send("WalletService", "GetWallet", wallet_id=wallet) != other.send(
-                    "WalletService", "GetWallet", wallet_id=wallet
-                ):
-                    report.problems.append(f"the replicas disagree on wallet {wallet}")
-
+            _check_agreement(report, operator, other, (*specs, *clock_specs), wallets)
             tables = [spec.table_id for spec in (*specs, *clock_specs)]
             found = Findings()
             found.merge(audit_api(a, tokens, tables, wallets, ledger, acked))
@@ -456,6 +251,173 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
             report.server_errors.extend(f"{server.name}: {line}" for line in server.log_errors())
     report.seconds = time.monotonic() - started
     return report
+
+
+def _shared_drivers(
+    specs: Sequence[TableSpec], targets: tuple[str, str], tokens: Tokens, clients: list[HarnessClient]
+) -> list[TableDriver]:
+    """Two drivers of each shared table, one through each replica (the second in reverse order)."""
+    drivers: list[TableDriver] = []
+    for i, spec in enumerate(specs):
+        pool = (*spec.wallets, COMMON) if COMMON not in spec.wallets else spec.wallets
+        for side, target in enumerate(targets):
+            client = HarnessClient(target)
+            clients.append(client)
+            drivers.append(
+                TableDriver(
+                    spec,
+                    client,
+                    tokens,
+                    name=f"rep-{i}-{'ab'[side]}",
+                    shared=True,
+                    reverse=bool(side),
+                    wallet_every=2,
+                    wallet_pool=pool,
+                )
+            )
+    return drivers
+
+
+def _clock_drivers(
+    clock_specs: Sequence[TableSpec], targets: tuple[str, str], tokens: Tokens, clients: list[HarnessClient]
+) -> list[TableDriver]:
+    """One driver of each clock table, through the replicas in turn; each set up."""
+    clock_drivers = []
+    for i, spec in enumerate(clock_specs):
+        client = HarnessClient(targets[i % 2])
+        clients.append(client)
+        clock_drivers.append(TableDriver(spec, client, tokens, name=spec.table_id, wallet_every=0))
+        clock_drivers[-1].setup()
+    return clock_drivers
+
+
+def _hammers(
+    specs: Sequence[TableSpec],
+    targets: tuple[str, str],
+    tokens: Tokens,
+    config: ReplicaConfig,
+    clients: list[HarnessClient],
+) -> list[WalletHammer]:
+    """A wallet hammer through each replica, on the common wallet and a player of each shared table."""
+    hammers = []
+    for side, target in enumerate(targets):
+        client = HarnessClient(target)
+        clients.append(client)
+        hammers.append(
+            WalletHammer(
+                f"hammer-{'ab'[side]}",
+                client.as_token(tokens.operator),
+                [COMMON, *(spec.players[1] for spec in specs)],
+                config.hammer_ops,
+            )
+        )
+    return hammers
+
+
+def _play(
+    drivers: Sequence[TableDriver],
+    clock_drivers: Sequence[TableDriver],
+    hammers: Sequence[WalletHammer],
+    config: ReplicaConfig,
+    report: ReplicaReport,
+) -> None:
+    """The shared tables, the hammers and the clock tables played at once, to the deadline."""
+    stop = threading.Event()
+    deadline = time.monotonic() + config.seconds
+    clock_closed: list[str] = []
+    threads = [threading.Thread(target=_play_shared, args=(d, stop, deadline, config), daemon=True) for d in drivers]
+    threads += [threading.Thread(target=h.run, args=(deadline,), daemon=True) for h in hammers]
+    threads += [
+        threading.Thread(
+            target=run_clock_table,
+            args=(d, config.clock_rounds, deadline + config.extra_seconds, clock_closed),
+            daemon=True,
+        )
+        for d in clock_drivers
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=config.seconds + 120)
+    if any(t.is_alive() for t in threads):
+        stop.set()
+        report.problems.append("a client did not stop in time")
+
+
+def _tally(
+    report: ReplicaReport,
+    drivers: Sequence[TableDriver],
+    clock_drivers: Sequence[TableDriver],
+    hammers: Sequence[WalletHammer],
+    clients: Sequence[HarnessClient],
+) -> tuple[dict[str, tuple[str, int]], set[str]]:
+    """What the clients did (unexpected errors, refusals, rounds, replays, aborts, errors, wallet operations);
+    the ledger of wallet operations and the acknowledged requests, for the audits."""
+    stats = Stats()
+    everyone = [*drivers, *clock_drivers]
+    for driver in everyone:
+        report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
+        for name, n in driver.refused.items():
+            report.refused[name] = report.refused.get(name, 0) + n
+    for hammer in hammers:
+        report.unexpected.extend(hammer.unexpected)
+    for client in clients:
+        stats.merge(client.stats)
+    closed = {r for d in drivers for r in d.closed}
+    report.rounds_closed = len(closed)
+    report.rounds_per_table = dict(Counter(r.rsplit("#", 1)[0] for r in closed))
+    report.replayed = dict(stats.replayed)
+    report.aborted = stats.error_count("ABORTED")
+    report.client_errors = dict(Counter(code for (_rpc, code), n in stats.errors.items() for _ in range(n)))
+    ledger = merged_ledger(everyone)
+    for hammer in hammers:
+        ledger.update(hammer.ledger)
+    acked = all_acked(everyone).union(*(h.acked for h in hammers))
+    report.wallet_ops = sum(1 for rid in ledger if not rid.startswith("setup:"))
+    return ledger, acked
+
+
+def _check_clocks(
+    report: ReplicaReport,
+    operator: HarnessClient,
+    tokens: Tokens,
+    clock_specs: Sequence[TableSpec],
+    config: ReplicaConfig,
+) -> None:
+    """The turn clocks: every wait ended by exactly one timeout, never early; every clock round closed."""
+    requests = request_ids(operator.as_token(tokens.auditor))
+    waits: list[float] = []
+    for spec in clock_specs:
+        table = operator.send("TableService", "GetTable", table_id=spec.table_id).table
+        for n in range(1, table.round_no + 1):
+            r = operator.send("RoundService", "GetRound", round_id=f"{spec.table_id}#{n}").round
+            waits.extend(check_clock_round(report.clock_problems, report.clock_early, r, CLOCK_TIMEOUT, requests))
+            report.clock_rounds += r.phase == pb.ROUND_PHASE_CLOSED
+    report.clock_timeouts = len(waits)
+    report.clock_gaps = (min(waits), max(waits)) if waits else (0.0, 0.0)
+    expected_clock = config.clock_tables * config.clock_rounds
+    if report.clock_rounds != expected_clock:
+        report.clock_problems.append(f"{report.clock_rounds} of {expected_clock} clock rounds closed")
+
+
+def _check_agreement(
+    report: ReplicaReport,
+    operator: HarnessClient,
+    other: HarnessClient,
+    specs: Sequence[TableSpec],
+    wallets: Sequence[str],
+) -> None:
+    """Both replicas tell the same story: every table and every wallet alike."""
+    for spec in specs:
+        one = operator.send("TableService", "GetTable", table_id=spec.table_id)
+        two = other.send("TableService", "GetTable", table_id=spec.table_id)
+        if one != two:
+            report.problems.append(f"the replicas disagree on table {spec.table_id}")
+    for wallet in wallets:
+        if operator.send("WalletService", "GetWallet", wallet_id=wallet) != other.send(
+            "WalletService", "GetWallet", wallet_id=wallet
+        ):
+            report.problems.append(f"the replicas disagree on wallet {wallet}")
 
 
 def main(argv: list[str] | None = None) -> int:
