@@ -3,7 +3,8 @@
 ``Loading`` is the base of ``PokdengApp``'s reads (``queries.Queries``) and what the write side loads
 through (``attempt.Attempt``): ``load_wallet``, ``load_table``, ``load_round`` (each stream checked against
 the id it claims, and a round or table's chain recomputed when folded from the store: ``StreamForged``
-otherwise), the shoe of an open round (unsealed from the vault once, then remembered), and the events of a
+otherwise), ``read_rounds`` (many rounds' cold loads, each stream read once for both the aggregate and its
+view's events), the shoe of an open round (unsealed from the vault once, then remembered), and the events of a
 round's view (read only once). It owns its caches: the shoes, the views' events and their locks.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -20,6 +21,8 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError, Application
 
 from pokdeng_core import table as tc
+from pokdeng_core.errors import InvalidCommand
+from pokdeng_core.limits import check_id
 from pokdeng_core.machine import Shoe, attach_shoe, shoe_client_seed
 from pokdeng_service.application.errors import NotFound, stream_forged
 from pokdeng_service.application.views import RecordedEvent
@@ -113,6 +116,68 @@ class Loading(Application[UUID]):
         if not isinstance(aggregate, cls):
             raise NotFound(f"{what} {ident!r} not found", **{what: ident})
         return aggregate
+
+    def read_rounds(self, round_ids: Iterable[str]) -> dict[str, tuple[RoundRecord, tuple[RecordedEvent, ...]]]:
+        """The rounds the aggregate cache does not hold, each with its view's events, its stream read once.
+
+        Many rounds' cold loads at once (a page of ``ListRounds``): each stream's rows are read once, the
+        streams together (``fastpaths.stream_rows``: one query per ``STREAMS_PER_QUERY`` streams on SQLite),
+        and those rows are both folded into the aggregate, its chain recomputed and its identity checked as
+        ``get_checked`` does, and kept as its view's events (``view_events``' cache); the aggregate is cached
+        as ``load_round`` would have. No snapshot is looked up: rounds are never snapshotted (with a
+        snapshot interval for them, nothing is read here). A round that is cached already, or that this load
+        would refuse (not found, not a round, a stream that fails its checks, an id that is not one), is not
+        in the answer: ``load_round`` reads it (and refuses it, with its alert) as usual. Each record answered is
+        the cached aggregate itself: read it, never change it."""
+        if RoundRecord in (self.snapshotting_intervals or {}):
+            return {}
+        wanted: dict[UUID, str] = {}
+        for round_id in round_ids:
+            with contextlib.suppress(InvalidCommand):
+                check_id(round_id, "round_id")
+                uuid = ag.round_uuid(round_id)
+                if not self._cached(uuid):
+                    wanted[uuid] = round_id
+        if not wanted:
+            return {}
+        out: dict[str, tuple[RoundRecord, tuple[RecordedEvent, ...]]] = {}
+        cache = self.repository.cache
+        for uuid, rows in fastpaths.stream_rows(self.recorder, wanted).items():
+            try:
+                stored = [self.mapper.to_domain_event(row) for row in rows]
+                record = integrity.verified_project(None, stored)
+            except Exception:  # a row that cannot be read, a stream that fails its checks: ``load_round`` says which
+                continue
+            if not isinstance(record, RoundRecord) or integrity.identity_problem(record) is not None:
+                continue
+            events = tuple(fact_of(item) for item in stored)
+            if cache is not None and not self._cached(uuid):  # (not over one a command saved meanwhile)
+                cache.put(uuid, record)
+            self._remember_view(uuid, events)
+            out[wanted[uuid]] = (record, events)
+        return out
+
+    def _cached(self, uuid: UUID) -> bool:
+        """Whether the aggregate cache holds the stream's aggregate."""
+        cache = self.repository.cache
+        if cache is None:
+            return False
+        try:
+            cache.get(uuid)
+        except KeyError:
+            return False
+        return True
+
+    def _remember_view(self, uuid: UUID, events: tuple[RecordedEvent, ...]) -> None:
+        """Keep a round's events read from its start as its view's, unless the cache holds more of them already."""
+        with self._view_lock:
+            known = self._view_cache.get(uuid, ())
+            if known and known[-1].position >= events[-1].position:
+                return
+            self._view_cache[uuid] = events
+            self._view_cache.move_to_end(uuid)
+            while len(self._view_cache) > CACHE_SIZE:
+                self._view_cache.popitem(last=False)
 
     def evict_stream(self, uuid: UUID) -> None:
         """Forget a refused stream's cached aggregate: it is read (and refused) afresh next time."""

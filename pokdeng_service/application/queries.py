@@ -219,6 +219,12 @@ class Queries(Loading):
         record = self.load_round(round_id, with_shoe=False)
         return round_view(record, self.view_events(record.id, record.version) if with_events else ())
 
+    def get_rounds(self, round_ids: Sequence[str]) -> list[RoundView]:
+        """``get_round`` of each round, in order (the first that fails raises), the rounds the aggregate cache does
+        not hold read together, each stream once (``read_rounds``)."""
+        read = self.read_rounds(round_ids)
+        return [round_view(*read[r]) if r in read else self.get_round(r) for r in round_ids]
+
     def round_view_at(self, round_id: str, version: int) -> RoundView:
         """The round's view as it was at ``version`` (what a command's first answer showed: a retry's events
         are shown to a player as they were then, hidden cards and withheld digests alike)."""

@@ -261,7 +261,7 @@ def cmd_recall(args: argparse.Namespace) -> int:
     finally:
         models.close()
     home = app.apps[partition]  # (the rounds recalled live in the partition of the table or player)
-    views = [home.get_round(r.round_id) for r in summaries]
+    views = home.get_rounds([r.round_id for r in summaries])  # (their streams read together, each once)
     left = [v for v in views if _recalled(v, args.table, args.player)]  # (the record decides, not a view row)
     if args.json:
         print(json.dumps([view.model_dump() for view in left], indent=2))

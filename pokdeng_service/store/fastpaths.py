@@ -102,6 +102,14 @@ installed version until those tests have been re-run and ``CHECKED_AGAINST`` upd
     Guard: ``test_stream_facts_match_select_events`` (every stream of a real app, batched and
     not, a missing stream, a stream named twice) and ``test_packed_rows_fall_back_to_the_mapper``.
 
+``stream_rows(recorder, uuids)``
+    Replaces ``list(recorder.select_events(uuid))`` for each of many streams, as ``stream_facts`` reads
+    them (the same query, ``STREAMS_PER_QUERY`` streams at a time, in one read transaction on the library's
+    SQLite recorder), each row a light ``StoredRow`` (below) for the application's mapper, not a decoded
+    record: what a loader folds into an aggregate and keeps as its view's events from one read
+    (``loading.Loading.read_rounds``). Other recorders: their own ``select_events``, stream by stream.
+    Guard: ``test_stream_rows_match_select_events``.
+
 ``select_rows(recorder, reads)``
     Replaces ``recorder.select_events(uuid, gt=gt, lte=lte, limit=limit)`` for each of a few
     reads (eventsourcing 9.5.6's SQLite statement, clause by clause), all in one read
@@ -114,7 +122,7 @@ installed version until those tests have been re-run and ``CHECKED_AGAINST`` upd
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from copy import deepcopy
 from dataclasses import replace
 from datetime import datetime
@@ -317,6 +325,36 @@ def stream_facts(recorder: Any, mapper: Mapper[Any], uuids: Iterable[Any]) -> di
         return {u: facts_of_rows(mapper, recorder.select_events(u)) for u in wanted}
     out: dict[Any, list[RecordedEvent]] = {u: [] for u in wanted}  # (not `uuid`: the module; 3.12.1 breaks)
     plain = plain_mapper(mapper)
+    for keys, rows in _batched_rows(recorder, wanted):
+        for key, version, topic, state in rows:
+            fact = _plain_fact(version, topic, state) if plain else None
+            if fact is None:
+                stored = StoredEvent(recorder.convert_originator_id(key), version, topic, state)
+                fact = fact_of(mapper.to_domain_event(stored))
+            out[keys[key]].append(fact)
+    return out
+
+
+def stream_rows(recorder: Any, uuids: Iterable[Any]) -> dict[Any, list[Any]]:
+    """Each stream's stored rows (``list(recorder.select_events(uuid))``, a stream without rows: ``[]``), by uuid.
+
+    On the library's SQLite recorder (``sqlite_reader``) the rows of ``STREAMS_PER_QUERY`` streams are
+    read at a time, as ``stream_facts`` reads them, each a ``StoredRow`` whose ``originator_id`` is the
+    uuid asked for; any other recorder is asked stream by stream (its ``select_events``' rows)."""
+    wanted = list(dict.fromkeys(uuids))
+    if not sqlite_reader(recorder):
+        return {u: list(recorder.select_events(u)) for u in wanted}
+    out: dict[Any, list[Any]] = {u: [] for u in wanted}
+    for keys, rows in _batched_rows(recorder, wanted):
+        for key, version, topic, state in rows:
+            asked = keys[key]
+            out[asked].append(StoredRow(asked, version, topic, state))
+    return out
+
+
+def _batched_rows(recorder: Any, wanted: list[Any]) -> Iterator[tuple[dict[str, Any], list[Any]]]:
+    """The rows (originator id as stored, version, topic, state) of ``STREAMS_PER_QUERY`` streams at a time, each
+    batch with its streams by their stored key, from the library's SQLite recorder (``sqlite_reader``)."""
     table = recorder.events_table_name
     for start in range(0, len(wanted), STREAMS_PER_QUERY):
         keys = {(u.hex if isinstance(u, uuid.UUID) else u): u for u in wanted[start : start + STREAMS_PER_QUERY]}
@@ -327,13 +365,7 @@ def stream_facts(recorder: Any, mapper: Mapper[Any], uuids: Iterable[Any]) -> di
         with recorder.datastore.transaction(commit=False) as cursor:
             cursor.execute(statement, list(keys))
             rows = cursor.fetchall()
-        for key, version, topic, state in rows:
-            fact = _plain_fact(version, topic, state) if plain else None
-            if fact is None:
-                stored = StoredEvent(recorder.convert_originator_id(key), version, topic, state)
-                fact = fact_of(mapper.to_domain_event(stored))
-            out[keys[key]].append(fact)
-    return out
+        yield keys, rows
 
 
 class StoredRow(NamedTuple):

@@ -464,6 +464,44 @@ def test_stream_facts_match_select_events(played: Played, monkeypatch: pytest.Mo
     assert asked == uuids[:5]
 
 
+def test_stream_rows_match_select_events(played: Played, monkeypatch: pytest.MonkeyPatch) -> None:
+    app = played.app
+    assert fastpaths.sqlite_reader(app.recorder)
+    missing = ag.round_uuid("no-such-table#1")
+    uuids = [*_every_stream(app), missing]
+    assert len(uuids) > fastpaths.STREAMS_PER_QUERY  # more than one query's worth
+    library = {uuid: _library_rows(app, uuid, None, None, None) for uuid in uuids}
+    assert not library[missing] and all(library[u] for u in uuids if u != missing)
+    for per_query in (fastpaths.STREAMS_PER_QUERY, 1, 7):
+        monkeypatch.setattr(fastpaths, "STREAMS_PER_QUERY", per_query)
+        ours = fastpaths.stream_rows(app.recorder, [*reversed(uuids), uuids[0]])  # one named twice
+        assert set(ours) == set(uuids)
+        for uuid in uuids:
+            assert all(type(row) is fastpaths.StoredRow and row.originator_id is uuid for row in ours[uuid])
+            assert [tuple(row) for row in ours[uuid]] == library[uuid], uuid
+    monkeypatch.undo()
+    # The application's mapper makes of them the events it makes of the library's rows (what a load folds).
+    for uuid in uuids[:40]:
+        mine = [app.mapper.to_domain_event(row) for row in fastpaths.stream_rows(app.recorder, [uuid])[uuid]]
+        theirs = list(app.events.get(uuid))
+        assert [(type(e), e.__dict__) for e in mine] == [(type(e), e.__dict__) for e in theirs]
+    # A recorder that reads its own way is asked stream by stream, through its select_events.
+    asked: list[UUID] = []
+    select = app.recorder.select_events
+
+    def own_select(uuid: UUID, **kwargs: Any) -> Any:
+        asked.append(uuid)
+        return select(uuid, **kwargs)
+
+    monkeypatch.setitem(vars(app.recorder), "select_events", own_select)  # (undone: removed again)
+    assert not fastpaths.sqlite_reader(app.recorder)
+    by_library = fastpaths.stream_rows(app.recorder, uuids[:5])
+    assert {
+        u: [(r.originator_id, r.originator_version, r.topic, r.state) for r in rows] for u, rows in by_library.items()
+    } == {u: library[u] for u in uuids[:5]}
+    assert asked == uuids[:5]
+
+
 def test_select_rows_match_select_events(played: Played, monkeypatch: pytest.MonkeyPatch) -> None:
     app = played.app
     assert fastpaths.sqlite_reader(app.recorder)

@@ -32,8 +32,9 @@ from pokdeng_core.machine import Phase
 from pokdeng_service import audit
 from pokdeng_service.api.errors import status_for
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.errors import StreamForged
+from pokdeng_service.application.errors import NotFound, StreamForged
 from pokdeng_service.application.principal import SYSTEM
+from pokdeng_service.application.queries import round_view
 from pokdeng_service.application.turn_clock import TurnClock
 from pokdeng_service.store.aggregates import command_uuid, round_uuid, seed_uuid, table_uuid, wallet_uuid
 from pokdeng_service.store.codec import chain_digest, genesis_digest
@@ -268,6 +269,55 @@ def test_a_round_whose_uuid_is_not_its_ids_is_refused_on_load(
     assert status.details[0].Unpack(info)
     assert info.reason == "STREAM_FORGED" and info.metadata["uuid"] == str(forged)
     assert app.get_round(victim).phase == Phase.PLAYER_TURNS.value  # the victim itself reads as before
+
+
+def test_rounds_loaded_together_are_checked_as_each_alone(
+    make_app: Callable[..., PokdengApp], caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A page of rounds loaded together (``read_rounds``, ``get_rounds``: ListRounds' cold path, each stream read
+    once) is checked as a round loaded alone: the forged streams among them (another round's id, a broken chain, a
+    row that cannot be folded) are left to ``get_round``, which refuses them with their alert; the others are what
+    a fresh process's ``get_round`` gives, and are cached as it would cache them."""
+    caplog.set_level(logging.DEBUG)
+    app = make_app()
+    driver = play.Driver(app, chooser=play.Chooser(random.Random(17)))
+    play.open_wallets(driver, ["u-a", "u-b"])
+    play.open_table(driver, "u", "classic", [(1, "u-a"), (2, "u-b")])
+    for _ in range(3):
+        round_id = play.start_round(driver, "u", "client")
+        play.seat_bets(driver, round_id, 100)
+        play.drive_round(driver, round_id)
+    victim = _victim(driver)
+    rounds = [f"u#{n}" for n in (1, 2, 3)] + [f"t#{n}" for n in range(1, int(victim.rsplit("#", 1)[1]) + 1)]
+    evil = forge_round(app, victim, "t#evil", claims=victim)
+    broken = forge_round(app, victim, "t#99", claims="t#99", break_chain=True)
+    unfoldable = round_uuid("u#3")  # (a copy of its creation row appended: refused, "cannot be folded")
+    rows = app.recorder.select_events(unfoldable)
+    app.recorder.insert_events([StoredEvent(unfoldable, len(rows) + 1, rows[0].topic, rows[0].state)])
+    good = [r for r in rounds if r != "u#3"]
+    alone = make_app()
+    fresh = make_app()
+    asked = [*good, "t#evil", "t#99", "u#3", "t#404", "not an id!"]
+    read = fresh.read_rounds(asked)
+    assert sorted(read) == sorted(good)  # the forged, the missing and the malformed left out
+    for round_id in good:
+        record, events = read[round_id]
+        assert round_view(record, events) == alone.get_round(round_id)
+        assert fresh.repository.cache is not None
+        assert fresh.repository.cache.get(round_uuid(round_id)).version == record.version  # cached, as loaded
+    assert not _alerts(caplog, evil) and not _alerts(caplog, broken)  # (left to get_round, which alerts)
+    assert fresh.read_rounds(good) == {}  # all cached now: nothing read again
+    with monkeypatch.context() as patched:  # the views' events are cached too: none read again
+        patched.setattr(fresh, "stream_events", None)
+        assert fresh.get_rounds(good) == [alone.get_round(r) for r in good]
+    cold = make_app()
+    assert cold.get_rounds(good) == [alone.get_round(r) for r in good]
+    for forged, uuid, problem in (("t#evil", evil, victim), ("t#99", broken, "hash chain"), ("u#3", unfoldable, "")):
+        error = _forged_error(partial(make_app().get_rounds, [*good, forged]))
+        assert error.details["uuid"] == str(uuid) and problem in error.message
+        assert _alerts(caplog, uuid)
+    with pytest.raises(NotFound):
+        make_app().get_rounds([*good, "t#404"])
 
 
 def test_tables_wallets_and_request_records_are_checked_against_their_ids(
