@@ -236,6 +236,7 @@ class _StoreAudit(StoreVerdicts):
             self._table_snapshots(stream, 1)
         elif isinstance(stream, WalletRead):
             stream.previous = ag.wallet_genesis(ident)
+            stream.currency = str(fact.data.get("currency") or stream.currency)
             stream.snapshots = self._snapshots(stream.uuid)
             self.wallets.setdefault(ident, stream)
             self._wallet_snapshots(stream, 1)

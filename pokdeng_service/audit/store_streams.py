@@ -57,6 +57,7 @@ class RoundRead(StreamRead):
     verdict: Verdict | None = None
     # what the round says, for the other streams (filled when it closes, or at the end)
     round_no: int = 0
+    currency: str = "THB"  # its opening's (the amounts its verdict says: pokdeng_service.money)
     banker: str | None = None
     outcome: str = ""
     house_net: int = 0
@@ -78,6 +79,7 @@ class TableRead(StreamRead):
 
 @dataclass(eq=False)
 class WalletRead(StreamRead):
+    currency: str = "THB"  # its Opened event's (the amounts its verdict says: pokdeng_service.money)
     balance: int = 0
     reservations: dict[str, int] = field(default_factory=dict)
     deposits: int = 0

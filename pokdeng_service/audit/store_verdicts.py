@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
 from typing import Any
 from uuid import UUID
 
@@ -19,6 +21,7 @@ from pokdeng_service.audit.store_streams import (
     where,
 )
 from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.money import format_money
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store.facts import RecordedEvent
 from pokdeng_service.store.layout import LAYOUT_UUID, StoreLayout, layout_problem
@@ -66,6 +69,7 @@ class StoreVerdicts:
             try:
                 if fact.kind == re.RoundOpened.kind:
                     record.round_no = data["round_no"]
+                    record.currency = str(data.get("currency") or record.currency)
                     record.banker = data["banker_player"]
                     if data["table_id"] != record.table_id or data["round_id"] != record.ident:
                         record.fail("stream", fact.position, "its opening names another round or table")
@@ -230,15 +234,16 @@ class StoreVerdicts:
             nets = self._wallet_rounds(wallet, rounds)
             expected = wallet.deposits - wallet.withdrawals + nets
             last = wallet.last.position if wallet.last is not None else 1
+            money = _money_of(wallet.currency)
+            sums = (
+                f"deposits {money(wallet.deposits)} - withdrawals {money(wallet.withdrawals)} "
+                f"+ the nets of its rounds {money(nets)}"
+            )
             if wallet.balance != expected:
-                wallet.fail(
-                    "balance",
-                    last,
-                    f"the events fold to {wallet.balance}; deposits {wallet.deposits} - withdrawals "
-                    f"{wallet.withdrawals} + the nets of its rounds {nets} = {expected}",
-                )
+                wallet.fail("balance", last, f"the events fold to {money(wallet.balance)}; {sums} = {money(expected)}")
             elif wallet.balance < sum(wallet.reservations.values()) or wallet.balance < 0:
-                wallet.fail("balance", last, f"it holds {wallet.balance} and reserves {wallet.reservations}")
+                held = {round_id: money(amount) for round_id, amount in wallet.reservations.items()}
+                wallet.fail("balance", last, f"it holds {money(wallet.balance)} and reserves {held}")
             verdict = Verdict(f"wallet {wallet_id}")
             chain = f"{max(last - 1, 0)} events linked"
             if wallet.unchained and "chain" not in wallet.problems:
@@ -254,8 +259,7 @@ class StoreVerdicts:
                 "chain": chain,
                 "snapshots": _snapshot_note(wallet.snapshots),
                 "rounds": f"{len(rounds)} rounds: reservations, releases and nets as the rounds say",
-                "balance": f"{wallet.balance} = deposits {wallet.deposits} - withdrawals {wallet.withdrawals} "
-                f"+ the nets of its rounds {nets}",
+                "balance": f"{money(wallet.balance)} = {sums}",
             }
             _fill(verdict, wallet, notes)
             out.append(verdict)
@@ -267,7 +271,7 @@ class StoreVerdicts:
 
     def _wallet_rounds(self, wallet: WalletRead, rounds: dict[str, RoundRead]) -> int:
         """The wallet's record of each round against the round's own; returns the nets of its rounds."""
-        nets = 0
+        nets, money = 0, _money_of(wallet.currency)
         for round_id, (held, reserve_at, closing, released, net, closed_at, _n) in wallet.rounds.items():
             record = rounds.get(round_id)
             at = closed_at or reserve_at
@@ -278,17 +282,17 @@ class StoreVerdicts:
             want = record.reserved.get(wallet.ident, 0)
             problem = ""
             if held != want:
-                problem = f"it reserved {held} for round {round_id}; the round {want}"
+                problem = f"it reserved {money(held)} for round {round_id}; the round {money(want)}"
             elif record.closed is None:
                 if closing:
                     problem = f"it closed round {round_id}, whose stream has no round_closed"
             elif record.outcome == "voided":
                 if closing != "ReservationReleased" or released != want:
-                    problem = f"round {round_id} was voided: {want} is released, not {closing or 'nothing'}"
+                    problem = f"round {round_id} was voided: {money(want)} is released, not {closing or 'nothing'}"
             elif closing != "RoundSettled" or released != want or net != record.nets.get(wallet.ident, 0):
                 problem = (
-                    f"round {round_id} releases {want} and pays {record.nets.get(wallet.ident, 0)}; "
-                    f"the wallet applied {closing or 'nothing'} ({released}, {net})"
+                    f"round {round_id} releases {money(want)} and pays {money(record.nets.get(wallet.ident, 0))}; "
+                    f"the wallet applied {closing or 'nothing'} ({money(released)}, {money(net)})"
                 )
             if problem:
                 wallet.fail("rounds", at, problem)
@@ -297,7 +301,8 @@ class StoreVerdicts:
                     detail = f"position {at} of wallet {wallet.ident}: {problem}"
                     record.verdict.add(f"wallet {wallet.ident}", False, detail)
                 else:
-                    applied = f"wallet applied {net}, round says {record.nets.get(wallet.ident, 0)}"
+                    said = money(record.nets.get(wallet.ident, 0), signed=True)
+                    applied = f"wallet applied {money(net, signed=True)}, round says {said}"
                     record.verdict.add(f"wallet {wallet.ident}", True, applied)
         for round_id, record in rounds.items():
             if round_id not in wallet.rounds:
@@ -487,3 +492,8 @@ def _fill(verdict: Verdict, stream: StreamRead, notes: dict[str, str]) -> None:
     for name, note in notes.items():
         problem = stream.problems.get(name)
         verdict.add(name, problem is None, problem if problem is not None else note)
+
+
+def _money_of(currency: str) -> Callable[..., str]:
+    """The amounts of one currency as a person reads them (``format_money``: ``THB 9,867.63``)."""
+    return functools.partial(format_money, currency=currency)
