@@ -31,8 +31,11 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
+from pokdeng_core import events as re
+from pokdeng_core.currencies import DEFAULT
 from pokdeng_service.audit.platform_txs import round_money
 from pokdeng_service.audit.verdicts import Verdict
+from pokdeng_service.money import format_money
 from pokdeng_service.store.codec import genesis_digest
 from pokdeng_service.store.facts import Recorded, RecordedEvent
 from pokdeng_service.wallet.outbox import (
@@ -47,9 +50,16 @@ from pokdeng_service.wallet.outbox import (
 )
 
 
-def check_round(txs: Mapping[str, Tx], outcome: str, reserved: Mapping[str, int], nets: Mapping[str, int]) -> str:
+def check_round(
+    txs: Mapping[str, Tx],
+    outcome: str,
+    reserved: Mapping[str, int],
+    nets: Mapping[str, int],
+    currency: str = DEFAULT,
+) -> str:
     """What is wrong between a round's transactions and its record ("" if nothing): ``outcome`` settled,
-    voided or "" (open); ``reserved`` what the round reserves per player; ``nets`` its settlement's nets."""
+    voided or "" (open); ``reserved`` what the round reserves per player; ``nets`` its settlement's nets;
+    the amounts said in the round's ``currency``."""
     placed: dict[str, int] = {}
     credits: dict[str, Tx] = {}
     for tx in txs.values():
@@ -59,7 +69,7 @@ def check_round(txs: Mapping[str, Tx], outcome: str, reserved: Mapping[str, int]
             credits[tx.player] = tx
     wanted = {p: a for p, a in reserved.items() if a}
     if placed != wanted:
-        have, stakes = dict(sorted(placed.items())), dict(sorted(wanted.items()))
+        have, stakes = _amounts(placed, currency), _amounts(wanted, currency)
         return f"the accepted debits {have} are not the round's stakes {stakes}"
     if outcome == "settled":
         for player, held in wanted.items():
@@ -67,9 +77,12 @@ def check_round(txs: Mapping[str, Tx], outcome: str, reserved: Mapping[str, int]
             debits = sorted(t.tx_id for t in txs.values() if t.kind == "debit" and t.accepted and t.player == player)
             want = held + nets.get(player, 0)
             if credit is None:
-                return f"no credit of {want} to {player} (the round settles it)"
+                return f"no credit of {format_money(want, currency)} to {player} (the round settles it)"
             if credit.amount != want or sorted(credit.debits) != debits:
-                return f"the credit to {player} is {credit.amount} for {list(credit.debits)}; the round pays {want}"
+                return (
+                    f"the credit to {player} is {format_money(credit.amount, currency)} for {list(credit.debits)}; "
+                    f"the round pays {format_money(want, currency)}"
+                )
         if credits:
             return f"credits to {sorted(credits)}, whom the round does not pay"
         return ""
@@ -87,19 +100,24 @@ def check_round(txs: Mapping[str, Tx], outcome: str, reserved: Mapping[str, int]
 _UNDONE = (ROLLING_BACK, ROLLED_BACK)
 
 
-def owed_problem(txs: Mapping[str, Tx], now: datetime | None = None) -> str:
+def owed_problem(txs: Mapping[str, Tx], now: datetime | None = None, currency: str = DEFAULT) -> str:
     """The transactions whose money a player is owed, as a check's problem ("" if none)."""
     owed = [(t, t.owed(now)) for t in txs.values() if t.owed(now)]
     if not owed:
         return ""
-    listed = "; ".join(f"{t.tx_id}: {t.amount} to {t.player}, {why}" for t, why in owed)
+    listed = "; ".join(f"{t.tx_id}: {format_money(t.amount, currency)} to {t.player}, {why}" for t, why in owed)
     return f"{len(owed)} owed to players ({listed}): pay it, or record it with pokdeng wallet resolve TX_ID --reason"
 
 
-def summary(txs: Mapping[str, Tx]) -> str:
+def summary(txs: Mapping[str, Tx], currency: str = DEFAULT) -> str:
     debits = sum(t.amount for t in txs.values() if t.kind == "debit" and t.accepted)
     credits = sum(t.amount for t in txs.values() if t.kind == "credit")
-    return f"debits {debits}, credits {credits}, as the round says"
+    return f"debits {format_money(debits, currency)}, credits {format_money(credits, currency)}, as the round says"
+
+
+def _amounts(per_player: Mapping[str, int], currency: str) -> str:
+    """``{alice: THB 5.00, bob: THB 10.00}``: amounts per player, in their order by name."""
+    return "{" + ", ".join(f"{p}: {format_money(a, currency)}" for p, a in sorted(per_player.items())) + "}"
 
 
 def round_record(facts: Iterable[Recorded]) -> tuple[str, dict[str, int], dict[str, int]]:
@@ -125,8 +143,10 @@ def verify_platform_round(app: Any, verdict: Verdict, round_id: str, facts: Sequ
     if txs is None:
         return False
     outcome, reserved, nets = round_record(facts)
-    problem = check_round(txs.txs, outcome, reserved, nets) or owed_problem(txs.txs)
-    verdict.add("platform wallet", not problem, problem or summary(txs.txs))
+    opened = next((f.data for f in facts if f.kind == re.RoundOpened.kind), {})
+    currency = str(opened.get("currency") or DEFAULT)
+    problem = check_round(txs.txs, outcome, reserved, nets, currency) or owed_problem(txs.txs, currency=currency)
+    verdict.add("platform wallet", not problem, problem or summary(txs.txs, currency))
     return True
 
 
@@ -186,15 +206,15 @@ class PlatformAudit:
                     problems.append(f"{stream.label}: the store holds no round {stream.ident}")
                 continue
             problem = check_round(outbox.txs, record.outcome if record.closed is not None else "", record.reserved,
-                                  record.nets)  # fmt: skip
+                                  record.nets, record.currency)  # fmt: skip
             if stream.problems:
                 problem = problem or f"its transactions stream fails verification ({next(iter(stream.problems))})"
-            owes = owed_problem(outbox.txs)
+            owes = owed_problem(outbox.txs, currency=record.currency)
             if owes:
                 owed.append(f"{stream.label}: {owes}")
             problem = problem or owes
             if record.verdict is not None:
-                record.verdict.add("platform wallet", not problem, problem or summary(outbox.txs))
+                record.verdict.add("platform wallet", not problem, problem or summary(outbox.txs, record.currency))
             if problem and not owes:
                 problems.append(f"{stream.label}: {problem}")
             record.reserved, record.nets = {}, {}  # (the platform holds this round's money, not the store's wallets)
