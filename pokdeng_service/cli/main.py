@@ -30,7 +30,7 @@ import contextlib
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from pokdeng_service.cli.audits import cmd_export, cmd_recall, cmd_replay, cmd_verifier_page, cmd_verify
@@ -57,7 +57,10 @@ from pokdeng_service.cli.stores import add_store_commands
 from pokdeng_service.cli.wallet import add_wallet_commands
 
 if TYPE_CHECKING:
-    pass
+    from pokdeng_service.application.config import StoreConfig
+    from pokdeng_service.cli.settings import ServeSettings
+    from pokdeng_service.compose import Deployment
+    from pokdeng_service.wallet.config import WalletConfig
 
 
 def version_text() -> str:
@@ -94,39 +97,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     Before anything is written (the store's lock, its vault key, a development token printed), every
     setting is checked: the token file and the TLS files (their modes, the certificate's dates), the
     wallet's, and that both ports can be listened on (a port in use: exit 2)."""
-    from pokdeng_service.logs import capture_stderr, configure_logging, quiet_grpc_core
+    from pokdeng_service.logs import capture_stderr, quiet_grpc_core
 
     quiet_grpc_core()  # (before grpc is imported: no line per failed TLS handshake)
     from pokdeng_service.api.server import serve
     from pokdeng_service.cli.settings import ServeSettings
-    from pokdeng_service.compose import Deployment
-    from pokdeng_service.wallet.switch import check_switch
 
     settings = ServeSettings.from_args(args)
     options = settings.server_options()  # (checks the TLS settings before the store is opened)
     wallet = settings.wallet_config()  # (and the wallet's: an adapter, a URL it speaks)
     settings.check_ports()  # (a port in use: refused before any file is made)
-    configure_logging(
-        settings.log_format,
-        settings.log_level,
-        field_chars=settings.log_field_chars,
-        buffer_lines=settings.log_buffer_lines,
-        buffer_bytes=settings.log_buffer_bytes,
-    )
+    _configure_logging(settings)
     config = settings.store_config()
-    deployment = Deployment.open(
-        config,
-        wallet=wallet,
-        read_models=settings.read_models,
-        log_format=settings.log_format,
-        log_level=settings.log_level,
-    )
-    try:  # never on an adapter that cannot finish the money the store holds (docs/wallet.md, "Switching adapters")
-        check_switch(deployment.service.apps, wallet, allow=settings.wallet_allow_unfinished)
-    except BaseException:
-        deployment.close()
-        raise
-    deployment.start()
+    deployment = _started_deployment(settings, config, wallet)
     print(f"pokdeng: serving {config.describe()} on {settings.address}", flush=True)
     probes, recover = deployment.probes()
     # the gRPC core's own lines (fd 2) as records of the log, from now on (docs/operations.md, "Logs")
@@ -153,35 +136,64 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return int(code)
 
 
+def _configure_logging(settings: ServeSettings) -> None:
+    """The server's log as its settings say: format, level, the longest field, the buffer's lines and bytes."""
+    from pokdeng_service.logs import configure_logging
+
+    configure_logging(
+        settings.log_format,
+        settings.log_level,
+        field_chars=settings.log_field_chars,
+        buffer_lines=settings.log_buffer_lines,
+        buffer_bytes=settings.log_buffer_bytes,
+    )
+
+
+def _started_deployment(settings: ServeSettings, config: StoreConfig, wallet: WalletConfig) -> Deployment:
+    """The store, the services and the wallet opened and started; never on an adapter that cannot finish the
+    money the store holds (docs/wallet.md, "Switching adapters"): then closed again, and the error raised."""
+    from pokdeng_service.compose import Deployment
+    from pokdeng_service.wallet.switch import check_switch
+
+    deployment = Deployment.open(
+        config,
+        wallet=wallet,
+        read_models=settings.read_models,
+        log_format=settings.log_format,
+        log_level=settings.log_level,
+    )
+    try:
+        check_switch(deployment.service.apps, wallet, allow=settings.wallet_allow_unfinished)
+    except BaseException:
+        deployment.close()
+        raise
+    deployment.start()
+    return deployment
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from pokdeng_service.cli.demo import run_demo
 
     return run_demo(rounds=args.rounds, db=args.db, seed=args.seed)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="pokdeng", description="Pok Deng round engine and audit service")
-    parser.add_argument(
-        "--version", action=_VersionAction, help="print the version (and the engine's, the shuffle's, the bundle's)"
-    )
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+Handler = Callable[[argparse.Namespace], int]
 
-    serve = sub.add_parser(
-        "serve", help="run the gRPC server (every flag also from $POKDENG_<FLAG>: docs/operations.md)"
-    )
+
+def _serve_options(serve: argparse.ArgumentParser) -> None:
     store_options(serve)
     add_serve_flags(serve)
-    serve.set_defaults(handler=cmd_serve)
 
-    demo = sub.add_parser("demo", help="play rounds of every profile through a real gRPC server, then verify one")
+
+def _demo_options(demo: argparse.ArgumentParser) -> None:
     demo.add_argument("--rounds", type=int_range(1), default=10, help="rounds per profile (default 10)")
     demo.add_argument(
         "--db", help="SQLite file to keep the demo's store in (default: pokdeng-demo.sqlite here, or the next free one)"
     )
     demo.add_argument("--seed", type=int, default=7, help="seed of the demo players' choices (default 7)")
-    demo.set_defaults(handler=cmd_demo)
 
-    replay = sub.add_parser("replay", help="show a round step by step and check it; --html: the dispute page")
+
+def _replay_options(replay: argparse.ArgumentParser) -> None:
     replay.add_argument("round", metavar="ROUND", help=ROUND_HELP)
     replay.add_argument(
         "--html", metavar="FILE", help="also write the round's dispute page: one HTML file that checks the round itself"
@@ -195,16 +207,16 @@ def build_parser() -> argparse.ArgumentParser:
         "in an open round its own cards and those shown to the table",
     )  # fmt: skip
     store_options(replay)
-    replay.set_defaults(handler=cmd_replay)
 
-    verifier = sub.add_parser("verifier-page", help="write a page that checks any bundle file in the browser")
+
+def _verifier_page_options(verifier: argparse.ArgumentParser) -> None:
     verifier.add_argument("output", metavar="FILE", help="the HTML file to write")
     verifier.add_argument(
         "--key", action="append", help="the operator's public key (hex) or key file, filled in on the page (repeatable)"
     )
-    verifier.set_defaults(handler=cmd_verifier_page)
 
-    verify = sub.add_parser("verify", help="verify rounds (chain, replay, money) or an exported bundle offline")
+
+def _verify_options(verify: argparse.ArgumentParser) -> None:
     verify.add_argument("rounds", nargs="*", metavar="ROUND|BUNDLE", help="round ids, or bundle files (.json)")
     verify.add_argument(
         "--all", action="store_true", help="the whole store: every round, table and wallet stream, seeds, requests"
@@ -228,15 +240,15 @@ def build_parser() -> argparse.ArgumentParser:
         "(its verdict still says UNANCHORED)",
     )
     store_options(verify)
-    verify.set_defaults(handler=cmd_verify)
 
-    export = sub.add_parser("export", help="write a round's self-contained bundle (JSON)")
+
+def _export_options(export: argparse.ArgumentParser) -> None:
     export.add_argument("round", metavar="ROUND", help=ROUND_HELP)
     export.add_argument("-o", "--output", help="file (default: standard output)")
     store_options(export)
-    export.set_defaults(handler=cmd_export)
 
-    recall = sub.add_parser("recall", help="the last rounds of a table or player, in play order")
+
+def _recall_options(recall: argparse.ArgumentParser) -> None:
     who = recall.add_mutually_exclusive_group(required=True)
     who.add_argument("--table", help="the table's id: its last rounds")
     who.add_argument("--player", help="a player's (wallet's) id: the last rounds it played")
@@ -245,8 +257,32 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print the rounds as JSON instead of text (amounts in minor units)"
     )
     store_options(recall)
-    recall.set_defaults(handler=cmd_recall)
 
+
+# The commands of this module, in the order of `pokdeng --help`: name, help, its options, its handler.
+COMMANDS: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None], Handler], ...] = (
+    ("serve", "run the gRPC server (every flag also from $POKDENG_<FLAG>: docs/operations.md)", _serve_options,
+     cmd_serve),
+    ("demo", "play rounds of every profile through a real gRPC server, then verify one", _demo_options, cmd_demo),
+    ("replay", "show a round step by step and check it; --html: the dispute page", _replay_options, cmd_replay),
+    ("verifier-page", "write a page that checks any bundle file in the browser", _verifier_page_options,
+     cmd_verifier_page),
+    ("verify", "verify rounds (chain, replay, money) or an exported bundle offline", _verify_options, cmd_verify),
+    ("export", "write a round's self-contained bundle (JSON)", _export_options, cmd_export),
+    ("recall", "the last rounds of a table or player, in play order", _recall_options, cmd_recall),
+)  # fmt: skip
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="pokdeng", description="Pok Deng round engine and audit service")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the version (and the engine's, the shuffle's, the bundle's)"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, help_text, options, handler in COMMANDS:
+        command = sub.add_parser(name, help=help_text)
+        options(command)
+        command.set_defaults(handler=handler)
     add_store_commands(sub, store_options, config_of)
     add_rtp_commands(sub)
     add_certification_commands(sub)
