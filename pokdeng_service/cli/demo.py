@@ -161,14 +161,27 @@ def _stake(rng: random.Random, low: int, high: int) -> int:
 
 
 def _play(ops: PokdengClient, name: str, rng: random.Random) -> tuple[str, int]:
-    table_id = f"demo-{name}"
+    """One round at the profile's table, from its start to its close: the round's id and what was staked."""
     if name == "room":
         _ensure_room_banker(ops)
+    round_id = ops.call(
+        "RoundService", "StartRound", table_id=f"demo-{name}", client_seed=f"demo-{rng.random():.6f}"
+    ).round.round_id
+    staked = _place_bets(ops, name, round_id, rng)
+    ops.call("RoundService", "Deal", round_id=round_id)
+    for _ in range(100):
+        current = ops.call("RoundService", "GetRound", round_id=round_id, view=pb.ROUND_VIEW_BASIC).round
+        if current.phase == pb.ROUND_PHASE_CLOSED:
+            return round_id, staked
+        staked += _move(ops, round_id, current, rng)
+    raise RuntimeError(f"round {round_id} did not finish")
+
+
+def _place_bets(ops: PokdengClient, name: str, round_id: str, rng: random.Random) -> int:
+    """A seeded stake for every player (at the ante table, on a seeded seat each; else the seated players'):
+    what they staked."""
     settings = PROFILES[name]
     low, high = int(settings["min_stake"]), int(settings["max_stake"])
-    round_id = ops.call(
-        "RoundService", "StartRound", table_id=table_id, client_seed=f"demo-{rng.random():.6f}"
-    ).round.round_id
     staked = 0
     if name == "ante":
         for player in PLAYERS:
@@ -180,40 +193,143 @@ def _play(ops: PokdengClient, name: str, rng: random.Random) -> tuple[str, int]:
             stake = _stake(rng, low, high)
             ops.call("RoundService", "PlaceBet", round_id=round_id, seat=seated.seat, player=seated.player, stake=stake)
             staked += stake
-    ops.call("RoundService", "Deal", round_id=round_id)
-    for _ in range(100):
-        current = ops.call("RoundService", "GetRound", round_id=round_id, view=pb.ROUND_VIEW_BASIC).round
-        if current.phase == pb.ROUND_PHASE_CLOSED:
-            return round_id, staked
-        if current.phase == pb.ROUND_PHASE_SIDE_BETS:
-            for bet in current.bets:
-                legal = _legal(ops.call("RoundService", "GetLegalCommands", round_id=round_id, seat=bet.seat))
-                if pb.COMMAND_KIND_PLACE_SIDE_BET in legal and rng.random() < 0.5:
-                    ops.call("RoundService", "PlaceSideBet", round_id=round_id, seat=bet.seat, player=bet.player)
-                    staked += bet.stake
-            ops.call("RoundService", "CloseSideBets", round_id=round_id)
-        elif current.phase == pb.ROUND_PHASE_PLAYER_TURNS:
-            holder = {s.seat: s.player for s in current.seats}[current.turn]
-            method = "Draw" if rng.random() < 0.5 else "Stay"
-            ops.call("RoundService", method, round_id=round_id, seat=current.turn, player=holder)
-        elif current.phase == pb.ROUND_PHASE_BANKER_TURN:
-            legal = _legal(ops.call("RoundService", "GetLegalCommands", round_id=round_id, seat=0))
-            banker = current.banker_player
-            unrevealed = [h.seat for h in current.hands if h.seat and not h.revealed]
-            if pb.COMMAND_KIND_BANKER_REVEAL in legal and unrevealed and rng.random() < 0.3:
-                ops.call("RoundService", "BankerReveal", round_id=round_id, seats=unrevealed[:1], player=banker)
-            elif pb.COMMAND_KIND_BANKER_DRAW in legal:
-                ops.call(
-                    "RoundService",
-                    "BankerDraw" if rng.random() < 0.5 else "BankerStay",
-                    round_id=round_id,
-                    player=banker,
-                )
-            else:
-                ops.call("RoundService", "TimeOutTurn", round_id=round_id)
-        else:
-            ops.call("RoundService", "TimeOutTurn", round_id=round_id)
-    raise RuntimeError(f"round {round_id} did not finish")
+    return staked
+
+
+def _move(ops: PokdengClient, round_id: str, current: pb.Round, rng: random.Random) -> int:
+    """The next move of the round in its phase (a turn it has no move for timed out): what it staked."""
+    if current.phase == pb.ROUND_PHASE_SIDE_BETS:
+        return _side_bets(ops, round_id, current, rng)
+    if current.phase == pb.ROUND_PHASE_PLAYER_TURNS:
+        holder = {s.seat: s.player for s in current.seats}[current.turn]
+        method = "Draw" if rng.random() < 0.5 else "Stay"
+        ops.call("RoundService", method, round_id=round_id, seat=current.turn, player=holder)
+    elif current.phase == pb.ROUND_PHASE_BANKER_TURN:
+        _banker_turn(ops, round_id, current, rng)
+    else:
+        ops.call("RoundService", "TimeOutTurn", round_id=round_id)
+    return 0
+
+
+def _side_bets(ops: PokdengClient, round_id: str, current: pb.Round, rng: random.Random) -> int:
+    """Each bettor allowed one takes the side bet half the time, then the side bets close: what they staked."""
+    staked = 0
+    for bet in current.bets:
+        legal = _legal(ops.call("RoundService", "GetLegalCommands", round_id=round_id, seat=bet.seat))
+        if pb.COMMAND_KIND_PLACE_SIDE_BET in legal and rng.random() < 0.5:
+            ops.call("RoundService", "PlaceSideBet", round_id=round_id, seat=bet.seat, player=bet.player)
+            staked += bet.stake
+    ops.call("RoundService", "CloseSideBets", round_id=round_id)
+    return staked
+
+
+def _banker_turn(ops: PokdengClient, round_id: str, current: pb.Round, rng: random.Random) -> None:
+    """The banker reveals a hand now and then, else draws or stays; with no move of its own, its turn times out."""
+    legal = _legal(ops.call("RoundService", "GetLegalCommands", round_id=round_id, seat=0))
+    banker = current.banker_player
+    unrevealed = [h.seat for h in current.hands if h.seat and not h.revealed]
+    if pb.COMMAND_KIND_BANKER_REVEAL in legal and unrevealed and rng.random() < 0.3:
+        ops.call("RoundService", "BankerReveal", round_id=round_id, seats=unrevealed[:1], player=banker)
+    elif pb.COMMAND_KIND_BANKER_DRAW in legal:
+        ops.call(
+            "RoundService",
+            "BankerDraw" if rng.random() < 0.5 else "BankerStay",
+            round_id=round_id,
+            player=banker,
+        )
+    else:
+        ops.call("RoundService", "TimeOutTurn", round_id=round_id)
+
+
+def _money(amount: int, signed: bool = False) -> str:  # (the demo's wallets and tables are in THB)
+    return format_money(amount, CURRENCY, signed=signed)
+
+
+def _play_rounds(ops: PokdengClient, out: Console, rounds: int, rng: random.Random) -> dict[str, Tally]:
+    """``rounds`` rounds of every profile in turn, with a progress bar: each profile's tally of them."""
+    tallies = {name: Tally() for name in PROFILES}
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=out, transient=False) as progress:
+        task = progress.add_task("playing rounds", total=rounds * len(PROFILES))
+        for _ in range(rounds):
+            for name in PROFILES:
+                round_id, staked = _play(ops, name, rng)
+                tally = tallies[name]
+                tally.rounds += 1
+                tally.staked += staked
+                tally.round_ids.append(round_id)
+                progress.advance(task)
+    return tallies
+
+
+def _count_results(ops: PokdengClient, tallies: dict[str, Tally]) -> None:
+    """Each tally's house net and commission (its table's), and its rounds' nets of the players and the banker."""
+    for name, tally in tallies.items():
+        table = ops.call("TableService", "GetTable", table_id=f"demo-{name}").table
+        tally.house_net, tally.commission = table.house_net, table.commission
+        for round_id in tally.round_ids:
+            for result in ops.call(
+                "RoundService", "GetRound", round_id=round_id, view=pb.ROUND_VIEW_BASIC
+            ).round.results:
+                if result.player == BANKER:
+                    tally.banker_net += result.net
+                else:
+                    tally.players_net += result.net
+
+
+def _check_money(ops: PokdengClient, out: Console, rounds: int, tallies: dict[str, Tally]) -> bool:
+    """The table of the profiles' tallies, and the money check: what the wallets gained, the house's net and the
+    commission sum to zero (printed): whether they do."""
+    wallets = sum(ops.call("WalletService", "GetWallet", wallet_id=w).wallet.balance for w in (*PLAYERS, BANKER))
+    funded = FUNDS * len(PLAYERS) + 10 * FUNDS
+    summary = Table(title=f"{rounds} rounds per profile (money in {CURRENCY})")
+    for column in ("profile", "rounds", "staked", "players' net", "player-banker", "house", "commission"):
+        summary.add_column(column, justify="left" if column == "profile" else "right")
+    for name, t in tallies.items():
+        summary.add_row(
+            name,
+            str(t.rounds),
+            _money(t.staked),
+            _money(t.players_net, True),
+            _money(t.banker_net, True),
+            _money(t.house_net, True),
+            _money(t.commission),
+        )
+    out.print(summary)
+    house = sum(t.house_net for t in tallies.values())
+    commission = sum(t.commission for t in tallies.values())
+    balance = (wallets - funded) + house + commission
+    out.print(
+        f"money check: wallets {_money(wallets - funded, True)} + house {_money(house, True)} + commission "
+        f"{_money(commission)} = {_money(balance)} {'[green]balanced[/]' if balance == 0 else '[red]NOT BALANCED[/]'}"
+    )
+    return bool(balance == 0)
+
+
+def _audit(
+    ops: PokdengClient, auditors: PokdengClient, out: Console, path: Path, ring: KeyRing, chosen: str
+) -> tuple[bool, Path, Path]:
+    """A signed tree head; the chosen round replayed and verified by the Audit API, its bundle exported beside
+    the store with the public keys and verified offline, anchored (each printed): whether both passed, the
+    bundle's file and the keys' file."""
+    head = ops.call("AuditService", "SignTreeHead").head  # the log of closed rounds, signed
+    out.print(f"signed tree head: {head.tree_size} rounds, key {head.key_id}")
+    verdict = auditors.call("AuditService", "VerifyRound", round_id=chosen)
+    out.print(f"\n[bold]replay and verify {chosen}[/] (as the auditor): {'PASS' if verdict.ok else 'FAIL'}")
+    for check in verdict.checks:
+        out.print(f"  {'ok ' if check.passed else 'BAD'} {check.name}: {check.detail}")
+    bundle = auditors.call("AuditService", "ExportRound", round_id=chosen)
+    keys = path.with_name(path.name + ".public-keys")
+    keys.write_text("# pokdeng signing keys (public): KEY_ID PUBLIC_KEY\n" + "\n".join(ring.describe()) + "\n")
+    saved = path.with_name(f"{path.stem}-{chosen.replace('#', '-')}.json")
+    saved.write_text(bundle.bundle_json, encoding="utf-8")
+    offline = audit.verify_bundle(bundle.bundle_json.encode(), keys=public_keys([str(keys)]))
+    out.print(
+        f"exported bundle ({len(bundle.bundle_json):,} bytes, {saved.name}) verified offline: "
+        f"{'PASS' if offline.ok else 'FAIL ' + offline.first_difference}"
+        + (" (anchored: the signed head verifies with the demo's key)" if offline.ok else "")
+    )
+    return bool(verdict.ok and offline.ok), saved, keys
 
 
 def run_demo(rounds: int = 5, db: str | None = None, seed: int = 7, console: Console | None = None) -> int:
@@ -224,78 +340,12 @@ def run_demo(rounds: int = 5, db: str | None = None, seed: int = 7, console: Con
         out.print(f"[bold]pokdeng demo[/]: server on {target}, SQLite store {path}")
         with PokdengClient(target, operator) as ops, PokdengClient(target, auditor) as auditors:
             _setup(ops)
-            tallies = {name: Tally() for name in PROFILES}
-            columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-            with Progress(*columns, console=out, transient=False) as progress:
-                task = progress.add_task("playing rounds", total=rounds * len(PROFILES))
-                for _ in range(rounds):
-                    for name in PROFILES:
-                        round_id, staked = _play(ops, name, rng)
-                        tally = tallies[name]
-                        tally.rounds += 1
-                        tally.staked += staked
-                        tally.round_ids.append(round_id)
-                        progress.advance(task)
-            for name, tally in tallies.items():
-                table = ops.call("TableService", "GetTable", table_id=f"demo-{name}").table
-                tally.house_net, tally.commission = table.house_net, table.commission
-                for round_id in tally.round_ids:
-                    for result in ops.call(
-                        "RoundService", "GetRound", round_id=round_id, view=pb.ROUND_VIEW_BASIC
-                    ).round.results:
-                        if result.player == BANKER:
-                            tally.banker_net += result.net
-                        else:
-                            tally.players_net += result.net
-            wallets = sum(
-                ops.call("WalletService", "GetWallet", wallet_id=w).wallet.balance for w in (*PLAYERS, BANKER)
-            )
-            funded = FUNDS * len(PLAYERS) + 10 * FUNDS
-
-            def m(amount: int, signed: bool = False) -> str:  # (the demo's wallets and tables are in THB)
-                return format_money(amount, CURRENCY, signed=signed)
-
-            summary = Table(title=f"{rounds} rounds per profile (money in {CURRENCY})")
-            for column in ("profile", "rounds", "staked", "players' net", "player-banker", "house", "commission"):
-                summary.add_column(column, justify="left" if column == "profile" else "right")
-            for name, t in tallies.items():
-                summary.add_row(
-                    name,
-                    str(t.rounds),
-                    m(t.staked),
-                    m(t.players_net, True),
-                    m(t.banker_net, True),
-                    m(t.house_net, True),
-                    m(t.commission),
-                )
-            out.print(summary)
-            house = sum(t.house_net for t in tallies.values())
-            commission = sum(t.commission for t in tallies.values())
-            balance = (wallets - funded) + house + commission
-            out.print(
-                f"money check: wallets {m(wallets - funded, True)} + house {m(house, True)} + commission "
-                f"{m(commission)} = {m(balance)} {'[green]balanced[/]' if balance == 0 else '[red]NOT BALANCED[/]'}"
-            )
-
+            tallies = _play_rounds(ops, out, rounds, rng)
+            _count_results(ops, tallies)
+            balanced = _check_money(ops, out, rounds, tallies)
             chosen = tallies["kingmaker"].round_ids[-1]
-            head = ops.call("AuditService", "SignTreeHead").head  # the log of closed rounds, signed
-            out.print(f"signed tree head: {head.tree_size} rounds, key {head.key_id}")
-            verdict = auditors.call("AuditService", "VerifyRound", round_id=chosen)
-            out.print(f"\n[bold]replay and verify {chosen}[/] (as the auditor): {'PASS' if verdict.ok else 'FAIL'}")
-            for check in verdict.checks:
-                out.print(f"  {'ok ' if check.passed else 'BAD'} {check.name}: {check.detail}")
-            bundle = auditors.call("AuditService", "ExportRound", round_id=chosen)
-            keys = path.with_name(path.name + ".public-keys")
-            keys.write_text("# pokdeng signing keys (public): KEY_ID PUBLIC_KEY\n" + "\n".join(ring.describe()) + "\n")
-            saved = path.with_name(f"{path.stem}-{chosen.replace('#', '-')}.json")
-            saved.write_text(bundle.bundle_json, encoding="utf-8")
-            offline = audit.verify_bundle(bundle.bundle_json.encode(), keys=public_keys([str(keys)]))
-            out.print(
-                f"exported bundle ({len(bundle.bundle_json):,} bytes, {saved.name}) verified offline: "
-                f"{'PASS' if offline.ok else 'FAIL ' + offline.first_difference}"
-                + (" (anchored: the signed head verifies with the demo's key)" if offline.ok else "")
-            )
-            ok = balance == 0 and verdict.ok and offline.ok
+            verified, saved, keys = _audit(ops, auditors, out, path, ring, chosen)
+            ok = balanced and verified
             out.print(
                 "[green]demo finished: every round settled and verified[/]" if ok else "[red]demo found a problem[/]"
             )
