@@ -35,6 +35,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from pokdeng_service.application.partitions import partition_of
 
@@ -51,6 +52,7 @@ from .checks import Findings, audit_api, audit_store, findings_lines, finish
 from .client import HarnessClient
 from .driver import TableDriver, TableSpec, all_acked, make_tables, merged_ledger
 from .failover import verify_all
+from .replicas import check_agreement
 from .server import ServerProcess, Store, free_port, servers
 from .tokens import Tokens
 
@@ -191,18 +193,7 @@ def run_partition_replicas(
     answers = Answers()
     retried: Counter[str] = Counter()
     with servers() as running, contextlib.ExitStack() as closing:
-        replicas = [
-            MappedServer(
-                Store.postgres(urls[0]),
-                tokens_file,
-                workdir / f"replica-{name}.log",
-                workers=8,
-                name=f"replica {name}",
-                partition_urls=tuple(urls),
-                metrics_port=free_port(),
-            )
-            for name in "ab"
-        ]
+        replicas = _replicas(urls, tokens_file, workdir)
         running.extend(replicas)
         for replica in replicas:
             replica.start()
@@ -218,106 +209,160 @@ def run_partition_replicas(
         everyone = [d for k in drivers for d in drivers[k]]
         for driver in everyone:
             driver.setup()
-        halt = threading.Event()  # set only if a client hangs
-
-        def play(seconds: float) -> list[threading.Thread]:
-            deadline = time.monotonic() + seconds
-            return [threading.Thread(target=d.play, args=(halt,), kwargs={"deadline": deadline}) for d in everyone]
-
-        def restart() -> None:
-            try:
-                report.restart_seconds = replicas[0].start()
-            except Exception as error:  # a thread's target: report, never die silently
-                report.problems.append(f"replica A did not start again: {error}")
-
         mark = report.phase("setup", mark)
-        threads = play(config.seconds)
-        for thread in threads:
-            thread.start()
-        time.sleep(config.kill_after)
-        retried.update(replicas[0].retried())
-        killed = time.monotonic()
-        replicas[0].kill()
-        time.sleep(config.down_for)
-        restarting = threading.Thread(target=restart)  # (the clients play on meanwhile, through B)
-        restarting.start()
-        restarting.join(timeout=120)
-        report.killed_for = time.monotonic() - killed
-        for thread in threads:
-            thread.join(timeout=config.seconds + 120)
-        more = play(config.after_restart)  # both replicas again, whatever the start-up took
-        for thread in more:
-            thread.start()
-        for thread in more:
-            thread.join(timeout=config.after_restart + 120)
-        if any(t.is_alive() for t in (*threads, *more)):
-            halt.set()
-            report.problems.append("a client did not finish in time")
+        killed = _play_through_a_kill(replicas, everyone, config, report, retried)
         sizes = [log_size(log) for log in logs]  # (the conflicts of the load, not of the checks' requests)
-        report.served_after_restart = served_since_start(replicas[0])
-        if not report.served_after_restart:
-            report.problems.append("replica A answered no command after its restart")
-
+        _check_restarted(report, replicas[0])
         mark = report.phase("play", mark)
         kept = answers.all()
-        report.in_flight_at_kill = sum(1 for a in kept if a.sent < killed < a.answered and a.retried)
-        report.replayed = sum(1 for a in kept if a.replayed)
-        report.rounds_per_partition = {k: sum(len(d.closed) for d in drivers[k]) for k in drivers}
-        errors: Counter[str] = Counter()
-        for driver in everyone:
-            report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
-            errors.update({code: n for (_rpc, code), n in driver.client.stats.errors.items()})
-        report.client_errors = dict(errors)
-        report.aborted = errors.get("ABORTED", 0)
-        if min(report.rounds_per_partition.values(), default=0) < 1:
-            report.problems.append(f"a partition closed no round: {report.rounds_per_partition}")
-
-        # both replicas tell the same story
+        _tally(report, kept, killed, drivers)
         one, two = (HarnessClient(target, tokens.operator) for target in targets)
         closing.callback(one.close)
         closing.callback(two.close)
-        for spec in every:
-            if one.send("TableService", "GetTable", table_id=spec.table_id) != two.send(
-                "TableService", "GetTable", table_id=spec.table_id
-            ):
-                report.problems.append(f"the replicas disagree on table {spec.table_id}")
-        for wallet in wallets:
-            if one.send("WalletService", "GetWallet", wallet_id=wallet) != two.send(
-                "WalletService", "GetWallet", wallet_id=wallet
-            ):
-                report.problems.append(f"the replicas disagree on wallet {wallet}")
-
-        first = check_first_answers(
-            spread(tokens.operator), sample(kept, config.first_answers)
-        )  # round robin: half through each replica
+        check_agreement(report.problems, one, two, [spec.table_id for spec in every], wallets)
+        first = check_first_answers(spread(tokens.operator), sample(kept, config.first_answers))  # (each replica)
         mark = report.phase("first answers", mark)
         report.first_answers = first.checked
         report.problems.extend(first.problems)
-        found = Findings()
-        for k in range(n):
-            tables = [spec.table_id for spec in specs[k]]
-            mine = sorted({w for spec in specs[k] for w in spec.wallets})
-            ledger, acked = merged_ledger(drivers[k]), all_acked(drivers[k])
-            found.merge(audit_api(targets[k % 2], tokens, tables, mine, ledger, acked, partition=k))
-        mark = report.phase("audit api", mark)
-        for replica in replicas:
-            retried.update(replica.retried())
-        report.retried = dict(retried)
-        for replica in replicas:
-            replica.stop()
-        for k in range(n):
-            tables = [spec.table_id for spec in specs[k]]
-            mine = sorted({w for spec in specs[k] for w in spec.wallets})
-            store = Store.postgres(store_url(urls[k], k))
-            found.merge(audit_store(store, tables, mine, merged_ledger(drivers[k]), all_acked(drivers[k])))
-        report.problems.extend(found.problems)
-        report.counts = dict(found.counts)
-        mark = report.phase("audit store", mark)
-        for replica in replicas:
-            report.server_errors.extend(f"{replica.name}: {line}" for line in replica.log_errors())
-        rounds = [r for d in everyone for r in d.closed]
-        names = stream_names([spec.table_id for spec in every], wallets, rounds)
+        mark = _audit(report, urls, specs, drivers, replicas, targets, tokens, retried, mark)
+        names = stream_names([spec.table_id for spec in every], wallets, [r for d in everyone for r in d.closed])
         report.conflicts = {k: dict(store_conflicts(log, names, sizes[k])) for k, log in enumerate(logs)}
+    _verify_stores(report, urls, config)
+    report.phase("verify --all", mark)
+    report.seconds = time.monotonic() - started
+    return report
+
+
+def _replicas(urls: Sequence[str], tokens_file: Path, workdir: Path) -> list[MappedServer]:
+    """Replicas A and B over the partition map of ``urls``, each with its metrics (its retries are read there)."""
+    return [
+        MappedServer(
+            Store.postgres(urls[0]),
+            tokens_file,
+            workdir / f"replica-{name}.log",
+            workers=8,
+            name=f"replica {name}",
+            partition_urls=tuple(urls),
+            metrics_port=free_port(),
+        )
+        for name in "ab"
+    ]
+
+
+def _play_through_a_kill(
+    replicas: Sequence[MappedServer],
+    everyone: Sequence[TableDriver],
+    config: PartitionReplicaConfig,
+    report: PartitionReplicaReport,
+    retried: Counter[str],
+) -> float:
+    """The clients play through both replicas while replica A is killed and started again (they play on through
+    B meanwhile), then on through both. When A was killed (``time.monotonic``)."""
+    halt = threading.Event()  # set only if a client hangs
+
+    def play(seconds: float) -> list[threading.Thread]:
+        deadline = time.monotonic() + seconds
+        return [threading.Thread(target=d.play, args=(halt,), kwargs={"deadline": deadline}) for d in everyone]
+
+    def restart() -> None:
+        try:
+            report.restart_seconds = replicas[0].start()
+        except Exception as error:  # a thread's target: report, never die silently
+            report.problems.append(f"replica A did not start again: {error}")
+
+    threads = play(config.seconds)
+    for thread in threads:
+        thread.start()
+    time.sleep(config.kill_after)
+    retried.update(replicas[0].retried())
+    killed = time.monotonic()
+    replicas[0].kill()
+    time.sleep(config.down_for)
+    restarting = threading.Thread(target=restart)  # (the clients play on meanwhile, through B)
+    restarting.start()
+    restarting.join(timeout=120)
+    report.killed_for = time.monotonic() - killed
+    for thread in threads:
+        thread.join(timeout=config.seconds + 120)
+    more = play(config.after_restart)  # both replicas again, whatever the start-up took
+    for thread in more:
+        thread.start()
+    for thread in more:
+        thread.join(timeout=config.after_restart + 120)
+    if any(t.is_alive() for t in (*threads, *more)):
+        halt.set()
+        report.problems.append("a client did not finish in time")
+    return killed
+
+
+def _check_restarted(report: PartitionReplicaReport, replica: MappedServer) -> None:
+    """Replica A answered commands again after its restart."""
+    report.served_after_restart = served_since_start(replica)
+    if not report.served_after_restart:
+        report.problems.append("replica A answered no command after its restart")
+
+
+def _tally(
+    report: PartitionReplicaReport,
+    kept: Sequence[Any],
+    killed: float,
+    drivers: dict[int, list[TableDriver]],
+) -> None:
+    """What the clients did: commands in flight at the kill, replays, rounds per partition (each at least one),
+    unexpected errors, errors by status code."""
+    report.in_flight_at_kill = sum(1 for a in kept if a.sent < killed < a.answered and a.retried)
+    report.replayed = sum(1 for a in kept if a.replayed)
+    report.rounds_per_partition = {k: sum(len(d.closed) for d in drivers[k]) for k in drivers}
+    errors: Counter[str] = Counter()
+    for driver in (d for k in drivers for d in drivers[k]):
+        report.unexpected.extend(f"{driver.name}: {u}" for u in driver.unexpected)
+        errors.update({code: n for (_rpc, code), n in driver.client.stats.errors.items()})
+    report.client_errors = dict(errors)
+    report.aborted = errors.get("ABORTED", 0)
+    if min(report.rounds_per_partition.values(), default=0) < 1:
+        report.problems.append(f"a partition closed no round: {report.rounds_per_partition}")
+
+
+def _audit(
+    report: PartitionReplicaReport,
+    urls: Sequence[str],
+    specs: dict[int, list[TableSpec]],
+    drivers: dict[int, list[TableDriver]],
+    replicas: Sequence[MappedServer],
+    targets: Sequence[str],
+    tokens: Tokens,
+    retried: Counter[str],
+    mark: float,
+) -> float:
+    """Each partition audited through the API (of the replicas in turn), then, the replicas stopped (their
+    retries read first), in its store; the replicas' logged errors. The time of the last phase's end."""
+    found = Findings()
+    for k in range(len(urls)):
+        tables = [spec.table_id for spec in specs[k]]
+        mine = sorted({w for spec in specs[k] for w in spec.wallets})
+        ledger, acked = merged_ledger(drivers[k]), all_acked(drivers[k])
+        found.merge(audit_api(targets[k % 2], tokens, tables, mine, ledger, acked, partition=k))
+    mark = report.phase("audit api", mark)
+    for replica in replicas:
+        retried.update(replica.retried())
+    report.retried = dict(retried)
+    for replica in replicas:
+        replica.stop()
+    for k in range(len(urls)):
+        tables = [spec.table_id for spec in specs[k]]
+        mine = sorted({w for spec in specs[k] for w in spec.wallets})
+        store = Store.postgres(store_url(urls[k], k))
+        found.merge(audit_store(store, tables, mine, merged_ledger(drivers[k]), all_acked(drivers[k])))
+    report.problems.extend(found.problems)
+    report.counts = dict(found.counts)
+    mark = report.phase("audit store", mark)
+    for replica in replicas:
+        report.server_errors.extend(f"{replica.name}: {line}" for line in replica.log_errors())
+    return mark
+
+
+def _verify_stores(report: PartitionReplicaReport, urls: Sequence[str], config: PartitionReplicaConfig) -> None:
+    """``pokdeng verify --all`` of the partition map, and (``config.each_store``) of each store alone."""
     report.verify["map"], tail = verify_all("", list(urls))
     if report.verify["map"]:
         report.problems.append(f"pokdeng verify --all (the partition map): {tail}")
@@ -325,9 +370,6 @@ def run_partition_replicas(
         report.verify[f"store {k}"], tail = verify_all(store_url(url, k))
         if report.verify[f"store {k}"]:
             report.problems.append(f"pokdeng verify --all (store {k}): {tail}")
-    report.phase("verify --all", mark)
-    report.seconds = time.monotonic() - started
-    return report
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -234,7 +234,7 @@ def run_replicas(store: Store, workdir: Path, config: ReplicaConfig | None = Non
             _check_clocks(report, operator, tokens, clock_specs, config)
             other = HarnessClient(b, tokens.operator)
             clients.append(other)
-            _check_agreement(report, operator, other, (*specs, *clock_specs), wallets)
+            check_agreement(report.problems, operator, other, [s.table_id for s in (*specs, *clock_specs)], wallets)
             tables = [spec.table_id for spec in (*specs, *clock_specs)]
             found = Findings()
             found.merge(audit_api(a, tokens, tables, wallets, ledger, acked))
@@ -400,24 +400,20 @@ def _check_clocks(
         report.clock_problems.append(f"{report.clock_rounds} of {expected_clock} clock rounds closed")
 
 
-def _check_agreement(
-    report: ReplicaReport,
-    operator: HarnessClient,
-    other: HarnessClient,
-    specs: Sequence[TableSpec],
-    wallets: Sequence[str],
+def check_agreement(
+    problems: list[str], one: HarnessClient, other: HarnessClient, tables: Sequence[str], wallets: Sequence[str]
 ) -> None:
-    """Both replicas tell the same story: every table and every wallet alike."""
-    for spec in specs:
-        one = operator.send("TableService", "GetTable", table_id=spec.table_id)
-        two = other.send("TableService", "GetTable", table_id=spec.table_id)
-        if one != two:
-            report.problems.append(f"the replicas disagree on table {spec.table_id}")
+    """Both replicas tell the same story: every table and every wallet alike (else a line in ``problems``)."""
+    for table_id in tables:
+        if one.send("TableService", "GetTable", table_id=table_id) != other.send(
+            "TableService", "GetTable", table_id=table_id
+        ):
+            problems.append(f"the replicas disagree on table {table_id}")
     for wallet in wallets:
-        if operator.send("WalletService", "GetWallet", wallet_id=wallet) != other.send(
+        if one.send("WalletService", "GetWallet", wallet_id=wallet) != other.send(
             "WalletService", "GetWallet", wallet_id=wallet
         ):
-            report.problems.append(f"the replicas disagree on wallet {wallet}")
+            problems.append(f"the replicas disagree on wallet {wallet}")
 
 
 def main(argv: list[str] | None = None) -> int:
