@@ -133,6 +133,22 @@ class CallObserver:
         context: grpc.ServicerContext | None,
     ) -> None:
         name = rpc.name
+        self._count(name, code, seconds)
+        if not self.access_log or not CALLS.isEnabledFor(_level(rpc, code)):
+            return
+        if principal is None and code != "OK" and not self.refusals.allow(caller_key(None, context)):
+            return  # (over its peer's rate: counted, and summed up in the next summary line)
+        line = self._line(rpc, principal, request, response, code, reason, seconds)
+        if context is not None:
+            line["peer"] = context.peer()
+        level = _level(rpc, code)
+        # (a record made here, not through Logger.log: no caller lookup, no message formatting)
+        record = CALLS.makeRecord(CALLS.name, level, "", 0, "%s %s %.1fms", (name, code, seconds * 1000), None)
+        record.call = line
+        CALLS.handle(record)
+
+    def _count(self, name: str, code: str, seconds: float) -> None:
+        """The call in the metrics: its method's calls by code, and its latency."""
         child = self._children.get((name, code))
         if child is None:
             child = self._children[(name, code)] = RPCS.labels(name, code)
@@ -141,10 +157,20 @@ class CallObserver:
         if latency is None:
             latency = self._latency[name] = RPC_SECONDS.labels(name)
         latency.observe(seconds)
-        if not self.access_log or not CALLS.isEnabledFor(_level(rpc, code)):
-            return
-        if principal is None and code != "OK" and not self.refusals.allow(caller_key(None, context)):
-            return  # (over its peer's rate: counted, and summed up in the next summary line)
+
+    def _line(
+        self,
+        rpc: Rpc,
+        principal: Principal | None,
+        request: Any,
+        response: Any,
+        code: str,
+        reason: str,
+        seconds: float,
+    ) -> dict[str, Any]:
+        """The call's log line: method, role, code, latency, the player, the reason, and the ids it names (the
+        request's, else the round of its reply)."""
+        name = rpc.name
         line: dict[str, Any] = {
             "method": name,
             "role": principal.role.value if principal is not None else "none",
@@ -167,13 +193,7 @@ class CallObserver:
             round_id = getattr(round_, "round_id", "") if round_ is not None else ""
             if round_id:
                 line["round_id"] = round_id
-        if context is not None:
-            line["peer"] = context.peer()
-        level = _level(rpc, code)
-        # (a record made here, not through Logger.log: no caller lookup, no message formatting)
-        record = CALLS.makeRecord(CALLS.name, level, "", 0, "%s %s %.1fms", (name, code, seconds * 1000), None)
-        record.call = line
-        CALLS.handle(record)
+        return line
 
 
 _WARN = frozenset({"UNAVAILABLE", "RESOURCE_EXHAUSTED", "DEADLINE_EXCEEDED", "ABORTED"})
