@@ -21,6 +21,8 @@ from pokdeng_core.catalog import PROFILE_NAMES
 if TYPE_CHECKING:  # (the game math, numpy and rich are loaded by the commands: the parser needs none of them)
     from fractions import Fraction
 
+    from rich.table import Table
+
     from pokdeng_core.gamemath import RtpResult, SimulationResult
     from pokdeng_core.profiles import Profile
     from pokdeng_service.cli.console import Console
@@ -132,16 +134,34 @@ def _dec(value: Fraction | float, places: int = 6) -> str:
 
 
 def print_rtp(result: RtpResult, seconds: float, console: Console) -> None:
-    from rich.table import Table
-
     stake = "exact multipliers" if result.stake is None else f"stake {result.stake} minor units, rounded"
     console.print(f"{result.profile} - {result.strategy.name} strategy ({stake})", style="bold")
     console.print(f"Strategy: {result.strategy_text}")
+    console.print(_return_table(result))
+    console.print(_hand_types_table(result))
+    if result.decisions:
+        console.print(_decisions_table(result))
+    notes = _notes_table(result)
+    if notes.row_count:
+        console.print(notes)
+    console.print(f"{result.deals:,} equally likely deals enumerated; {result.method}.")
+    console.print(f"Computed in {seconds:.2f} s.")
 
-    main = Table(title="Return to player, per unit staked", title_justify="left")
-    main.add_column("figure")
-    main.add_column("decimal", justify="right")
-    main.add_column("exact", overflow="fold")
+
+def _figures_table(title: str, first: str, second: str) -> Table:
+    """A table of figures: its name, its decimal (right-aligned) and its exact value (folded when long)."""
+    from rich.table import Table
+
+    table = Table(title=title, title_justify="left")
+    table.add_column(first)
+    table.add_column(second, justify="right")
+    table.add_column("exact", overflow="fold")
+    return table
+
+
+def _return_table(result: RtpResult) -> Table:
+    """RTP, house edge, win, tie, loss, the variance and SD of the net: decimal and exact."""
+    table = _figures_table("Return to player, per unit staked", "figure", "decimal")
     rows: list[tuple[str, Fraction, str]] = [
         ("RTP", result.rtp, _pct(result.rtp)),
         ("house edge", result.house_edge, _pct(result.house_edge)),
@@ -151,70 +171,82 @@ def print_rtp(result: RtpResult, seconds: float, console: Console) -> None:
         ("variance of net", result.variance, f"{float(result.variance):.6f}"),
     ]
     for name, value, shown in rows:
-        main.add_row(name, shown, str(value))
-    main.add_row("SD of net", f"{result.sd:.6f}", "sqrt(variance)")
-    console.print(main)
+        table.add_row(name, shown, str(value))
+    table.add_row("SD of net", f"{result.sd:.6f}", "sqrt(variance)")
+    return table
 
-    types = Table(title="Player's final hand", title_justify="left")
-    types.add_column("hand type")
-    types.add_column("probability", justify="right")
-    types.add_column("exact", overflow="fold")
+
+def _hand_types_table(result: RtpResult) -> Table:
+    """The probability of each type of the player's final hand."""
+    table = _figures_table("Player's final hand", "hand type", "probability")
     for name, p in result.hand_types:
-        types.add_row(name, _pct(p), str(p))
-    console.print(types)
+        table.add_row(name, _pct(p), str(p))
+    return table
 
-    if result.decisions:
-        decisions = Table(
-            title="Player's decisions (banker has no pok): E[net per unit] by two-card total", title_justify="left"
-        )
-        for column in ("total", "rule", "P(situation)", "EV stand", "EV draw", "best", "this strategy"):
-            decisions.add_column(column, justify="right" if column != "rule" else "left")
-        for d in result.decisions:
-            decisions.add_row(
-                str(d.total),
-                d.rule,
-                _pct(d.probability),
-                _dec(d.ev_stand),
-                _dec(d.ev_draw),
-                d.best,
-                d.chosen,
-            )
-        console.print(decisions)
 
-    extra = Table(title="Profile notes", title_justify="left", show_header=True)
-    extra.add_column("figure")
-    extra.add_column("decimal", justify="right")
-    extra.add_column("exact", overflow="fold")
-    if result.side_bet is not None:
-        s = result.side_bet
-        extra.add_row("side bet offered (up card 8 or 9)", _pct(s.offer_probability), str(s.offer_probability))
-        extra.add_row("P(banker natural | offered)", _pct(s.natural_probability), str(s.natural_probability))
-        extra.add_row(f"side bet RTP (wins {s.payout} : 1)", _pct(s.rtp), str(s.rtp))
-        extra.add_row("side bet house edge", _pct(s.house_edge), str(s.house_edge))
-        extra.add_row(
-            "side bet RTP, best case knowing own cards", _pct(s.best_conditional_rtp), str(s.best_conditional_rtp)
+def _decisions_table(result: RtpResult) -> Table:
+    """Against a banker without pok, by two-card total: the rule, how often, the EVs of standing and drawing, the
+    best choice and the strategy's."""
+    from rich.table import Table
+
+    decisions = Table(
+        title="Player's decisions (banker has no pok): E[net per unit] by two-card total", title_justify="left"
+    )
+    for column in ("total", "rule", "P(situation)", "EV stand", "EV draw", "best", "this strategy"):
+        decisions.add_column(column, justify="right" if column != "rule" else "left")
+    for d in result.decisions:
+        decisions.add_row(
+            str(d.total), d.rule, _pct(d.probability), _dec(d.ev_stand), _dec(d.ev_draw), d.best, d.chosen
         )
-    if result.commission is not None:
-        m = result.commission
-        extra.add_row("RTP before the player's commission", _pct(m.rtp_before_commission), str(m.rtp_before_commission))
-        extra.add_row(
-            f"player's commission ({m.player_rate} of a win)", _pct(m.player_commission), str(m.player_commission)
-        )
-        extra.add_row(
+    return decisions
+
+
+def _notes_table(result: RtpResult) -> Table:
+    """The profile's own figures (its side bet, its commissions, its ante): empty if it has none."""
+    table = _figures_table("Profile notes", "figure", "decimal")
+    for row in (*_side_bet_notes(result), *_commission_notes(result), *_ante_notes(result)):
+        table.add_row(*row)
+    return table
+
+
+def _side_bet_notes(result: RtpResult) -> list[tuple[str, str, str]]:
+    if result.side_bet is None:
+        return []
+    s = result.side_bet
+    return [
+        ("side bet offered (up card 8 or 9)", _pct(s.offer_probability), str(s.offer_probability)),
+        ("P(banker natural | offered)", _pct(s.natural_probability), str(s.natural_probability)),
+        (f"side bet RTP (wins {s.payout} : 1)", _pct(s.rtp), str(s.rtp)),
+        ("side bet house edge", _pct(s.house_edge), str(s.house_edge)),
+        ("side bet RTP, best case knowing own cards", _pct(s.best_conditional_rtp), str(s.best_conditional_rtp)),
+    ]
+
+
+def _commission_notes(result: RtpResult) -> list[tuple[str, str, str]]:
+    if result.commission is None:
+        return []
+    m = result.commission
+    return [
+        ("RTP before the player's commission", _pct(m.rtp_before_commission), str(m.rtp_before_commission)),
+        (f"player's commission ({m.player_rate} of a win)", _pct(m.player_commission), str(m.player_commission)),
+        (
             f"banker's commission ({m.banker_rate} of its net gain), one player",
             _pct(m.banker_commission),
             str(m.banker_commission),
-        )
-    if result.ante is not None:
-        a = result.ante
-        extra.add_row("E[ante net] per unit of ante", _dec(a.ante_ev), str(a.ante_ev))
-        extra.add_row("E[bet net] per unit of bet", _dec(a.bet_ev), str(a.bet_ev))
-        extra.add_row("house edge per ante (wager = 2 antes)", _pct(a.edge_per_ante), str(a.edge_per_ante))
-        extra.add_row("bet won / pushed / lost", f"{_pct(a.bet_won)} / {_pct(a.bet_push)} / {_pct(a.bet_lost)}", "")
-    if extra.row_count:
-        console.print(extra)
-    console.print(f"{result.deals:,} equally likely deals enumerated; {result.method}.")
-    console.print(f"Computed in {seconds:.2f} s.")
+        ),
+    ]
+
+
+def _ante_notes(result: RtpResult) -> list[tuple[str, str, str]]:
+    if result.ante is None:
+        return []
+    a = result.ante
+    return [
+        ("E[ante net] per unit of ante", _dec(a.ante_ev), str(a.ante_ev)),
+        ("E[bet net] per unit of bet", _dec(a.bet_ev), str(a.bet_ev)),
+        ("house edge per ante (wager = 2 antes)", _pct(a.edge_per_ante), str(a.edge_per_ante)),
+        ("bet won / pushed / lost", f"{_pct(a.bet_won)} / {_pct(a.bet_push)} / {_pct(a.bet_lost)}", ""),
+    ]
 
 
 # ---------------------------------------------------------------------------------------
@@ -224,16 +256,7 @@ def print_rtp(result: RtpResult, seconds: float, console: Console) -> None:
 def run_simulate(args: argparse.Namespace) -> int:
     import secrets
 
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        TextColumn,
-        TimeElapsedColumn,
-        TimeRemainingColumn,
-    )
-
-    from pokdeng_core.gamemath import exact, simulate
+    from pokdeng_core.gamemath import exact
     from pokdeng_core.profiles import ProfileError
     from pokdeng_service.cli.console import Console
 
@@ -245,22 +268,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         return 2
     errors = Console(stderr=True, highlight=False, markup=False)
     errors.print(f"seed: {seed}")
-    progress = Progress(
-        TextColumn(f"simulating {profile.key}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TimeRemainingColumn(),
-        console=errors,
-        transient=True,
-    )
-    with progress:
-        task = progress.add_task("rounds", total=args.rounds)
-        started = time.perf_counter()
-        result = simulate(
-            profile, args.rounds, seed, args.strategy, progress=lambda done: progress.update(task, completed=done)
-        )
-        seconds = time.perf_counter() - started
+    result, seconds = _simulated(profile, args.rounds, seed, args.strategy, errors)
     reference = exact(profile, result.strategy)
     if args.json:
         out = {
@@ -273,6 +281,38 @@ def run_simulate(args: argparse.Namespace) -> int:
         return 0
     print_simulation(result, reference, seconds, _console())
     return 0
+
+
+def _simulated(
+    profile: Profile, rounds: int, seed: str, strategy: str, errors: Console
+) -> tuple[SimulationResult, float]:
+    """The simulation's result and the seconds it took, with a progress bar on ``errors`` while it runs."""
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    from pokdeng_core.gamemath import simulate
+
+    progress = Progress(
+        TextColumn(f"simulating {profile.key}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=errors,
+        transient=True,
+    )
+    with progress:
+        task = progress.add_task("rounds", total=rounds)
+        started = time.perf_counter()
+        result = simulate(profile, rounds, seed, strategy, progress=lambda done: progress.update(task, completed=done))
+        seconds = time.perf_counter() - started
+    return result, seconds
 
 
 def print_simulation(result: SimulationResult, reference: RtpResult, seconds: float, console: Console) -> None:
