@@ -312,6 +312,24 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
     """Register ``keys`` and ``checkpoints`` on the ``pokdeng`` subparsers."""
+    _add_key_commands(sub)
+    checkpoints = sub.add_parser("checkpoints", help="signed tree heads over a store's log of closed rounds")
+    actions = checkpoints.add_subparsers(dest="action", required=True)
+    for name, help_text, handler, store, options in CHECKPOINT_COMMANDS:
+        parser = actions.add_parser(name, help=help_text)
+        if store is None:  # offline: files and keys only
+            parser.set_defaults(handler=handler)
+        else:
+            if store == "shard":
+                parser.add_argument("--shard", default="", help="the store: its ids' shard (default: ids without one)")
+            parser.add_argument("-o", "--output", help="file (default: standard output)")
+            store_options(parser)
+            parser.set_defaults(handler=_output_checked(handler))
+        options(parser)
+
+
+def _add_key_commands(sub: Any) -> None:
+    """``keys new|show|rotate``: each with the key file and the store it sits beside; ``show`` with its output."""
     keys = sub.add_parser("keys", help="the signing keys of signed tree heads: new, show, rotate")
     key_actions = keys.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, help_text in (
@@ -331,59 +349,75 @@ def add_checkpoint_commands(sub: Any, store_options: StoreOptions) -> None:
             )
         action.set_defaults(handler=cmd_keys, output=None, json=False)
 
-    checkpoints = sub.add_parser("checkpoints", help="signed tree heads over a store's log of closed rounds")
-    actions = checkpoints.add_subparsers(dest="action", required=True)
 
-    def store_command(
-        name: str, help_text: str, handler: Callable[[argparse.Namespace], int], shard: bool = True
-    ) -> Any:
-        parser = actions.add_parser(name, help=help_text)
-        if shard:
-            parser.add_argument("--shard", default="", help="the store: its ids' shard (default: ids without one)")
-        parser.add_argument("-o", "--output", help="file (default: standard output)")
-        store_options(parser)
-        parser.set_defaults(handler=_output_checked(handler))
-        return parser
-
-    sign = store_command("sign", "sign a tree head over the log now (operator)", cmd_sign)
-    sign.add_argument(
+def _signing_key_file(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
         "--key-file", help="the signing key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)"
     )
+
+
+def _latest_size(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--size", type=int, default=0, help="the latest head of this tree size (default: the latest)")
+
+
+def _sign_options(sign: argparse.ArgumentParser) -> None:
+    _signing_key_file(sign)
     sign.add_argument("--note", action="store_true", help="print the head as its C2SP checkpoint note, not JSON")
-    note = store_command("note", "print the latest signed head as a C2SP checkpoint (a signed note)", cmd_note)
-    note.add_argument("--size", type=int, default=0, help="the latest head of this tree size (default: the latest)")
-    witness = store_command(
-        "witness-request", "print a C2SP tlog-witness add-checkpoint body: old size, proof, note", cmd_witness_request
-    )
+
+
+def _witness_request_options(witness: argparse.ArgumentParser) -> None:
     witness.add_argument("old", type=int, help="the size of the last checkpoint the witness cosigned (0: none)")
     witness.add_argument("--size", type=int, default=0, help="the head to submit (default: the latest)")
-    vkey = store_command("vkey", "print the log's C2SP verifier keys (what verify-note and Go's note read)", cmd_vkey)
+
+
+def _vkey_options(vkey: argparse.ArgumentParser) -> None:
     vkey.add_argument("--key", action="append", help="public key (hex) or key file (default: the signing key file's)")
-    vkey.add_argument(
-        "--key-file", help="the signing key file (default: $POKDENG_SIGNING_KEY_FILE, or <db>.signing-keys)"
-    )
-    verify_note = actions.add_parser("verify-note", help="offline: a C2SP checkpoint note's signature and form")
+    _signing_key_file(vkey)
+
+
+def _verify_note_options(verify_note: argparse.ArgumentParser) -> None:
     verify_note.add_argument("note", help="the note (a file of `checkpoints note`)")
     verify_note.add_argument(
         "--key", action="append", required=True, help="a verifier key (<name>+<hash>+<key>), or a file of them"
     )
     verify_note.add_argument("--origin", help="the origin the note must name (default: any)")
     verify_note.add_argument("--json", action="store_true", help=JSON_HELP)
-    verify_note.set_defaults(handler=cmd_verify_note)
-    show = store_command("show", "print the latest signed tree head", cmd_show)
-    show.add_argument("--size", type=int, default=0, help="the latest head of this tree size (default: the latest)")
-    prove = store_command("prove", "print the consistency proof between two tree sizes", cmd_prove)
+
+
+def _prove_options(prove: argparse.ArgumentParser) -> None:
     prove.add_argument("first", type=int, help="the older (smaller) tree size")
     prove.add_argument("second", type=int, nargs="?", default=0, help="the newer tree size (default: the log's)")
 
-    check = actions.add_parser("check", help="offline: the newer head's log extends the older one's")
+
+def _check_options(check: argparse.ArgumentParser) -> None:
     check.add_argument("old", help="the older signed head (JSON file)")
     check.add_argument("new", help="the newer signed head (JSON file)")
     check.add_argument("proof", help="the consistency proof between them (JSON file of `checkpoints prove`)")
     check.add_argument("--key", action="append", help="public key (hex) or key file; repeat for several")
     check.add_argument("--json", action="store_true", help=JSON_HELP)
-    check.set_defaults(handler=cmd_check)
 
-    audit = store_command("audit", "check every store's log: leaves, rounds, heads, signatures", cmd_audit, False)
+
+def _audit_options(audit: argparse.ArgumentParser) -> None:
     audit.add_argument("--key", action="append", help="public key (hex) or key file; repeat for several")
     audit.add_argument("--json", action="store_true", help=JSON_HELP + " (each verdict with its partition)")
+
+
+# ``checkpoints``' actions, in the order of its --help: name, help, handler, the store it reads ("shard": a
+# store and its ids' shard, "whole": every partition's log, None: offline, files and keys only; a command of a
+# store also has -o/--output, checked before it runs), and its own options.
+CHECKPOINT_COMMANDS: tuple[
+    tuple[str, str, Callable[[argparse.Namespace], int], str | None, Callable[[argparse.ArgumentParser], None]], ...
+] = (
+    ("sign", "sign a tree head over the log now (operator)", cmd_sign, "shard", _sign_options),
+    ("note", "print the latest signed head as a C2SP checkpoint (a signed note)", cmd_note, "shard", _latest_size),
+    ("witness-request", "print a C2SP tlog-witness add-checkpoint body: old size, proof, note", cmd_witness_request,
+     "shard", _witness_request_options),
+    ("vkey", "print the log's C2SP verifier keys (what verify-note and Go's note read)", cmd_vkey, "shard",
+     _vkey_options),
+    ("verify-note", "offline: a C2SP checkpoint note's signature and form", cmd_verify_note, None,
+     _verify_note_options),
+    ("show", "print the latest signed tree head", cmd_show, "shard", _latest_size),
+    ("prove", "print the consistency proof between two tree sizes", cmd_prove, "shard", _prove_options),
+    ("check", "offline: the newer head's log extends the older one's", cmd_check, None, _check_options),
+    ("audit", "check every store's log: leaves, rounds, heads, signatures", cmd_audit, "whole", _audit_options),
+)  # fmt: skip
