@@ -3,7 +3,8 @@ is ``pokdeng_service.web``."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,75 +40,105 @@ def describe(event: RecordedEvent, holders: dict[int, str | None], banker: str |
 
 
 def _what(event: RecordedEvent, holders: dict[int, str | None], banker: str | None, currency: str) -> str:
-    d: dict[str, Any] = event.data
+    say = _SAY.get(event.kind)
+    return say(event.data, _Table(holders, banker, currency)) if say is not None else event.kind
 
-    def m(amount: int, signed: bool = False) -> str:
-        return money(amount, currency, signed)
 
-    kind = event.kind
-    if kind == "round_opened":
-        seats = ", ".join(f"{s} {h}" if h else f"{s}" for s, h in d["seats"])
-        who = d["banker_player"] or "the house"
-        return (
-            f"round {d['round_no']} of table {d['table_id']} opens: {d['profile_name']} v{d['profile_version']}, "
-            f"seats {seats}, banker {who}, stakes {m(d['min_stake'])} to {m(d['max_stake'])}"
-        )
-    if kind == "shuffle_committed":
-        return (
-            f"shuffle committed: SHA-256 {d['commitment'][:16]}…, client seed {d['client_seed']!r}, nonce {d['nonce']}"
-        )
-    if kind == "contributions_opened":
-        return f"client seed to be derived at the deal from contributions ({d['rule']})"
-    if kind == "client_seed_contributed":
-        return f"{d['contributor'] or 'the platform'} contributes client seed {d['client_seed']!r}"
-    if kind == "client_seed_fixed":
-        return f"client seed fixed: {d['client_seed']} from {len(d['contributions'])} contribution(s)"
-    if kind == "bet_placed":
-        extra = f", banker reserves {m(d['banker_reserved'])}" if d["banker_reserved"] else ""
-        where = _seat(d["seat"], holders, banker)
-        return f"{d['player']} stakes {m(d['stake'])} on {where} (reserves {m(d['reserved'])}{extra})"
-    if kind == "cards_dealt":
-        hands: dict[int, list[str]] = {}
-        for seat, card in d["cards"]:
-            hands.setdefault(seat, []).append(card)
-        parts = [f"{_seat(s, holders, banker)}: {_cards(c)}" for s, c in hands.items()]
-        up = f" (banker's first card {parse_card(d['banker_up_card']).pretty} face up)" if d["banker_up_card"] else ""
-        return "deal — " + "; ".join(parts) + up
-    if kind == "pok_declared":
-        return f"{_seat(d['seat'], holders, banker)} shows {d['label']} {_cards(d['cards'])}"
-    if kind == "side_bet_window_opened":
-        return f"banker shows {parse_card(d['up_card']).pretty}: side bets open"
-    if kind == "side_bet_placed":
-        return f"{d['player']} places a side bet of {m(d['stake'])}"
-    if kind == "side_bets_settled":
-        results = ", ".join(f"{p} {m(n, True)}" for _s, p, _st, n in d["results"]) or "none placed"
-        return f"banker {'has' if d['natural'] else 'has no'} natural: side bets {results}"
-    if kind == "turn_timed_out":
-        return f"{_seat(d['seat'], holders, banker)} timed out: automatic {d['action']}"
-    if kind == "card_drawn":
-        return f"{_seat(d['seat'], holders, banker)} draws {parse_card(d['card']).pretty} ({d['reason']})"
-    if kind == "player_stood":
-        return f"{_seat(d['seat'], holders, banker)} stays ({d['reason']})"
-    if kind == "hands_revealed":
-        shown = "; ".join(f"{_seat(s, holders, banker)}: {_cards(c)}" for s, c in d["hands"])
-        return ("banker reveals chosen hands — " if d["selective"] else "showdown — ") + shown
-    if kind == "bet_settled":
-        return (
-            f"{d['player']} on seat {d['seat']}: {d['hand']} vs {d['banker_hand']} → {d['outcome'].replace('_', ' ')}"
-            f" {multiplier(d['multiplier'])}, net {m(d['net'], True)}"
-            + (f" (commission {m(d['commission'])})" if d["commission"] else "")
-        )
-    if kind == "round_settled":
-        nets = ", ".join(f"{p} {m(n, True)}" for p, _r, n in d["wallets"])
-        return f"settled: {nets}; house {m(d['house_net'], True)}; commission {m(d['commission'])}"
-    if kind == "round_voided":
-        by = f" by {d['by']}" if d.get("by") else ""
-        return f"voided{by}: {d['reason']} (reservations released)"
-    if kind == "seed_revealed":
-        return f"server seed revealed: {d['server_seed']}"
-    if kind == "round_closed":
-        return f"round closed ({d['outcome']})"
-    return kind
+@dataclass(frozen=True)
+class _Table:
+    """What an event's line names besides the event: who holds each seat, the banker, the round's currency."""
+
+    holders: dict[int, str | None]
+    banker: str | None
+    currency: str
+
+    def seat(self, seat: int) -> str:
+        return _seat(seat, self.holders, self.banker)
+
+    def m(self, amount: int, signed: bool = False) -> str:
+        return money(amount, self.currency, signed)
+
+
+def _round_opened(d: dict[str, Any], t: _Table) -> str:
+    seats = ", ".join(f"{s} {h}" if h else f"{s}" for s, h in d["seats"])
+    who = d["banker_player"] or "the house"
+    return (
+        f"round {d['round_no']} of table {d['table_id']} opens: {d['profile_name']} v{d['profile_version']}, "
+        f"seats {seats}, banker {who}, stakes {t.m(d['min_stake'])} to {t.m(d['max_stake'])}"
+    )
+
+
+def _bet_placed(d: dict[str, Any], t: _Table) -> str:
+    extra = f", banker reserves {t.m(d['banker_reserved'])}" if d["banker_reserved"] else ""
+    return f"{d['player']} stakes {t.m(d['stake'])} on {t.seat(d['seat'])} (reserves {t.m(d['reserved'])}{extra})"
+
+
+def _cards_dealt(d: dict[str, Any], t: _Table) -> str:
+    hands: dict[int, list[str]] = {}
+    for seat, card in d["cards"]:
+        hands.setdefault(seat, []).append(card)
+    parts = [f"{t.seat(s)}: {_cards(c)}" for s, c in hands.items()]
+    up = f" (banker's first card {parse_card(d['banker_up_card']).pretty} face up)" if d["banker_up_card"] else ""
+    return "deal — " + "; ".join(parts) + up
+
+
+def _side_bets_settled(d: dict[str, Any], t: _Table) -> str:
+    results = ", ".join(f"{p} {t.m(n, True)}" for _s, p, _st, n in d["results"]) or "none placed"
+    return f"banker {'has' if d['natural'] else 'has no'} natural: side bets {results}"
+
+
+def _hands_revealed(d: dict[str, Any], t: _Table) -> str:
+    shown = "; ".join(f"{t.seat(s)}: {_cards(c)}" for s, c in d["hands"])
+    return ("banker reveals chosen hands — " if d["selective"] else "showdown — ") + shown
+
+
+def _bet_settled(d: dict[str, Any], t: _Table) -> str:
+    return (
+        f"{d['player']} on seat {d['seat']}: {d['hand']} vs {d['banker_hand']} → {d['outcome'].replace('_', ' ')}"
+        f" {multiplier(d['multiplier'])}, net {t.m(d['net'], True)}"
+        + (f" (commission {t.m(d['commission'])})" if d["commission"] else "")
+    )
+
+
+def _round_settled(d: dict[str, Any], t: _Table) -> str:
+    nets = ", ".join(f"{p} {t.m(n, True)}" for p, _r, n in d["wallets"])
+    return f"settled: {nets}; house {t.m(d['house_net'], True)}; commission {t.m(d['commission'])}"
+
+
+def _round_voided(d: dict[str, Any], _t: _Table) -> str:
+    by = f" by {d['by']}" if d.get("by") else ""
+    return f"voided{by}: {d['reason']} (reservations released)"
+
+
+# The line of each kind of event (a kind not here: its name), from its data and the table's seats and currency.
+_SAY: dict[str, Callable[[dict[str, Any], _Table], str]] = {
+    "round_opened": _round_opened,
+    "shuffle_committed": lambda d, _t: (
+        f"shuffle committed: SHA-256 {d['commitment'][:16]}…, client seed {d['client_seed']!r}, nonce {d['nonce']}"
+    ),
+    "contributions_opened": lambda d, _t: f"client seed to be derived at the deal from contributions ({d['rule']})",
+    "client_seed_contributed": lambda d, _t: (
+        f"{d['contributor'] or 'the platform'} contributes client seed {d['client_seed']!r}"
+    ),
+    "client_seed_fixed": lambda d, _t: (
+        f"client seed fixed: {d['client_seed']} from {len(d['contributions'])} contribution(s)"
+    ),
+    "bet_placed": _bet_placed,
+    "cards_dealt": _cards_dealt,
+    "pok_declared": lambda d, t: f"{t.seat(d['seat'])} shows {d['label']} {_cards(d['cards'])}",
+    "side_bet_window_opened": lambda d, _t: f"banker shows {parse_card(d['up_card']).pretty}: side bets open",
+    "side_bet_placed": lambda d, t: f"{d['player']} places a side bet of {t.m(d['stake'])}",
+    "side_bets_settled": _side_bets_settled,
+    "turn_timed_out": lambda d, t: f"{t.seat(d['seat'])} timed out: automatic {d['action']}",
+    "card_drawn": lambda d, t: f"{t.seat(d['seat'])} draws {parse_card(d['card']).pretty} ({d['reason']})",
+    "player_stood": lambda d, t: f"{t.seat(d['seat'])} stays ({d['reason']})",
+    "hands_revealed": _hands_revealed,
+    "bet_settled": _bet_settled,
+    "round_settled": _round_settled,
+    "round_voided": _round_voided,
+    "seed_revealed": lambda d, _t: f"server seed revealed: {d['server_seed']}",
+    "round_closed": lambda d, _t: f"round closed ({d['outcome']})",
+}
 
 
 def round_currency(events: Sequence[RecordedEvent]) -> str:
