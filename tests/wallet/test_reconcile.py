@@ -152,7 +152,8 @@ def test_check_round_finds_each_kind_of_disagreement() -> None:
     credit = Tx("r:credit:a", "credit", "a", 700, "applied", "", debits=(debit.tx_id,))
     both = {debit.tx_id: debit, credit.tx_id: credit}
     assert check_round(both, "settled", {"a": 500}, {"a": 200}) == ""
-    assert "the round pays 400" in check_round(both, "settled", {"a": 500}, {"a": -100})
+    assert "the round pays THB 4.00" in check_round(both, "settled", {"a": 500}, {"a": -100})
+    assert "the round pays JPY 400" in check_round(both, "settled", {"a": 500}, {"a": -100}, "JPY")
     assert "no credit" in check_round({debit.tx_id: debit}, "settled", {"a": 500}, {"a": 0})
     assert "in force" in check_round({debit.tx_id: debit}, "voided", {"a": 500}, {})
     undone = _tx("r:bet:1:a:0", "a", 500, "rolled_back")
