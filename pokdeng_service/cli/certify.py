@@ -11,10 +11,14 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pokdeng_core.catalog import PROFILE_NAMES
+
+if TYPE_CHECKING:
+    from pokdeng_service.certification.battery import BatteryResult, BatteryTest
 
 __all__ = ("add_certification_commands", "run_math_report", "run_rng_report")
 
@@ -108,42 +112,71 @@ def run_rng_report(args: argparse.Namespace) -> int:
         write_stream(args.seed, sys.stdout.buffer, workers=workers, limit=args.bytes)
         return EXIT_OK
     try:
-        decks = sorted({int(d) for d in args.decks.split(",")})
-        if not decks or any(not 1 <= d <= 8 for d in decks):
-            raise ValueError("deck counts are 1 to 8")
+        decks = _deck_counts(args.decks)
         out = _folder(args.out)
     except ValueError as error:
         print(f"pokdeng rng-report: {error}", file=sys.stderr)
         return EXIT_USAGE
-    from pokdeng_service.certification import battery, render
+    from pokdeng_service.certification import battery
     from pokdeng_service.certification.rng import RngParameters, battery_tests_of, build_rng_report
 
-    if not args.no_plots and not render.plots_available():
-        print(f"pokdeng rng-report: {render.MISSING_PLOTS}", file=sys.stderr)
-        return EXIT_USAGE
-    program = battery.dieharder_path()
-    if args.battery != "none" and program is None:
-        print(
-            "pokdeng rng-report: dieharder is not installed (Debian: apt-get install dieharder), "
-            "or pass --battery none",
-            file=sys.stderr,
-        )
+    missing = _missing_tool(args)
+    if missing is not None:
+        print(f"pokdeng rng-report: {missing}", file=sys.stderr)
         return EXIT_USAGE
     params = RngParameters(
         args.seed, {d: args.shoes for d in decks}, alpha=args.alpha, battery=args.battery, workers=workers
     )
     tests = battery_tests_of(args.battery)
+    run_battery = _battery_run(args.seed, tests, workers, battery.dieharder_path()) if tests else None
+    report, runs = build_rng_report(params, battery_results=run_battery, progress=_stage_progress())
+    plots = _write_rng(report, runs, out, plots=not args.no_plots)
+    _print_rng(report)
+    print(f"wrote {out / 'rng-report.html'}, {out / 'rng-report.json'}" + (" and the plots" if plots else ""))
+    return EXIT_OK if report["verdict"]["pass"] else EXIT_FAILED
 
-    def run_battery() -> list[battery.BatteryResult]:
+
+def _deck_counts(text: str) -> list[int]:
+    """``--decks``: deck counts, comma-separated, each 1 to 8 (else a ValueError), in order, each once."""
+    decks = sorted({int(d) for d in text.split(",")})
+    if not decks or any(not 1 <= d <= 8 for d in decks):
+        raise ValueError("deck counts are 1 to 8")
+    return decks
+
+
+def _missing_tool(args: argparse.Namespace) -> str | None:
+    """What the report asked for needs and this machine has not (matplotlib for the plots, dieharder for a
+    battery), said; None if nothing is missing."""
+    from pokdeng_service.certification import battery, render
+
+    if not args.no_plots and not render.plots_available():
+        return render.MISSING_PLOTS
+    if args.battery != "none" and battery.dieharder_path() is None:
+        return "dieharder is not installed (Debian: apt-get install dieharder), or pass --battery none"
+    return None
+
+
+def _battery_run(
+    seed: str, tests: tuple[BatteryTest, ...], workers: int, program: str | None
+) -> Callable[[], list[BatteryResult]]:
+    """The battery's run, for the report to call: dieharder's ``tests``, each said on standard error as done."""
+    from pokdeng_service.certification import battery
+
+    def run_battery() -> list[BatteryResult]:
         _say(f"battery: dieharder, {len(tests)} tests")
         return battery.run_battery(
-            args.seed,
+            seed,
             tests,
             workers=workers,
             dieharder=program,
             progress=lambda done, name: _say(f"  {done}/{len(tests)} {name}"),
         )
 
+    return run_battery
+
+
+def _stage_progress() -> Callable[[str, int, int], None]:
+    """The report's progress on standard error: a stage's count at most every 5 seconds, and when it is done."""
     last = [0.0]
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -152,19 +185,24 @@ def run_rng_report(args: argparse.Namespace) -> int:
             last[0] = now
             _say(f"{stage}: {done:,} / {total:,}")
 
-    report, runs = build_rng_report(params, battery_results=run_battery if tests else None, progress=progress)
-    plots: dict[str, bytes] = {}
-    if not args.no_plots:
+    return progress
+
+
+def _write_rng(report: dict[str, Any], runs: dict[int, Any], out: Path, plots: bool) -> dict[str, bytes]:
+    """The report's plots (unless ``plots`` is false: none), its JSON and its HTML, written in ``out``: the
+    plots."""
+    from pokdeng_service.certification import render
+
+    pngs: dict[str, bytes] = {}
+    if plots:
         for d, tallies in runs.items():
-            plots[f"positions-{d}-deck"] = render.positions_png(tallies)
-        plots["pvalues"] = render.pvalues_png(report["tests"])
-        for name, png in plots.items():
+            pngs[f"positions-{d}-deck"] = render.positions_png(tallies)
+        pngs["pvalues"] = render.pvalues_png(report["tests"])
+        for name, png in pngs.items():
             (out / f"rng-{name}.png").write_bytes(png)
     render.write_json(report, out / "rng-report.json")
-    (out / "rng-report.html").write_text(render.rng_html(report, plots), encoding="utf-8")
-    _print_rng(report)
-    print(f"wrote {out / 'rng-report.html'}, {out / 'rng-report.json'}" + (" and the plots" if plots else ""))
-    return EXIT_OK if report["verdict"]["pass"] else EXIT_FAILED
+    (out / "rng-report.html").write_text(render.rng_html(report, pngs), encoding="utf-8")
+    return pngs
 
 
 def _print_rng(report: dict[str, Any]) -> None:
