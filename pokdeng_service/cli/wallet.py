@@ -203,11 +203,18 @@ def add_wallet_commands(
     store_options: Callable[[argparse.ArgumentParser], None],
     open_store: Callable[[argparse.Namespace], Any],
 ) -> None:
-    """``open_store``: the CLI's read-only opening of the store (``main._open_read_only``), handed down."""
-    """``pokdeng wallet reconcile|pending`` (registered by ``cli.main.build_parser``)."""
+    """``pokdeng wallet reconcile|pending|resolve`` (registered by ``cli.main.build_parser``). ``open_store``: the
+    CLI's read-only opening of the store (``common.open_read_only``), handed down; ``resolve`` opens it to write."""
     wallet = sub.add_parser("wallet", help="transactions with the platform's wallet: reconcile, pending, resolve")
     commands = wallet.add_subparsers(dest="wallet_command", required=True)
-    reconcile = commands.add_parser("reconcile", help="compare pokdeng's record with the platform's for a period")
+    for name, help_text, options, handler, writes in WALLET_COMMANDS:
+        command = commands.add_parser(name, help=help_text)
+        options(command)
+        store_options(command)
+        command.set_defaults(handler=handler, open_store=_open_writable if writes else open_store)
+
+
+def _reconcile_options(reconcile: argparse.ArgumentParser) -> None:
     reconcile.add_argument(
         "--wallet", choices=["remote", "hub88"], help="the adapter whose platform is read: remote (pokdeng's protocol, "
         "the default) or hub88, whose API lists no transactions ($POKDENG_WALLET)",
@@ -233,21 +240,29 @@ def add_wallet_commands(
     reconcile.add_argument(
         "--json", action="store_true", help="the report as JSON (amounts in minor units, each with its currency)"
     )
-    store_options(reconcile)
-    reconcile.set_defaults(handler=cmd_reconcile, open_store=open_store)
-    pending = commands.add_parser(
-        "pending", help="what is not finished with the platform (exit 1 if anything): pending, held, stranded"
-    )
+
+
+def _pending_options(pending: argparse.ArgumentParser) -> None:
     pending.add_argument(
         "--json", action="store_true", help="the list as JSON (amounts in minor units, each with its currency)"
     )
-    store_options(pending)
-    pending.set_defaults(handler=cmd_pending, open_store=open_store)
-    resolve = commands.add_parser(
-        "resolve", help="record that an owed or stranded transaction was settled by hand (with a reason)"
-    )
+
+
+def _resolve_options(resolve: argparse.ArgumentParser) -> None:
     resolve.add_argument("tx_id", help="the transaction's id (as pokdeng wallet pending lists it)")
     resolve.add_argument("--reason", required=True, help="how it was settled, say the platform's manual credit ref")
     resolve.add_argument("--operator", help="who resolves it (default: $USER)")
-    store_options(resolve)
-    resolve.set_defaults(handler=cmd_resolve, open_store=_open_writable)
+
+
+# ``wallet``'s commands, in the order of its --help: name, help, its own options (the store's follow), its
+# handler, and whether it writes to the store (else it opens the store read only).
+WALLET_COMMANDS: tuple[
+    tuple[str, str, Callable[[argparse.ArgumentParser], None], Callable[[argparse.Namespace], int], bool], ...
+] = (
+    ("reconcile", "compare pokdeng's record with the platform's for a period", _reconcile_options, cmd_reconcile,
+     False),
+    ("pending", "what is not finished with the platform (exit 1 if anything): pending, held, stranded",
+     _pending_options, cmd_pending, False),
+    ("resolve", "record that an owed or stranded transaction was settled by hand (with a reason)", _resolve_options,
+     cmd_resolve, True),
+)  # fmt: skip
