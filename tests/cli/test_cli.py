@@ -176,7 +176,8 @@ def test_a_reader_that_goes_away_is_not_an_unreachable_store(monkeypatch: pytest
     def closed(_args: object) -> int:
         raise BrokenPipeError(32, "Broken pipe")
 
-    monkeypatch.setattr(cli, "cmd_replay", closed)
+    replay_closed = tuple((n, h, o, closed if n == "replay" else run) for n, h, o, run in cli.COMMANDS)
+    monkeypatch.setattr(cli, "COMMANDS", replay_closed)  # (the parser's table of commands and their handlers)
     monkeypatch.setattr(cli.os, "dup2", lambda *_fds: None)  # (standard output stays pytest's)
     assert main(["replay", "t#1"]) == cli.EXIT_SIGPIPE == 141
 
