@@ -8,7 +8,8 @@ clients retry their last request id on UNAVAILABLE and carry on from GetRound/Ge
 At the end the clients stop mid-round, the server is killed once more, the rounds left open must
 be resumable (half are voided, half finished), and the checks run through the API and in the
 store: nothing lost or doubled, no double payout, statements equal balances, money balances to
-zero, every closed round verifies. About half a minute per store (a kill and restart costs the server's start-up, about 1.3 s here).
+zero, every closed round verifies. About half a minute per store (a kill and restart costs the
+server's start-up, about 1.3 s here).
 """
 
 from __future__ import annotations
