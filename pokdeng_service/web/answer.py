@@ -88,11 +88,12 @@ def card_class(texts: list[str]) -> str:
 
 
 def hand_words(label: str, points: int | None) -> str:
-    """``pok deng`` and 9 → ``pok deng 9``; a plain hand (``taem``, ``normal``, its points) → ``taem 5``."""
+    """The hand's kind and its points: ``pok deng`` and 9 → ``pok deng 9``, a straight of 6 4 5 → ``straight 5``
+    (two hands of one kind compare their points next); a plain hand (``taem``, ``normal``) → ``taem 5``."""
     shown = "" if points is None else str(points)
     if not label or label.isdigit() or label in ("taem", "normal"):
         return f"taem {shown}".strip()
-    return f"{label} {shown}".strip() if label.split()[0] in ("pok",) or label.endswith("deng") else label
+    return f"{label} {shown}".strip()
 
 
 def lines(page: Page) -> list[Line]:
