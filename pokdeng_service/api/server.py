@@ -41,11 +41,7 @@ from pokdeng_service.api.auth import Authenticator, TokenStore
 from pokdeng_service.api.health import NOT_SERVING, SERVING, Health, StoreMonitor
 from pokdeng_service.api.health import SERVICE_NAME as HEALTH_SERVICE
 from pokdeng_service.api.hub import EventHub
-from pokdeng_service.api.listening import DEFAULT_HOST as DEFAULT_HOST
-from pokdeng_service.api.listening import PortInUse as PortInUse
-from pokdeng_service.api.listening import TlsFiles as TlsFiles
-from pokdeng_service.api.listening import bind_address as bind_address
-from pokdeng_service.api.listening import check_port as check_port
+from pokdeng_service.api.listening import DEFAULT_HOST, TlsFiles, bind_address
 from pokdeng_service.api.methods import RPCS
 from pokdeng_service.api.observe import REFUSALS_PER_SECOND, TLS_CERTIFICATE, CallObserver, MetricsEndpoint
 from pokdeng_service.api.rates import DEFAULT_RATES, Rate

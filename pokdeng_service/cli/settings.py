@@ -134,9 +134,9 @@ class ServeSettings(BaseSettings):
         )
 
     def check_ports(self) -> None:
-        """The gRPC port and the metrics port can be listened on (``api.server.check_port``: ``PortInUse``, a
+        """The gRPC port and the metrics port can be listened on (``api.listening.check_port``: ``PortInUse``, a
         ``ValueError``, exit 2): checked before any file is written (the store's lock, its vault key)."""
-        from pokdeng_service.api.server import check_port
+        from pokdeng_service.api.listening import check_port
 
         check_port(self.host, self.port, "the gRPC port, --port")
         if self.metrics_port is not None:
@@ -166,7 +166,7 @@ class ServeSettings(BaseSettings):
     def server_options(self) -> dict[str, Any]:
         """``api.server.create_server``'s keyword arguments."""
         from pokdeng_service.api.auth import TokenStore
-        from pokdeng_service.api.server import TlsFiles
+        from pokdeng_service.api.listening import TlsFiles
 
         tls = TlsFiles.of(self.tls_cert, self.tls_key, self.tls_client_ca)
         if tls is not None:

@@ -19,7 +19,8 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha.proto_reflection_descriptor_database import ProtoReflectionDescriptorDatabase
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_service.api.server import SERVICE_NAMES, bind_address, create_server
+from pokdeng_service.api.listening import bind_address
+from pokdeng_service.api.server import SERVICE_NAMES, create_server
 from pokdeng_service.auth import token_digest
 
 from .client import TOKENS, error_of, open_wallets

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pokdeng_service.api.server import PortInUse, check_port
+from pokdeng_service.api.listening import PortInUse, check_port
 from pokdeng_service.cli import EXIT_USAGE, main
 
 
