@@ -28,7 +28,7 @@ from pokdeng_core.machine import Phase
 from pokdeng_core.shuffle import derive_client_seed, shuffled_deck
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.audit.bundle import for_player
+from pokdeng_service.audit.export import for_player
 from pokdeng_service.store import codec, merkle
 from pokdeng_service.store.signing import SigningKey, TreeHead
 from pokdeng_service.store.vault import SeedVault

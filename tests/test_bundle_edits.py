@@ -47,7 +47,7 @@ from hypothesis import strategies as st
 
 from pokdeng_core.machine import Phase
 from pokdeng_service import audit
-from pokdeng_service.audit.bundle import for_recipient
+from pokdeng_service.audit.export import for_recipient
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import codec
 from pokdeng_service.store.signing import PublicKeys, SigningKey

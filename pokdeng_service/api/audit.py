@@ -14,7 +14,7 @@ from pokdeng_service.api.rounds import readable_round
 from pokdeng_service.api.rpcs import READERS, Call, Env, Rpc, query
 from pokdeng_service.application.errors import NotFound
 from pokdeng_service.application.principal import Role
-from pokdeng_service.audit.bundle import for_recipient
+from pokdeng_service.audit.export import for_recipient
 
 
 def _auditable(env: Env, call: Call, request: Any) -> str:

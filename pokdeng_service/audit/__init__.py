@@ -31,7 +31,8 @@ from pokdeng_core.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from pokdeng_service.audit.anchors import audit_log, check_anchor, verify_consistency, verify_head
-    from pokdeng_service.audit.bundle import BUNDLE_FORMAT, BUNDLE_VERSION, bundle_bytes, export_bundle, verify_bundle
+    from pokdeng_service.audit.bundle import BUNDLE_FORMAT, BUNDLE_VERSION, verify_bundle
+    from pokdeng_service.audit.export import bundle_bytes, export_bundle
     from pokdeng_service.audit.live import AuditedRecord, replay_round, round_facts, verify_round, verify_rounds
     from pokdeng_service.audit.replay import (
         check_chain,
@@ -49,7 +50,8 @@ if TYPE_CHECKING:
 
 _EXPORTS = (
     ("anchors", ("audit_log", "check_anchor", "verify_consistency", "verify_head")),
-    ("bundle", ("BUNDLE_FORMAT", "BUNDLE_VERSION", "bundle_bytes", "export_bundle", "verify_bundle")),
+    ("bundle", ("BUNDLE_FORMAT", "BUNDLE_VERSION", "verify_bundle")),
+    ("export", ("bundle_bytes", "export_bundle")),
     ("live", ("AuditedRecord", "replay_round", "round_facts", "verify_round", "verify_rounds")),
     ("replay", (
         "check_chain", "check_money", "check_replay", "decision_of", "decisions", "group_by_command",

@@ -4,8 +4,8 @@ A *round bundle* (docs/audit.md) is a canonical JSON document: the round's seeds
 order, decisions, payouts, settlement, wallet balances, stored events, chain ends and
 checkpoint inclusion proof, the store log's signed tree head that covers the round with the
 round's inclusion proof under it (``log``, docs/checkpoints.md), whom it was made for (``made_for``),
-with a digest of it all. ``export_bundle`` reads it from an application (``for_recipient`` makes a player's
-or an auditor's; the export is ``audit/export.py``, its names re-exported here); ``verify_bundle`` checks one
+with a digest of it all. ``audit/export.py`` exports it (``export_bundle`` reads it from an application,
+``for_recipient`` makes a player's or an auditor's); ``verify_bundle`` here checks one
 with no server and no database, and never raises: whatever
 a file holds, its verdict is PASS, UNANCHORED or FAIL naming the check.
 """
@@ -21,11 +21,7 @@ from pokdeng_core.errors import DomainError
 from pokdeng_core.shuffle import commitment, shuffled_deck
 from pokdeng_service.audit.anchors import check_anchor
 from pokdeng_service.audit.audience import balances_problem
-from pokdeng_service.audit.export import bundle_bytes as bundle_bytes
-from pokdeng_service.audit.export import export_bundle as export_bundle
-from pokdeng_service.audit.export import for_player as for_player
-from pokdeng_service.audit.export import for_recipient as for_recipient
-from pokdeng_service.audit.export import restated as restated
+from pokdeng_service.audit.export import bundle_bytes, restated
 from pokdeng_service.audit.forms import bundle_types_problem, domain_problem
 from pokdeng_service.audit.replay import (
     check_chain,

@@ -176,14 +176,14 @@ def write_dispute_page(
     app: Any, view: RoundView, verdict: Verdict, path: Path, keys: PublicKeys | None, player: str | None = None
 ) -> None:
     """The round's dispute page (``pokdeng_service.web``): a closed round's carries its bundle as exported, or
-    as ``player`` may have it (its own wallet's balances only: ``audit.bundle.for_player``); an open round
+    as ``player`` may have it (its own wallet's balances only: ``audit.export.for_player``); an open round
     has none yet (its seed is secret), and shows only what the table shows: the hands shown to everyone
     (poks, revealed hands, kingmaker's up card), ``player``'s own too, and no digest that commits to a
     hidden card (docs/dispute.md). ``keys`` check the signed head in the browser."""
     from pokdeng_service import audit, web
     from pokdeng_service.api import convert
     from pokdeng_service.application import access
-    from pokdeng_service.audit.bundle import for_player
+    from pokdeng_service.audit.export import for_player
 
     if player is not None and player not in access.participants(view):
         raise ValueError(f"{player!r} has no seat, stake or banker's role in round {view.round_id}")

@@ -18,7 +18,7 @@ import pytest
 from pokdeng_core.errors import DomainError
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.audit.bundle import for_recipient
+from pokdeng_service.audit.export import for_recipient
 from pokdeng_service.audit.platform_txs import credit_id, debit_id
 from pokdeng_service.cli.main import main
 from pokdeng_service.store import codec
