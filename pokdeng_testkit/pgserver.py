@@ -37,7 +37,7 @@ from urllib.parse import quote, unquote, urlsplit
 import psycopg
 from psycopg import sql
 
-from .ports import free_port as free_port  # (re-exported: the one port picker)
+from .ports import free_port
 
 TEST_USER = "pokdeng"
 TEST_PASSWORD = "pokdeng"

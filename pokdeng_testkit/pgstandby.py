@@ -41,8 +41,8 @@ from .pgserver import (
     PostgresStartError,
     TemporaryPostgres,
     find_pg_bin_dir,
-    free_port,
 )
+from .ports import free_port
 
 REPLICATOR = "replicator"
 PRIMARY_SETTINGS = {

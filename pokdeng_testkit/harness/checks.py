@@ -17,8 +17,8 @@ the store itself:
   each settled round's nets + house_net + commission = 0;
 * **every closed round verifies** (``AuditService.VerifyRound`` ok: chain, commitment, replay, money).
 
-Each returns a ``Findings``: the problems found (empty: all good) and what was counted (``findings``, which
-holds the checks the two share, re-exported here).
+Each returns a ``Findings``: the problems found (empty: all good) and what was counted (``findings`` holds
+them, the checks the two share and the end of a run: ``findings_lines``, ``finish``).
 """
 
 from __future__ import annotations
@@ -32,15 +32,7 @@ from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service import audit
 
 from .client import HarnessClient, stream_name
-from .findings import CLOSING as CLOSING
-from .findings import Findings as Findings
-from .findings import RoundFacts as RoundFacts
-from .findings import check_log as check_log
-from .findings import check_money, short
-from .findings import check_statement as check_statement
-from .findings import contiguous as contiguous
-from .findings import findings_lines as findings_lines
-from .findings import finish as finish
+from .findings import Findings, RoundFacts, check_log, check_money, check_statement, contiguous, short
 from .tokens import Tokens
 
 STATEMENT_KINDS = {  # a statement entry's kind as the store names it

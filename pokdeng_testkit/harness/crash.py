@@ -36,10 +36,11 @@ from pathlib import Path
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .checks import Findings, audit_api, audit_store, findings_lines, finish
+from .checks import audit_api, audit_store
 from .client import HarnessClient, Stats, command_names
 from .driver import TableDriver, all_acked, make_tables, merged_ledger
 from .feed import FeedFollower
+from .findings import Findings, findings_lines, finish
 from .server import ServerProcess, Store, postgres_databases, servers
 from .tokens import Tokens
 

@@ -39,8 +39,9 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from .answers import Answers, RecordingClient, check_first_answers, sample
-from .checks import Findings, audit_api, audit_store, findings_lines, finish
+from .checks import audit_api, audit_store
 from .driver import TableDriver, all_acked, make_tables, merged_ledger
+from .findings import Findings, findings_lines, finish
 from .server import ROOT, ServerProcess, Store, child_env, servers
 from .tokens import Tokens
 

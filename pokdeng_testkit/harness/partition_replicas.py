@@ -39,6 +39,7 @@ from typing import Any
 
 from pokdeng_service.application.partitions import partition_of
 
+from ..ports import free_port
 from .answers import (
     Answers,
     RecordingClient,
@@ -48,12 +49,13 @@ from .answers import (
     store_conflicts,
     stream_names,
 )
-from .checks import Findings, audit_api, audit_store, findings_lines, finish
+from .checks import audit_api, audit_store
 from .client import HarnessClient
 from .driver import TableDriver, TableSpec, all_acked, make_tables, merged_ledger
 from .failover import verify_all
+from .findings import Findings, findings_lines, finish
 from .replicas import check_agreement
-from .server import ServerProcess, Store, free_port, servers
+from .server import ServerProcess, Store, servers
 from .tokens import Tokens
 
 

@@ -40,10 +40,11 @@ import grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .checks import Findings, audit_api, audit_store, findings_lines, finish
+from .checks import audit_api, audit_store
 from .client import HarnessClient, Stats
 from .clocks import CLOCK_TIMEOUT, check_clock_round, clock_table, request_ids, run_clock_table
 from .driver import MAX_UNEXPECTED, TableDriver, TableSpec, all_acked, merged_ledger
+from .findings import Findings, findings_lines, finish
 from .server import ServerProcess, Store, postgres_databases, servers
 from .tokens import Tokens
 

@@ -29,7 +29,7 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ..keys import VAULT_KEY  # every server of a run (and the checks) opens the same sealed seeds
-from ..ports import free_port as free_port  # (re-exported: the one port picker, never the same port twice)
+from ..ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 HOST = "127.0.0.1"

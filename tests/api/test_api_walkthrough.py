@@ -42,7 +42,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_testkit.pgserver import free_port
+from pokdeng_testkit.ports import free_port
 from tests.needs import unavailable
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,7 +19,8 @@ from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.cli import EXIT_OK, EXIT_UNAVAILABLE, EXIT_USAGE, main
 from pokdeng_service.store.readonly import READ_ONLY_OPTIONS
-from pokdeng_testkit.pgserver import PostgresServerInfo, free_port
+from pokdeng_testkit.pgserver import PostgresServerInfo
+from pokdeng_testkit.ports import free_port
 
 from ..service import play
 from .stores import Played, play_rounds, run_cli, snapshot, world_readable_folder

@@ -27,8 +27,9 @@ from pokdeng_service.application.partitions import partition_of
 from pokdeng_service.projector import RESTART_FIRST, RESTART_MOST, restart_pause
 from pokdeng_testkit.harness.client import HarnessClient
 from pokdeng_testkit.harness.driver import TableDriver, make_tables
-from pokdeng_testkit.harness.server import ServerProcess, Store, free_port, servers
+from pokdeng_testkit.harness.server import ServerProcess, Store, servers
 from pokdeng_testkit.harness.tokens import Tokens
+from pokdeng_testkit.ports import free_port
 
 CHILD = "pokdeng_service.projector"
 

@@ -18,9 +18,10 @@ from pokdeng_service.cli import EXIT_UNAVAILABLE, EXIT_USAGE, main
 from pokdeng_service.compose import Deployment
 from pokdeng_service.store.lock import StoreLocked, lock_path
 from pokdeng_service.store.vault import VaultError
-from pokdeng_testkit.harness.server import ROOT, ServerProcess, Store, child_env, free_port
+from pokdeng_testkit.harness.server import ROOT, ServerProcess, Store, child_env
 from pokdeng_testkit.harness.tokens import Tokens
 from pokdeng_testkit.keys import VAULT_KEY
+from pokdeng_testkit.ports import free_port
 
 from .stores import snapshot
 

@@ -25,7 +25,7 @@ from pokdeng_service.auth import token_digest
 from pokdeng_service.cli.main import build_parser
 from pokdeng_service.cli.settings import FLAGS, ServeSettings
 from pokdeng_testkit.keys import VAULT_KEY
-from pokdeng_testkit.pgserver import free_port
+from pokdeng_testkit.ports import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "settings-operator-token-0123456789"

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from pokdeng_testkit.harness.checks import Findings, RoundFacts, check_log, check_statement
+from pokdeng_testkit.harness.findings import Findings, RoundFacts, check_log, check_statement
 
 DEPOSIT = ("setup:w:fund", 10_000)
 # kind, amount, reserved change, balance after, round id, reference

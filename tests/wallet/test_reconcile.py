@@ -26,7 +26,7 @@ from pokdeng_service.wallet.outbox import Tx, credit_tx_id
 from pokdeng_service.wallet.platform import PlatformWallet
 from pokdeng_service.wallet.reconcile import reconcile
 from pokdeng_service.wallet.v1 import wallet_pb2 as pb
-from pokdeng_testkit.pgserver import free_port
+from pokdeng_testkit.ports import free_port
 
 from ..service import play
 from .conftest import FUNDS, PLAYERS, Platform
