@@ -39,6 +39,7 @@ from pokdeng_core.shuffle import CLIENT_SEED_RULE
 from pokdeng_service.api import convert, methods
 from pokdeng_service.application import commands as app_commands
 from pokdeng_service.application import handlers  # noqa: F401  (registers every handler)
+from pokdeng_service.application.commanding import Command
 from pokdeng_service.application.pipeline import HANDLERS
 from pokdeng_service.store.codec import to_data
 
@@ -76,15 +77,15 @@ def test_the_proto_has_a_command_kind_for_each_listed_command() -> None:
 
 
 class _Made(Exception):
-    def __init__(self, command: app_commands.Command) -> None:
+    def __init__(self, command: Command) -> None:
         super().__init__(command)
         self.command = command
 
 
-def _made_by(rpc: Any) -> app_commands.Command:
+def _made_by(rpc: Any) -> Command:
     """The application command an RPC's body makes of an empty request (the application is a stand-in)."""
 
-    def handle(_principal: object, _request_id: str, command: app_commands.Command) -> None:
+    def handle(_principal: object, _request_id: str, command: Command) -> None:
         raise _Made(command)
 
     method = pb.DESCRIPTOR.services_by_name[rpc.service].methods_by_name[rpc.method]

@@ -16,6 +16,7 @@ from pokdeng_service.api.requests import Fields
 from pokdeng_service.api.rpcs import OPERATOR, PLAYERS, READERS, Call, Env, Rpc, command, query
 from pokdeng_service.application import access
 from pokdeng_service.application import commands as c
+from pokdeng_service.application import round_commands as rc
 from pokdeng_service.application.app import PokdengApp
 from pokdeng_service.application.errors import (
     FieldViolation,
@@ -239,7 +240,7 @@ RPCS: tuple[Rpc, ...] = (
         SERVICE,
         "PlaceBet",
         PLAYERS,
-        lambda r: c.PlaceBet(
+        lambda r: rc.PlaceBet(
             r.round_id, r.seat, r.player, r.stake, r.client_seed if r.HasField("client_seed") else None
         ),
         round_reply,
@@ -248,31 +249,31 @@ RPCS: tuple[Rpc, ...] = (
         SERVICE,
         "ContributeSeed",
         PLAYERS,
-        lambda r: c.ContributeSeed(r.round_id, r.player, r.client_seed),  # player "": the platform
+        lambda r: rc.ContributeSeed(r.round_id, r.player, r.client_seed),  # player "": the platform
         round_reply,
     ),
-    command(SERVICE, "Deal", OPERATOR, lambda r: c.Deal(r.round_id), round_reply),
-    command(SERVICE, "PlaceSideBet", PLAYERS, lambda r: c.PlaceSideBet(r.round_id, r.seat, r.player), round_reply),
-    command(SERVICE, "CloseSideBets", OPERATOR, lambda r: c.CloseSideBets(r.round_id), round_reply),
-    command(SERVICE, "Draw", PLAYERS, lambda r: c.Draw(r.round_id, r.seat, r.player), round_reply),
-    command(SERVICE, "Stay", PLAYERS, lambda r: c.Stay(r.round_id, r.seat, r.player), round_reply),
+    command(SERVICE, "Deal", OPERATOR, lambda r: rc.Deal(r.round_id), round_reply),
+    command(SERVICE, "PlaceSideBet", PLAYERS, lambda r: rc.PlaceSideBet(r.round_id, r.seat, r.player), round_reply),
+    command(SERVICE, "CloseSideBets", OPERATOR, lambda r: rc.CloseSideBets(r.round_id), round_reply),
+    command(SERVICE, "Draw", PLAYERS, lambda r: rc.Draw(r.round_id, r.seat, r.player), round_reply),
+    command(SERVICE, "Stay", PLAYERS, lambda r: rc.Stay(r.round_id, r.seat, r.player), round_reply),
     command(
         SERVICE,
         "BankerReveal",
         PLAYERS,
-        lambda r: c.BankerReveal(r.round_id, tuple(r.seats), r.player or None),
+        lambda r: rc.BankerReveal(r.round_id, tuple(r.seats), r.player or None),
         round_reply,
     ),
-    command(SERVICE, "BankerDraw", PLAYERS, lambda r: c.BankerDraw(r.round_id, r.player or None), round_reply),
-    command(SERVICE, "BankerStay", PLAYERS, lambda r: c.BankerStay(r.round_id, r.player or None), round_reply),
+    command(SERVICE, "BankerDraw", PLAYERS, lambda r: rc.BankerDraw(r.round_id, r.player or None), round_reply),
+    command(SERVICE, "BankerStay", PLAYERS, lambda r: rc.BankerStay(r.round_id, r.player or None), round_reply),
     command(
         SERVICE,
         "TimeOutTurn",
         OPERATOR,
-        lambda r: c.TimeOutTurn(r.round_id, r.expected_version if r.HasField("expected_version") else None),
+        lambda r: rc.TimeOutTurn(r.round_id, r.expected_version if r.HasField("expected_version") else None),
         round_reply,
     ),
-    command(SERVICE, "VoidRound", OPERATOR, lambda r: c.VoidRound(r.round_id, r.reason), round_reply),
+    command(SERVICE, "VoidRound", OPERATOR, lambda r: rc.VoidRound(r.round_id, r.reason), round_reply),
     query(SERVICE, "GetRound", READERS, get_round),
     query(SERVICE, "ListRounds", READERS, list_rounds, costly=_costly_list),
     query(SERVICE, "GetLegalCommands", READERS, get_legal_commands),

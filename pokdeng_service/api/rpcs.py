@@ -27,7 +27,7 @@ from pokdeng_service.api.admission import Runtime as Runtime
 from pokdeng_service.api.admission import StreamWatch, caller_key
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.application.app import PokdengApp
-from pokdeng_service.application.commands import Command
+from pokdeng_service.application.commanding import Command
 from pokdeng_service.application.errors import NoReadModels
 from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.application.views import CommandResult

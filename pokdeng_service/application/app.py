@@ -30,7 +30,8 @@ from pokdeng_core.limits import MAX_AMOUNT
 from pokdeng_core.machine import attach_shoe
 from pokdeng_service.application import handlers  # noqa: F401 - registers every command's handler
 from pokdeng_service.application.checkpoints import LogQueries
-from pokdeng_service.application.commands import COMMANDS, Command
+from pokdeng_service.application.commanding import Command
+from pokdeng_service.application.commands import COMMANDS
 from pokdeng_service.application.errors import stream_forged
 from pokdeng_service.application.pipeline import execute
 from pokdeng_service.application.principal import SYSTEM, Principal

@@ -6,7 +6,7 @@ round), lists every bad field at once (``violations``), names the player it acts
 (``wallets``: they must live in the command's partition), and gives the idempotency
 fingerprint of a request (``fingerprint``: its name and fields). ``PokdengApp.handle``
 runs any of them; the handler of each type is in ``wallets``, ``tables`` or ``rounds``. What every command
-shares is ``commanding`` (``Command``); the round's commands are ``round_commands``, re-exported here.
+shares is ``commanding`` (``Command``); the round's commands are ``round_commands`` (``COMMANDS`` here lists them too).
 
 Adding a command: its type here, its handler, its RPC and its tests (docs/architecture.md, "Adding a command").
 """
@@ -18,24 +18,22 @@ from typing import Any, ClassVar
 
 from pokdeng_core import currencies, limits
 from pokdeng_core.profiles import PROFILE_NAMES
-from pokdeng_service.application.commanding import Command as Command
-from pokdeng_service.application.commanding import Problems, check_player
-from pokdeng_service.application.commanding import Stream as Stream
+from pokdeng_service.application.commanding import Command, Problems, Stream, check_player
 from pokdeng_service.application.errors import FieldViolation
-from pokdeng_service.application.round_commands import BankerCommand as BankerCommand
-from pokdeng_service.application.round_commands import BankerDraw as BankerDraw
-from pokdeng_service.application.round_commands import BankerReveal as BankerReveal
-from pokdeng_service.application.round_commands import BankerStay as BankerStay
-from pokdeng_service.application.round_commands import CloseSideBets as CloseSideBets
-from pokdeng_service.application.round_commands import ContributeSeed as ContributeSeed
-from pokdeng_service.application.round_commands import Deal as Deal
-from pokdeng_service.application.round_commands import Draw as Draw
-from pokdeng_service.application.round_commands import PlaceBet as PlaceBet
-from pokdeng_service.application.round_commands import PlaceSideBet as PlaceSideBet
-from pokdeng_service.application.round_commands import RoundCommand as RoundCommand
-from pokdeng_service.application.round_commands import Stay as Stay
-from pokdeng_service.application.round_commands import TimeOutTurn as TimeOutTurn
-from pokdeng_service.application.round_commands import VoidRound as VoidRound
+from pokdeng_service.application.round_commands import (
+    BankerDraw,
+    BankerReveal,
+    BankerStay,
+    CloseSideBets,
+    ContributeSeed,
+    Deal,
+    Draw,
+    PlaceBet,
+    PlaceSideBet,
+    Stay,
+    TimeOutTurn,
+    VoidRound,
+)
 from pokdeng_service.store.codec import field_names
 
 # --- wallets ------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ from eventsourcing.persistence import IntegrityError
 from pokdeng_core import limits
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_service.application.app import PokdengApp
-from pokdeng_service.application.commands import Command
+from pokdeng_service.application.commanding import Command
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.application.principal import Principal
 from pokdeng_service.application.views import CommandResult

@@ -47,7 +47,7 @@ from pokdeng_core import limits
 from pokdeng_core.errors import InsufficientFunds
 from pokdeng_service.application import telemetry
 from pokdeng_service.application.attempt import Attempt, Record
-from pokdeng_service.application.commands import BankerCommand, Command
+from pokdeng_service.application.commanding import Command
 from pokdeng_service.application.errors import (
     Conflict,
     DuplicateRequest,
@@ -57,6 +57,7 @@ from pokdeng_service.application.errors import (
     RequestInvalid,
 )
 from pokdeng_service.application.principal import SYSTEM, Principal
+from pokdeng_service.application.round_commands import BankerCommand
 from pokdeng_service.application.views import CommandResult, RecordedEvent, built
 from pokdeng_service.application.wallet_port import Prepared, Step, port_of
 from pokdeng_service.store import aggregates as ag

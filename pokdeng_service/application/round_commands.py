@@ -1,6 +1,6 @@
 """The commands of a round, as data (the service's side of ``pokdeng_core.commands``): each names the round,
-checks its own fields, and names the player it acts for and the wallets it touches. ``commands`` re-exports
-them and lists them in ``COMMANDS``; their handlers are in ``rounds``."""
+checks its own fields, and names the player it acts for and the wallets it touches. ``commands`` lists
+them in ``COMMANDS``; their handlers are in ``rounds``."""
 
 from __future__ import annotations
 

@@ -21,7 +21,10 @@ from pokdeng_core.machine import Phase, RoundState, decide_and_fold
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, SHUFFLE_ALGORITHM, commitment
 from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.checkpoints import log_closed_round
-from pokdeng_service.application.commands import (
+from pokdeng_service.application.commands import StartRound
+from pokdeng_service.application.errors import BankerCannotCover, PermissionDenied, TooManyContributions
+from pokdeng_service.application.pipeline import Outcome, Refused, handler
+from pokdeng_service.application.round_commands import (
     BankerDraw,
     BankerReveal,
     BankerStay,
@@ -32,13 +35,10 @@ from pokdeng_service.application.commands import (
     PlaceBet,
     PlaceSideBet,
     RoundCommand,
-    StartRound,
     Stay,
     TimeOutTurn,
     VoidRound,
 )
-from pokdeng_service.application.errors import BankerCannotCover, PermissionDenied, TooManyContributions
-from pokdeng_service.application.pipeline import Outcome, Refused, handler
 from pokdeng_service.application.wallet_port import port_of
 from pokdeng_service.store.aggregates import RoundRecord, SealedSeed, TableRecord
 from pokdeng_service.store.vault import SEAL_AAD_VERSION, VaultError, fresh_seed

@@ -33,9 +33,9 @@ from pokdeng_core import table as tc
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import Phase
 from pokdeng_core.profiles import get_profile
-from pokdeng_service.application.commands import TimeOutTurn
 from pokdeng_service.application.errors import StreamForged
 from pokdeng_service.application.principal import TURN_CLOCK
+from pokdeng_service.application.round_commands import TimeOutTurn
 from pokdeng_service.store.aggregates import ROUND_FACTS, TABLE_FACTS
 
 log = logging.getLogger(__name__)

@@ -34,7 +34,7 @@ from pokdeng_service.application.errors import WalletAdapterMismatch
 from pokdeng_service.store.aggregates import Wallet, transactions_uuid
 
 if TYPE_CHECKING:
-    from pokdeng_service.application.commands import Command
+    from pokdeng_service.application.commanding import Command
     from pokdeng_service.application.views import CommandResult
     from pokdeng_service.store.aggregates import RoundRecord
 

@@ -34,7 +34,7 @@ from pokdeng_core import events as re
 from pokdeng_core import limits
 from pokdeng_core.errors import CurrencyMismatch
 from pokdeng_service.application.attempt import Attempt
-from pokdeng_service.application.commands import Command, PlaceBet, PlaceSideBet
+from pokdeng_service.application.commanding import Command
 from pokdeng_service.application.errors import (
     Conflict,
     NotFound,
@@ -43,6 +43,7 @@ from pokdeng_service.application.errors import (
     WalletUnavailable,
     stream_forged,
 )
+from pokdeng_service.application.round_commands import PlaceBet, PlaceSideBet
 from pokdeng_service.application.views import CommandResult
 from pokdeng_service.application.wallet_port import STORE_WALLETS, Stake, Step
 from pokdeng_service.store.integrity import StreamIntegrityError

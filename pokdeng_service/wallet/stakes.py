@@ -34,7 +34,6 @@ from pokdeng_core import limits
 from pokdeng_core.errors import InsufficientFunds
 from pokdeng_core.machine import RoundState, decide_and_fold
 from pokdeng_service.application.attempt import Attempt
-from pokdeng_service.application.commands import PlaceBet, PlaceSideBet
 from pokdeng_service.application.errors import (
     Conflict,
     NotFound,
@@ -43,6 +42,7 @@ from pokdeng_service.application.errors import (
     WalletSessionRejected,
     WalletUnavailable,
 )
+from pokdeng_service.application.round_commands import PlaceBet, PlaceSideBet
 from pokdeng_service.store.vault import VaultError
 from pokdeng_service.wallet.outbox import DEBIT_OPEN, Tx, WalletTransactions, debit_tx_id
 from pokdeng_service.wallet.platform import Answer, PlatformWallet, SessionRejected, Unanswered

@@ -10,10 +10,11 @@ from pathlib import Path
 import pytest
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_service.application.commands import COMMANDS, CheckpointTable, OpenWallet, OpenWalletSession, PlaceBet
+from pokdeng_service.application.commands import COMMANDS, CheckpointTable, OpenWallet, OpenWalletSession
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng
 from pokdeng_service.application.principal import SYSTEM
+from pokdeng_service.application.round_commands import PlaceBet
 from pokdeng_testkit.keys import VAULT_KEY
 from pokdeng_testkit.pgserver import PostgresServerInfo
 

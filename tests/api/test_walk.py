@@ -13,7 +13,7 @@ import pytest
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_service.api.auth import Authenticator
 from pokdeng_service.application import PokdengApp, pipeline
-from pokdeng_service.application.commands import Command
+from pokdeng_service.application.commanding import Command
 
 from .client import bet, open_table, open_wallets, seat, start_round
 from .conftest import Served

@@ -18,20 +18,20 @@ from types import ModuleType
 from typing import Any
 
 from pokdeng_core.machine import Phase
-from pokdeng_service.application.commands import (
+from pokdeng_service.application.commands import StartRound
+from pokdeng_service.application.config import StoreConfig
+from pokdeng_service.application.partitions import PartitionedPokdeng
+from pokdeng_service.application.principal import Principal, Role
+from pokdeng_service.application.round_commands import (
     BankerDraw,
     BankerStay,
     ContributeSeed,
     Deal,
     Draw,
     PlaceBet,
-    StartRound,
     Stay,
     VoidRound,
 )
-from pokdeng_service.application.config import StoreConfig
-from pokdeng_service.application.partitions import PartitionedPokdeng
-from pokdeng_service.application.principal import Principal, Role
 from pokdeng_service.store.signing import KeyRing
 
 from .. import forgery

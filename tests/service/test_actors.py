@@ -21,7 +21,9 @@ import pytest
 from pokdeng_core.machine import BANKER, Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.commands import (
+from pokdeng_service.application.commands import StartRound
+from pokdeng_service.application.principal import SYSTEM, TURN_CLOCK, Principal, Role
+from pokdeng_service.application.round_commands import (
     BankerDraw,
     BankerReveal,
     BankerStay,
@@ -31,12 +33,10 @@ from pokdeng_service.application.commands import (
     Draw,
     PlaceBet,
     PlaceSideBet,
-    StartRound,
     Stay,
     TimeOutTurn,
     VoidRound,
 )
-from pokdeng_service.application.principal import SYSTEM, TURN_CLOCK, Principal, Role
 from pokdeng_service.store.signing import PublicKeys
 
 from ..cli.pages import worked_round

@@ -11,8 +11,9 @@ import pytest
 from pokdeng_core.errors import WrongPhase
 from pokdeng_core.machine import Phase
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.commands import BankerStay, ReconnectBanker
+from pokdeng_service.application.commands import ReconnectBanker
 from pokdeng_service.application.principal import Principal, Role
+from pokdeng_service.application.round_commands import BankerStay
 from pokdeng_service.application.turn_clock import TurnClock
 
 from . import play

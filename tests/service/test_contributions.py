@@ -21,9 +21,9 @@ from pokdeng_core.machine import Shoe
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, derive_client_seed, shuffled_deck
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.commands import ContributeSeed, Deal, PlaceBet
 from pokdeng_service.application.errors import PermissionDenied, RequestInvalid
 from pokdeng_service.application.principal import SYSTEM, Principal, Role
+from pokdeng_service.application.round_commands import ContributeSeed, Deal, PlaceBet
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.audit.replay import check_client_seed, check_replay
 from pokdeng_service.audit.verdicts import Verdict

@@ -7,9 +7,9 @@ import pytest
 
 from pokdeng_core.errors import InsufficientFunds
 from pokdeng_service.application import PokdengApp, access
-from pokdeng_service.application.commands import PlaceBet
 from pokdeng_service.application.errors import FundsWithheld
 from pokdeng_service.application.principal import Principal, Role
+from pokdeng_service.application.round_commands import PlaceBet
 
 from . import play
 

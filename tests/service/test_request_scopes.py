@@ -11,8 +11,9 @@ from datetime import UTC, datetime, timedelta
 from pokdeng_core.machine import Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
-from pokdeng_service.application.commands import LeaveSeat, OpenWallet, PlaceBet, TakeSeat
+from pokdeng_service.application.commands import LeaveSeat, OpenWallet, TakeSeat
 from pokdeng_service.application.principal import SYSTEM, TURN_CLOCK, Principal, Role
+from pokdeng_service.application.round_commands import PlaceBet
 from pokdeng_service.application.turn_clock import TurnClock
 from pokdeng_service.store import aggregates as ag
 

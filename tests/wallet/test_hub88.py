@@ -387,8 +387,8 @@ def test_a_win_is_retried_until_hub88_applies_it_once(hub88: Hub88, hub88_app: A
 
 def test_a_bet_left_open_by_a_restart_is_rolled_back_by_the_recovery(hub88: Hub88, hub88_app: App) -> None:
     from pokdeng_service.application.attempt import Attempt
-    from pokdeng_service.application.commands import PlaceBet
     from pokdeng_service.application.principal import SYSTEM
+    from pokdeng_service.application.round_commands import PlaceBet
     from pokdeng_service.wallet.recovery import WalletRecovery
     from pokdeng_service.wallet.stakes import StakeStep
 

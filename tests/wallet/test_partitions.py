@@ -46,7 +46,8 @@ def _open_tables(service: PartitionedPokdeng) -> None:
 
 
 def _play(service: PartitionedPokdeng, table: str, n: int) -> str:
-    from pokdeng_service.application.commands import Deal, PlaceBet, StartRound, TimeOutTurn
+    from pokdeng_service.application.commands import StartRound
+    from pokdeng_service.application.round_commands import Deal, PlaceBet, TimeOutTurn
 
     round_id = service.handle(SYSTEM, f"start-{table}-{n}", StartRound(table)).id
     service.handle(SYSTEM, f"bet-{round_id}", PlaceBet(round_id, 1, PLAYER, 500))
@@ -83,7 +84,8 @@ def test_the_platform_s_player_plays_at_tables_of_every_partition(platform: Plat
 
 
 def test_the_store_s_wallet_is_bound_to_its_partition(tmp_path: Path) -> None:
-    from pokdeng_service.application.commands import Deposit, OpenWallet, PlaceBet, StartRound
+    from pokdeng_service.application.commands import Deposit, OpenWallet, StartRound
+    from pokdeng_service.application.round_commands import PlaceBet
 
     service = _service(tmp_path)
     try:

@@ -158,8 +158,8 @@ def test_a_debit_left_open_by_a_crash_is_rolled_back_by_the_recovery(platform: P
     port = app.wallet_port
     assert isinstance(port, RemotePort)
     # the crash: the debit is requested and applied by the platform; the process dies before it records the answer
-    from pokdeng_service.application.commands import PlaceBet
     from pokdeng_service.application.principal import SYSTEM
+    from pokdeng_service.application.round_commands import PlaceBet
 
     requested = StakeStep(port)(Attempt(app, SYSTEM, "alice-1"), PlaceBet(round_id, 1, "alice", 200))
     assert requested is not None
