@@ -6,7 +6,8 @@ The same shape as the round (``machine.py``): events in ``table_events.py``, com
 ``decide_and_fold_table(state, command) -> TableDecision(events, state)``. Wallet balances come in on
 the commands; every limit on what a command may carry is in ``limits.py``. Every name of the events,
 commands and state modules (and the limits the table checks) is importable from here too, as it was
-when they lived in this module.
+when they lived in this module (the public API, README.md); the code of this repository imports them from
+their homes.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from uuid import UUID
 
 from eventsourcing.application import AggregateNotFoundError, Application
 
-from pokdeng_core import table as tc
+from pokdeng_core import table_events as te
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_core.limits import check_id
 from pokdeng_core.machine import Shoe, attach_shoe, shoe_client_seed
@@ -246,7 +246,7 @@ class Loading(Application[UUID]):
             return False
         item: Any
         for item in self.events.get(table.id, desc=True, limit=64):
-            if getattr(item, "kind", None) == tc.BankerDisconnected.kind:
+            if getattr(item, "kind", None) == te.BankerDisconnected.kind:
                 away: datetime = item.timestamp
                 return (self.clock() - away).total_seconds() <= bid.reconnect_seconds
         return False

@@ -12,7 +12,7 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from pokdeng_core import table as tc
+from pokdeng_core import table_events as te
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_core.limits import MAX_STATEMENT_PAGE, check_id
 from pokdeng_core.machine import RoundState, legal_commands
@@ -172,7 +172,7 @@ class Queries(Loading):
         """(round number, round id, last digest) of the table's closed rounds, in order."""
         out = []
         for event in self.stream_events(ag.table_uuid(table_id)):
-            if event.kind != tc.RoundFinished.kind:
+            if event.kind != te.RoundFinished.kind:
                 continue
             number = int(event.data["round_id"].rsplit("#", 1)[1])
             if number > after_round_no and (upto is None or number <= upto):
@@ -184,7 +184,7 @@ class Queries(Loading):
         state = self.round_state(round_id)
         number = state.round_no
         for event in self.stream_events(ag.table_uuid(state.table_id)):
-            if event.kind != tc.CheckpointRecorded.kind:
+            if event.kind != te.CheckpointRecorded.kind:
                 continue
             first, last = event.data["first_round_no"], event.data["last_round_no"]
             if not first <= number <= last:

@@ -15,6 +15,8 @@ from eventsourcing.domain import Aggregate
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core import table as tc
+from pokdeng_core import table_commands as tcmd
+from pokdeng_core import table_events as te
 from pokdeng_core.errors import CurrencyMismatch, DomainError, WrongPhase
 from pokdeng_core.limits import MAX_CONTRIBUTIONS
 from pokdeng_core.machine import Phase, RoundState, decide_and_fold
@@ -60,7 +62,7 @@ def start_round(attempt: Attempt, command: StartRound) -> Outcome:
         funds = [(player, port.funds(attempt, player, state.currency, missing_ok=True)) for player in state.players]
         if state.banker is not None:
             banker_funds = port.funds(attempt, state.banker, state.currency, missing_ok=True)
-    decision = tc.decide_and_fold_table(state, tc.StartRound(round_id, tuple(funds), banker_funds))
+    decision = tc.decide_and_fold_table(state, tcmd.StartRound(round_id, tuple(funds), banker_funds))
     if decision.state.round_no == state.round_no:  # room: the banker, or every player, could not cover the round
         return _start_refused(table, decision, round_id)
     table.record(decision, attempt.command_id(table))
@@ -97,7 +99,7 @@ def _start_refused(table: TableRecord, decision: tc.TableDecision, round_id: str
     The facts are the service's own request, named after the table's state; the start is refused."""
     request_id = f"start-refused:{table.table_id}@{table.version}"
     table.record(decision, request_id)
-    ended = [e.player for e in decision.events if isinstance(e, tc.BankerRoleEnded)]
+    ended = [e.player for e in decision.events if isinstance(e, te.BankerRoleEnded)]
     error: Exception
     if ended:
         error = BankerCannotCover(
@@ -107,7 +109,7 @@ def _start_refused(table: TableRecord, decision: tc.TableDecision, round_id: str
             banker=ended[0],
         )
     else:
-        left = ", ".join(repr(e.player) for e in decision.events if isinstance(e, tc.PlayerLeft))
+        left = ", ".join(repr(e.player) for e in decision.events if isinstance(e, te.PlayerLeft))
         error = DomainError(
             f"no player is seated: {left} could not cover {table.state.player_minimum} "
             f"and left the table (player_left, insufficient_funds); nobody to deal to",
@@ -174,7 +176,7 @@ def _book_money(attempt: Attempt, record: RoundRecord, events: Iterable[re.Round
         table = attempt.table(record.table_id)
         banker = record.state.banker_player
         banker_funds = port.closing_funds(attempt, record, banker) if banker else None
-        finish = tc.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds, record.last_digest)
+        finish = tcmd.FinishRound(round_id, closed.outcome, house_net, commission, banker_funds, record.last_digest)
         table.record(tc.decide_and_fold_table(table.state, finish), attempt.command_id(table))
         touched.append(table)
         touched.append(log_closed_round(attempt, record))  # the store's log of closed rounds
@@ -291,7 +293,9 @@ def _returns(attempt: Attempt, table_id: str, banker: str) -> None:
     """A player-banker's own call (its own token) is its reconnect signal: within its window it keeps the role."""
     table = attempt.table(table_id)
     if table.state.banker == banker and table.state.banker_leaving and attempt.app.returned_in_time(table):
-        table.record(tc.decide_and_fold_table(table.state, tc.ReconnectBanker(banker, True)), attempt.command_id(table))
+        table.record(
+            tc.decide_and_fold_table(table.state, tcmd.ReconnectBanker(banker, True)), attempt.command_id(table)
+        )
 
 
 @handler(BankerReveal)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pokdeng_core import limits
 from pokdeng_core import table as tc
+from pokdeng_core import table_commands as tcmd
+from pokdeng_core import table_state as ts
 from pokdeng_core.errors import DomainError, InvalidCommand
 from pokdeng_core.profiles import ProfileError, get_profile
 from pokdeng_service.application.attempt import Attempt
@@ -28,7 +30,7 @@ def _outcome(table: TableRecord) -> Outcome:
     return Outcome((table,), table, "table", table.table_id)
 
 
-def _decide(attempt: Attempt, table_id: str, command: tc.TableCommand) -> Outcome:
+def _decide(attempt: Attempt, table_id: str, command: tcmd.TableCommand) -> Outcome:
     table = attempt.table(table_id)
     table.record(tc.decide_and_fold_table(table.state, command), attempt.command_id(table))
     return _outcome(table)
@@ -46,7 +48,7 @@ def open_table(attempt: Attempt, command: OpenTable) -> Outcome:
         pass
     else:
         raise AlreadyExists(f"table {command.table_id!r} already exists", table=command.table_id)
-    opening = tc.OpenTable(
+    opening = tcmd.OpenTable(
         command.table_id,
         rules,
         command.min_stake,
@@ -57,7 +59,7 @@ def open_table(attempt: Attempt, command: OpenTable) -> Outcome:
         command.currency,
     )
     table = TableRecord(command.table_id)
-    table.record(tc.decide_and_fold_table(tc.TableState(), opening), attempt.command_id(table))
+    table.record(tc.decide_and_fold_table(ts.TableState(), opening), attempt.command_id(table))
     return _outcome(table)
 
 
@@ -70,12 +72,12 @@ def take_seat(attempt: Attempt, command: TakeSeat) -> Outcome:
             f"started, the most one may: sit down again once the next round has started",
             player=command.player,
         )
-    return _decide(attempt, command.table_id, tc.TakeSeat(command.player, command.seat))
+    return _decide(attempt, command.table_id, tcmd.TakeSeat(command.player, command.seat))
 
 
 @handler(LeaveSeat)
 def leave_seat(attempt: Attempt, command: LeaveSeat) -> Outcome:
-    return _decide(attempt, command.table_id, tc.LeaveSeat(command.player, command.seat))
+    return _decide(attempt, command.table_id, tcmd.LeaveSeat(command.player, command.seat))
 
 
 @handler(BidForBanker)
@@ -83,7 +85,7 @@ def bid_for_banker(attempt: Attempt, command: BidForBanker) -> Outcome:
     table = attempt.table(command.table_id)
     capital = port_of(attempt).funds(attempt, command.player, table.state.currency)  # (docs/wallet.md)
     table.record(
-        tc.decide_and_fold_table(table.state, tc.BidForBanker(command.player, command.rounds, capital)),
+        tc.decide_and_fold_table(table.state, tcmd.BidForBanker(command.player, command.rounds, capital)),
         attempt.command_id(table),
     )
     return _outcome(table)
@@ -91,12 +93,12 @@ def bid_for_banker(attempt: Attempt, command: BidForBanker) -> Outcome:
 
 @handler(CloseBankerBid)
 def close_banker_bid(attempt: Attempt, command: CloseBankerBid) -> Outcome:
-    return _decide(attempt, command.table_id, tc.CloseBankerBid())
+    return _decide(attempt, command.table_id, tcmd.CloseBankerBid())
 
 
 @handler(DisconnectBanker)
 def disconnect_banker(attempt: Attempt, command: DisconnectBanker) -> Outcome:
-    return _decide(attempt, command.table_id, tc.DisconnectBanker(command.player))
+    return _decide(attempt, command.table_id, tcmd.DisconnectBanker(command.player))
 
 
 @handler(ReconnectBanker)
@@ -104,7 +106,7 @@ def reconnect_banker(attempt: Attempt, command: ReconnectBanker) -> Outcome:
     """A disconnected player-banker reports its return: within its reconnection window it keeps the role."""
     table = attempt.table(command.table_id)
     within = attempt.app.returned_in_time(table)
-    return _decide(attempt, command.table_id, tc.ReconnectBanker(command.player, within))
+    return _decide(attempt, command.table_id, tcmd.ReconnectBanker(command.player, within))
 
 
 @handler(CheckpointTable)
@@ -116,6 +118,6 @@ def checkpoint_table(attempt: Attempt, command: CheckpointTable) -> Outcome:
         raise DomainError("no round has closed since the last checkpoint")
     root = merkle.root([merkle.leaf_hash(r, d) for _n, r, d in rounds]).hex()
     label = command.period or f"rounds {rounds[0][0]}-{rounds[-1][0]}"
-    checkpoint = tc.RecordCheckpoint(label, rounds[0][0], rounds[-1][0], len(rounds), root)
+    checkpoint = tcmd.RecordCheckpoint(label, rounds[0][0], rounds[-1][0], len(rounds), root)
     table.record(tc.decide_and_fold_table(table.state, checkpoint), attempt.command_id(table))
     return _outcome(table)

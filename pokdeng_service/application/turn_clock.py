@@ -29,7 +29,7 @@ from typing import Any
 from eventsourcing.utils import get_topic
 
 from pokdeng_core import events as re
-from pokdeng_core import table as tc
+from pokdeng_core import table_events as te
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import Phase
 from pokdeng_core.profiles import get_profile
@@ -44,12 +44,12 @@ WAITING_PHASES = {p.value for p in (Phase.SIDE_BETS, Phase.PLAYER_TURNS, Phase.B
 
 
 _BANKER_BACK_OR_GONE = frozenset(
-    {tc.BankerReconnected.kind, tc.BankerRoleEnded.kind, tc.BankerAssigned.kind, tc.RoundFinished.kind}
+    {te.BankerReconnected.kind, te.BankerRoleEnded.kind, te.BankerAssigned.kind, te.RoundFinished.kind}
 )
 FOLLOWED_TOPICS = tuple(
     sorted(
         {get_topic(ROUND_FACTS[kind]) for kind in (re.RoundOpened.kind, re.RoundClosed.kind)}
-        | {get_topic(TABLE_FACTS[kind]) for kind in _BANKER_BACK_OR_GONE | {tc.BankerDisconnected.kind}}
+        | {get_topic(TABLE_FACTS[kind]) for kind in _BANKER_BACK_OR_GONE | {te.BankerDisconnected.kind}}
     )
 )
 """The stored topics the clock reads: a round's opening and closing, a banker's disconnection and what ends
@@ -85,7 +85,7 @@ class TurnClock:
                     elif item.kind == re.RoundOpened.kind and item.stream_id not in self.refused:
                         self.open_rounds.add(item.stream_id)
                 elif item.stream == "table":
-                    if item.kind == tc.BankerDisconnected.kind:
+                    if item.kind == te.BankerDisconnected.kind:
                         self.disconnected[item.stream_id] = datetime.fromisoformat(item.timestamp)
                     elif item.kind in _BANKER_BACK_OR_GONE:
                         self.disconnected.pop(item.stream_id, None)

@@ -46,7 +46,8 @@ from uuid import UUID
 from eventsourcing.persistence import Mapper
 
 from pokdeng_core import events as re
-from pokdeng_core import table as tc
+from pokdeng_core import table_events as te
+from pokdeng_core import table_state as ts
 from pokdeng_service.audit.outbox import STREAM as PLATFORM_STREAM
 from pokdeng_service.audit.outbox import PlatformAudit
 from pokdeng_service.audit.replay import check_money, check_replay
@@ -290,18 +291,18 @@ class _StoreAudit(StoreVerdicts):
 
     def _table_fact(self, table: TableRead, fact: RecordedEvent) -> None:
         self._chain(table, fact)
-        cls = tc.TABLE_EVENT_BY_KIND.get(fact.kind)
+        cls = te.TABLE_EVENT_BY_KIND.get(fact.kind)
         if cls is None:
             table.fail("stream", fact.position, "is not a table event", fact.kind)
             return
         try:
-            table.state = tc.evolve_table(table.state, from_data(cls, fact.data))
+            table.state = ts.evolve_table(table.state, from_data(cls, fact.data))
         except Exception as error:
             table.fail("stream", fact.position, f"cannot be folded: {error}", fact.kind)
             return
-        if fact.kind == tc.RoundStarted.kind:
+        if fact.kind == te.RoundStarted.kind:
             table.started.append((str(fact.data.get("round_id")), fact.position))
-        elif fact.kind == tc.RoundFinished.kind:
+        elif fact.kind == te.RoundFinished.kind:
             table.finished.append((str(fact.data.get("round_id")), fact.position, fact.data))
         self._table_snapshots(table, fact.position)
 

@@ -9,7 +9,7 @@ from uuid import UUID
 
 from eventsourcing.utils import resolve_topic
 
-from pokdeng_core import table as tc
+from pokdeng_core import table_state as ts
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store.facts import RecordedEvent
@@ -70,7 +70,7 @@ class RoundRead(StreamRead):
 
 @dataclass(eq=False)
 class TableRead(StreamRead):
-    state: tc.TableState = field(default_factory=tc.TableState)
+    state: ts.TableState = field(default_factory=ts.TableState)
     started: list[tuple[str, int]] = field(default_factory=list)  # (round id, position)
     finished: list[tuple[str, int, dict[str, Any]]] = field(default_factory=list)  # (round id, position, data)
     snapshots: SnapshotPages | None = None

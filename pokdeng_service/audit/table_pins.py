@@ -17,7 +17,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from pokdeng_core.table import RoundFinished
+from pokdeng_core.table_events import RoundFinished
 from pokdeng_service.application.errors import stream_forged
 from pokdeng_service.store.aggregates import TableRecord, table_uuid
 from pokdeng_service.store.facts import Fact, Recorded

@@ -31,11 +31,11 @@ from eventsourcing.persistence import JSONTranscoder, Transcoding
 from eventsourcing.utils import register_topic
 
 from pokdeng_core import events as round_events
-from pokdeng_core import table as table_core
+from pokdeng_core import table_events
 from pokdeng_core.deciding import Decision
 from pokdeng_core.machine import RoundState, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
-from pokdeng_core.table import TableState, evolve_table
+from pokdeng_core.table_state import TableState, evolve_table
 from pokdeng_service.store import fastpaths
 from pokdeng_service.store.codec import chain_digest, from_data, genesis_digest, to_data, wallet_digest
 
@@ -237,7 +237,7 @@ ROUND_FACTS = RoundRecord.FACTS = _fact_classes(RoundRecord, round_events.EVENT_
 class TableRecord(FoldedStream):
     table_id: str
     state: TableState
-    CORE_EVENTS = table_core.TABLE_EVENT_BY_KIND
+    CORE_EVENTS = table_events.TABLE_EVENT_BY_KIND
 
     class Opened(Aggregate.Created):
         table_id: str
@@ -253,11 +253,11 @@ class TableRecord(FoldedStream):
         self.state = TableState()
         self.last_digest = genesis_digest(f"table:{table_id}")
 
-    def fold(self, state: TableState, core_event: table_core.TableEvent) -> TableState:
+    def fold(self, state: TableState, core_event: table_events.TableEvent) -> TableState:
         return evolve_table(state, core_event)
 
 
-TABLE_FACTS = TableRecord.FACTS = _fact_classes(TableRecord, table_core.TABLE_EVENT_TYPES)
+TABLE_FACTS = TableRecord.FACTS = _fact_classes(TableRecord, table_events.TABLE_EVENT_TYPES)
 
 
 WALLET_KINDS = ("Deposited", "Withdrawn", "FundsReserved", "RoundSettled", "ReservationReleased")

@@ -136,7 +136,7 @@ from eventsourcing.sqlite import SQLiteAggregateRecorder
 from eventsourcing.utils import resolve_topic
 
 from pokdeng_core.machine import RoundState, Shoe
-from pokdeng_core.table import TableState
+from pokdeng_core.table_state import TableState
 from pokdeng_service.store.facts import ENVELOPE, RecordedEvent, fact_of
 
 # The eventsourcing version these fast paths were last checked against (tests/service/test_fastpaths.py).

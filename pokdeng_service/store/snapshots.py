@@ -41,7 +41,7 @@ from eventsourcing.domain import Snapshot
 from eventsourcing.persistence import AggregateRecorder, EventStore, Mapper, Recording
 from eventsourcing.utils import resolve_topic
 
-from pokdeng_core.table import TableState
+from pokdeng_core.table_state import TableState
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store import fastpaths
 from pokdeng_service.store.codec import genesis_digest, wallet_digest

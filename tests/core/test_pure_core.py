@@ -30,7 +30,8 @@ from pokdeng_core.errors import InvalidCommand
 from pokdeng_core.machine import Decision, RoundState, attach_shoe, decide, decide_and_fold, evolve, replay
 from pokdeng_core.profiles import CLASSIC_V1, PROFILE_NAMES, ROOM_V1
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
-from pokdeng_core.table import (
+from pokdeng_core.table import TableDecision, decide_and_fold_table, decide_table
+from pokdeng_core.table_commands import (
     BidForBanker,
     CloseBankerBid,
     FinishRound,
@@ -38,14 +39,9 @@ from pokdeng_core.table import (
     RecordCheckpoint,
     StartRound,
     TableCommand,
-    TableDecision,
-    TableState,
     TakeSeat,
-    decide_and_fold_table,
-    decide_table,
-    evolve_table,
-    replay_table,
 )
+from pokdeng_core.table_state import TableState, evolve_table, replay_table
 
 from .rounds import Round, open_round, play_randomly
 
@@ -190,7 +186,7 @@ def test_concurrent_decisions_give_what_sequential_ones_give() -> None:
 
 def test_the_table_decision_is_the_replay_of_its_events() -> None:
     state = TableState()
-    history: list[table.TableEvent] = []
+    history: list[table_events.TableEvent] = []
     for command in _table_script():
         decision = decide_and_fold_table(state, command)
         assert type(decision) is TableDecision and TableDecision._fields == ("events", "state")
@@ -274,11 +270,17 @@ def test_the_core_never_rebinds_a_global() -> None:
 def test_event_kinds_are_written_once_and_looked_up_read_only() -> None:
     sources = "\n".join(p.read_text(encoding="utf-8") for p in sorted(CORE.glob("*.py")))
     round_classes: tuple[type[e.RoundEvent], ...] = (*e.EVENT_TYPES, e.RoundEvent)
-    table_classes: tuple[type[table.TableEvent], ...] = (*table.TABLE_EVENT_TYPES, table.TableEvent)
+    table_classes: tuple[type[table_events.TableEvent], ...] = (
+        *table_events.TABLE_EVENT_TYPES,
+        table_events.TableEvent,
+    )
     kinds = [cls.kind for cls in round_classes] + [cls.kind for cls in table_classes]
     for kind in kinds:
         assert len(re.findall(rf"[\"']{re.escape(kind)}[\"']", sources)) == 1, kind
-    for by_kind, types in ((e.EVENT_BY_KIND, e.EVENT_TYPES), (table.TABLE_EVENT_BY_KIND, table.TABLE_EVENT_TYPES)):
+    for by_kind, types in (
+        (e.EVENT_BY_KIND, e.EVENT_TYPES),
+        (table_events.TABLE_EVENT_BY_KIND, table_events.TABLE_EVENT_TYPES),
+    ):
         assert isinstance(by_kind, MappingProxyType)
         assert dict(by_kind) == {cls.kind: cls for cls in types}
         with pytest.raises(TypeError):

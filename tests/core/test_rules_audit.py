@@ -30,8 +30,8 @@ from pokdeng_core import commands as c
 from pokdeng_core import events as e
 from pokdeng_core.cards import parse_card
 from pokdeng_core.errors import InsufficientFunds, WrongPhase
-from pokdeng_core.table import (
-    BankerRoleEnded,
+from pokdeng_core.table import decide_and_fold_table
+from pokdeng_core.table_commands import (
     BidForBanker,
     CloseBankerBid,
     DisconnectBanker,
@@ -40,9 +40,9 @@ from pokdeng_core.table import (
     ReconnectBanker,
     StartRound,
     TakeSeat,
-    decide_and_fold_table,
-    replay_table,
 )
+from pokdeng_core.table_events import BankerRoleEnded
+from pokdeng_core.table_state import replay_table
 
 from .rounds import check_books, dealt_round, default_seats, open_round, play_randomly
 

@@ -17,9 +17,20 @@ from hypothesis import strategies as st
 
 from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, UnknownSeat, WrongPhase
 from pokdeng_core.profiles import ANTE_V1, CLASSIC_V1, KINGMAKER_V1, ROOM_V1, Profile, get_profile
-from pokdeng_core.table import (
-    MAX_SEATS,
-    MAX_TURN_TIMEOUT,
+from pokdeng_core.table import MAX_SEATS, MAX_TURN_TIMEOUT, decide_table, winning_bid
+from pokdeng_core.table_commands import (
+    BidForBanker,
+    CloseBankerBid,
+    DisconnectBanker,
+    FinishRound,
+    LeaveSeat,
+    OpenTable,
+    RecordCheckpoint,
+    StartRound,
+    TableCommand,
+    TakeSeat,
+)
+from pokdeng_core.table_events import (
     TABLE_EVENT_BY_KIND,
     TABLE_EVENT_TYPES,
     BankerAssigned,
@@ -27,28 +38,15 @@ from pokdeng_core.table import (
     BankerBidPlaced,
     BankerDisconnected,
     BankerRoleEnded,
-    BidForBanker,
     CheckpointRecorded,
-    CloseBankerBid,
-    DisconnectBanker,
-    FinishRound,
-    LeaveSeat,
-    OpenTable,
     PlayerLeft,
     PlayerSeated,
-    RecordCheckpoint,
     RoundFinished,
     RoundStarted,
-    StartRound,
-    TableCommand,
     TableEvent,
     TableOpened,
-    TableState,
-    TakeSeat,
-    decide_table,
-    evolve_table,
-    winning_bid,
 )
+from pokdeng_core.table_state import TableState, evolve_table
 
 E = TypeVar("E", bound=DomainError)
 T = TypeVar("T")
