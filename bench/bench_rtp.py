@@ -46,7 +46,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2000, help="simulated rounds per profile (default 2000)")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    from pokdeng_core.gamemath import simulate
+    from pokdeng_core.rtp_simulation import simulate
 
     print(f"python {platform.python_version()} on {platform.machine()}, {os.cpu_count()} cores")
     print("exact RTP (seconds; cold = fresh interpreter, import not counted)")

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from pokdeng_core.gamemath import AnteMath, RtpResult, SideBetMath, SimulationResult, exact, simulate
+from pokdeng_core.gamemath import exact
 from pokdeng_core.profiles import Profile, get_profile
+from pokdeng_core.rtp_results import AnteMath, RtpResult, SideBetMath, SimulationResult
+from pokdeng_core.rtp_simulation import simulate
 from pokdeng_service.certification.stats import normal_sf
 from pokdeng_service.version import __version__
 

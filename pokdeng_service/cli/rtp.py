@@ -23,8 +23,8 @@ if TYPE_CHECKING:  # (the game math, numpy and rich are loaded by the commands: 
 
     from rich.table import Table
 
-    from pokdeng_core.gamemath import RtpResult, SimulationResult
     from pokdeng_core.profiles import Profile
+    from pokdeng_core.rtp_results import RtpResult, SimulationResult
     from pokdeng_service.cli.console import Console
 
 __all__ = ["add_rtp_commands", "main", "run_rtp", "run_simulate"]
@@ -296,7 +296,7 @@ def _simulated(
         TimeRemainingColumn,
     )
 
-    from pokdeng_core.gamemath import simulate
+    from pokdeng_core.rtp_simulation import simulate
 
     progress = Progress(
         TextColumn(f"simulating {profile.key}"),

@@ -10,8 +10,10 @@ from typing import Any
 import pytest
 from scipy import stats as scipy_stats  # type: ignore[import-untyped]
 
-from pokdeng_core.gamemath import RtpResult, exact, simulate
+from pokdeng_core.gamemath import exact
 from pokdeng_core.profiles import get_profile
+from pokdeng_core.rtp_results import RtpResult
+from pokdeng_core.rtp_simulation import simulate
 from pokdeng_service.certification import render
 from pokdeng_service.certification.math import MathParameters, build_math_report, profile_variants
 

@@ -12,20 +12,15 @@ import pytest
 
 from pokdeng_core import evaluate, get_profile, parse_cards
 from pokdeng_core.cards import Card, canonical_deck
-from pokdeng_core.gamemath import (
-    EXACT_STAKE,
-    RtpResult,
-    Strategy,
-    best_strategy,
-    exact,
-    play_round,
-    reference_strategy,
-    round_server_seed,
-    simulate,
-)
+from pokdeng_core.deal_counts import EXACT_STAKE
+from pokdeng_core.draw_game_math import best_strategy
+from pokdeng_core.gamemath import exact
 from pokdeng_core.profiles import Profile
+from pokdeng_core.rtp_results import RtpResult
+from pokdeng_core.rtp_simulation import play_round, round_server_seed, simulate
 from pokdeng_core.settlement import settle_values
 from pokdeng_core.shuffle import shuffled_deck
+from pokdeng_core.strategies import Strategy, reference_strategy
 
 PROFILES = ("classic", "ante", "room", "kingmaker")
 DRAW_PROFILES = ("classic", "room", "kingmaker")
