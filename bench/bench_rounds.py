@@ -31,8 +31,10 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from pokdeng_core import commands as c
 from pokdeng_core import events as e
 from pokdeng_core.hands import taem
-from pokdeng_core.machine import Phase, RoundState, attach_shoe, decide, decide_and_fold, evolve, replay
+from pokdeng_core.machine import decide, decide_and_fold
 from pokdeng_core.profiles import PROFILE_NAMES, Profile, get_profile
+from pokdeng_core.round_evolve import evolve, replay
+from pokdeng_core.round_state import Phase, RoundState, attach_shoe
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
 
 TARGET = 20_000  # rounds per second

@@ -57,7 +57,9 @@ from eventsourcing.application import Repository  # noqa: E402
 
 from pokdeng_core import events as core_events  # noqa: E402
 from pokdeng_core.hands import taem  # noqa: E402
-from pokdeng_core.machine import BANKER, Phase, RoundState, evolve, legal_commands  # noqa: E402
+from pokdeng_core.machine import legal_commands  # noqa: E402
+from pokdeng_core.round_evolve import evolve  # noqa: E402
+from pokdeng_core.round_state import BANKER, Phase, RoundState  # noqa: E402
 from pokdeng_service.application import PokdengApp  # noqa: E402
 from pokdeng_service.application.views import CommandResult  # noqa: E402
 from pokdeng_service.store import aggregates as ag  # noqa: E402

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_core.shuffle import derive_client_seed, shuffled_deck
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp

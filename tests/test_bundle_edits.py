@@ -45,7 +45,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service import audit
 from pokdeng_service.audit.export import for_recipient
 from pokdeng_service.audit.verdicts import Verdict

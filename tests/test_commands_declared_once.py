@@ -33,8 +33,9 @@ from pokdeng_core import commands as c
 from pokdeng_core import events as e
 from pokdeng_core import machine
 from pokdeng_core.decisions import DECISIONS, decision_of
-from pokdeng_core.machine import RoundState, decide
+from pokdeng_core.machine import decide
 from pokdeng_core.profiles import PROFILE_NAMES, BankerKind, get_profile
+from pokdeng_core.round_state import Phase, RoundState
 from pokdeng_core.shuffle import CLIENT_SEED_RULE
 from pokdeng_service.api import convert, methods
 from pokdeng_service.application import commands as app_commands
@@ -151,7 +152,7 @@ def _decisions() -> list[tuple[RoundState, c.RoundCommand, tuple[e.RoundEvent, .
                         if state.is_closed:
                             break
                         listed = every_legal(state)
-                        if state.phase is machine.Phase.BETTING and len(state.bets) >= 4:
+                        if state.phase is Phase.BETTING and len(state.bets) >= 4:
                             listed = [x for x in listed if x[1] != c.PlaceBet.name] or listed
                         fresh = [x for x in listed if x[1] not in played_names]
                         common = [x for x in listed if x[1] != c.VoidRound.name] or listed

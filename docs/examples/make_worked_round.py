@@ -141,7 +141,7 @@ def build() -> dict[str, Any]:
 
 def _play(app: Any, call: Callable[..., Any], round_id: str) -> None:
     """Deal, then each player draws on taem 0-4 and stays on 5 or more; the house dealer likewise."""
-    from pokdeng_core.machine import BANKER
+    from pokdeng_core.round_state import BANKER
 
     call("deal", round_id)
     for _ in range(50):

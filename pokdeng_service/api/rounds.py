@@ -9,7 +9,7 @@ from google.protobuf.timestamp_pb2 import Timestamp
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 from pokdeng_core import limits
-from pokdeng_core.machine import RoundState
+from pokdeng_core.round_state import RoundState
 from pokdeng_service.api import convert, paging
 from pokdeng_service.api.replies import round_reply, viewer
 from pokdeng_service.api.requests import Fields

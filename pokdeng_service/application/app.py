@@ -27,7 +27,7 @@ from eventsourcing.persistence import ApplicationRecorder, EventStore, JSONTrans
 from eventsourcing.utils import strtobool
 
 from pokdeng_core.limits import MAX_AMOUNT
-from pokdeng_core.machine import attach_shoe
+from pokdeng_core.round_state import attach_shoe
 from pokdeng_service.application import handlers  # noqa: F401 - registers every command's handler
 from pokdeng_service.application.checkpoints import LogQueries
 from pokdeng_service.application.commanding import Command

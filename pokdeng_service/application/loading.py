@@ -23,7 +23,7 @@ from eventsourcing.application import AggregateNotFoundError, Application
 from pokdeng_core import table_events as te
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_core.limits import check_id
-from pokdeng_core.machine import Shoe, attach_shoe, shoe_client_seed
+from pokdeng_core.round_state import Shoe, attach_shoe, shoe_client_seed
 from pokdeng_service.application.errors import NotFound, stream_forged
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.store import aggregates as ag

@@ -15,7 +15,8 @@ from uuid import UUID
 from pokdeng_core import table_events as te
 from pokdeng_core.errors import InvalidCommand
 from pokdeng_core.limits import MAX_STATEMENT_PAGE, check_id
-from pokdeng_core.machine import RoundState, legal_commands
+from pokdeng_core.machine import legal_commands
+from pokdeng_core.round_state import RoundState
 from pokdeng_service.application.errors import NotFound, stream_forged
 from pokdeng_service.application.loading import Loading
 from pokdeng_service.application.notifications import Activity, address, notification

@@ -19,7 +19,8 @@ from pokdeng_core import table_commands as tcmd
 from pokdeng_core import table_events as te
 from pokdeng_core.errors import CurrencyMismatch, DomainError, WrongPhase
 from pokdeng_core.limits import MAX_CONTRIBUTIONS
-from pokdeng_core.machine import Phase, RoundState, decide_and_fold
+from pokdeng_core.machine import decide_and_fold
+from pokdeng_core.round_state import Phase, RoundState
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, SHUFFLE_ALGORITHM, commitment
 from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.checkpoints import log_closed_round

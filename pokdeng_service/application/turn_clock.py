@@ -31,8 +31,8 @@ from eventsourcing.utils import get_topic
 from pokdeng_core import events as re
 from pokdeng_core import table_events as te
 from pokdeng_core.errors import DomainError
-from pokdeng_core.machine import Phase
 from pokdeng_core.profiles import get_profile
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application.errors import StreamForged
 from pokdeng_service.application.principal import TURN_CLOCK
 from pokdeng_service.application.round_commands import TimeOutTurn

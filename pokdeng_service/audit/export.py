@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any, cast
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core.errors import DomainError
-from pokdeng_core.machine import RoundState, evolve
+from pokdeng_core.round_evolve import evolve
+from pokdeng_core.round_state import RoundState
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, shuffled_deck
 from pokdeng_service.audit.forms import recipient_ok
 from pokdeng_service.audit.replay import as_json, check_chain, core_facts, decisions, revealed_seed

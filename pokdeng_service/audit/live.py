@@ -19,7 +19,7 @@ from eventsourcing.persistence import AggregateRecorder, EventStore, Mapper
 from pokdeng_core import events as re
 from pokdeng_core.currencies import DEFAULT
 from pokdeng_core.limits import check_id, id_problem
-from pokdeng_core.machine import RoundState
+from pokdeng_core.round_state import RoundState
 from pokdeng_service.application.errors import NotFound, StreamForged, stream_forged
 from pokdeng_service.application.views import RecordedEvent
 from pokdeng_service.audit.outbox import verify_platform_round

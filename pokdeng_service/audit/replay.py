@@ -32,7 +32,9 @@ from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core.decisions import decision_of as decision_of  # (re-exported: its old home)
 from pokdeng_core.errors import DomainError
-from pokdeng_core.machine import RoundState, attach_shoe, decide_and_fold, evolve
+from pokdeng_core.machine import decide_and_fold
+from pokdeng_core.round_evolve import evolve
+from pokdeng_core.round_state import RoundState, attach_shoe
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, ShuffleError, commitment, derive_client_seed
 from pokdeng_service.audit.forms import currency_ok, sender_ok, version_ok
 from pokdeng_service.audit.verdicts import Verdict

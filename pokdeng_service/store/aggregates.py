@@ -33,8 +33,9 @@ from eventsourcing.utils import register_topic
 from pokdeng_core import events as round_events
 from pokdeng_core import table_events
 from pokdeng_core.deciding import Decision
-from pokdeng_core.machine import RoundState, evolve
 from pokdeng_core.profiles import ENGINE_VERSION, get_profile
+from pokdeng_core.round_evolve import evolve
+from pokdeng_core.round_state import RoundState
 from pokdeng_core.table_state import TableState, evolve_table
 from pokdeng_service.store import fastpaths
 from pokdeng_service.store.codec import chain_digest, from_data, genesis_digest, to_data, wallet_digest

@@ -135,7 +135,7 @@ from eventsourcing.persistence import JSONTranscoder, Mapper, StoredEvent
 from eventsourcing.sqlite import SQLiteAggregateRecorder
 from eventsourcing.utils import resolve_topic
 
-from pokdeng_core.machine import RoundState, Shoe
+from pokdeng_core.round_state import RoundState, Shoe
 from pokdeng_core.table_state import TableState
 from pokdeng_service.store.facts import ENVELOPE, RecordedEvent, fact_of
 

@@ -102,7 +102,7 @@ class RecordedRound:
     def closed(self) -> bool:
         """Whether the round is closed (settled or voided), as its own stream says (a round the store does not
         hold is not open)."""
-        from pokdeng_core.machine import Phase
+        from pokdeng_core.round_state import Phase
         from pokdeng_service.application.errors import NotFound
 
         if not self.round_id:

@@ -32,7 +32,8 @@ from pokdeng_core import commands as rc
 from pokdeng_core import events as re
 from pokdeng_core import limits
 from pokdeng_core.errors import InsufficientFunds
-from pokdeng_core.machine import RoundState, decide_and_fold
+from pokdeng_core.machine import decide_and_fold
+from pokdeng_core.round_state import RoundState
 from pokdeng_service.application.attempt import Attempt
 from pokdeng_service.application.errors import (
     Conflict,

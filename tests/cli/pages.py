@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application.commands import StartRound
 from pokdeng_service.application.config import StoreConfig
 from pokdeng_service.application.partitions import PartitionedPokdeng

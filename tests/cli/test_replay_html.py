@@ -224,7 +224,7 @@ def test_an_open_round_s_page_shows_only_what_the_table_shows(tmp_path: Path) ->
     which anyone can try the 52 cards until one matches), and a closed round's page every wallet's balances.
     Now an open round's page shows what the table shows (and ``--player``'s own hand), with the digests from
     the deal on withheld; ``--player`` makes a closed round's page from the player's own bundle."""
-    from pokdeng_core.machine import Phase
+    from pokdeng_core.round_state import Phase
 
     db = tmp_path / "open.sqlite"
     with _two_seats(db) as (service, d):

@@ -22,17 +22,10 @@ from pokdeng_core import commands as c
 from pokdeng_core import events as e
 from pokdeng_core.cards import Card, canonical_deck, parse_cards
 from pokdeng_core.errors import DomainError
-from pokdeng_core.machine import (
-    BANKER,
-    Phase,
-    RoundState,
-    attach_shoe,
-    attach_stacked_shoe,
-    decide,
-    evolve,
-    legal_commands,
-)
+from pokdeng_core.machine import decide, legal_commands
 from pokdeng_core.profiles import Profile, get_profile
+from pokdeng_core.round_evolve import evolve
+from pokdeng_core.round_state import BANKER, Phase, RoundState, attach_shoe, attach_stacked_shoe
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
 
 SEED = bytes(range(32))

@@ -24,19 +24,10 @@ from pokdeng_core import commands as c
 from pokdeng_core import events as e
 from pokdeng_core.errors import DomainError, InvalidCommand, NotYourTurn, WrongPhase
 from pokdeng_core.limits import MAX_CLIENT_SEED
-from pokdeng_core.machine import (
-    BANKER,
-    Phase,
-    RoundState,
-    attach_shoe,
-    attach_stacked_shoe,
-    decide,
-    decide_and_fold,
-    legal_commands,
-    replay,
-    shoe_client_seed,
-)
+from pokdeng_core.machine import decide, decide_and_fold, legal_commands
 from pokdeng_core.profiles import PROFILE_NAMES, get_profile
+from pokdeng_core.round_evolve import replay
+from pokdeng_core.round_state import BANKER, Phase, RoundState, attach_shoe, attach_stacked_shoe, shoe_client_seed
 from pokdeng_core.shuffle import (
     CLIENT_SEED_RULE,
     PLATFORM,

@@ -27,19 +27,10 @@ from pokdeng_core.errors import (
     UnknownSeat,
     WrongPhase,
 )
-from pokdeng_core.machine import (
-    BANKER,
-    Phase,
-    RoundState,
-    attach_shoe,
-    attach_stacked_shoe,
-    can,
-    decide,
-    legal_commands,
-    replay,
-    wallet_changes,
-)
+from pokdeng_core.machine import can, decide, legal_commands, wallet_changes
 from pokdeng_core.profiles import PROFILE_NAMES, get_profile
+from pokdeng_core.round_evolve import replay
+from pokdeng_core.round_state import BANKER, Phase, RoundState, attach_shoe, attach_stacked_shoe
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment, shuffled_deck
 
 from .rounds import (

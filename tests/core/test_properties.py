@@ -16,8 +16,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pokdeng_core import events as e
-from pokdeng_core.machine import BANKER, RoundState, attach_shoe, decide, evolve, replay
+from pokdeng_core.machine import decide
 from pokdeng_core.profiles import Profile, get_profile
+from pokdeng_core.round_evolve import evolve, replay
+from pokdeng_core.round_state import BANKER, RoundState, attach_shoe
 from pokdeng_core.shuffle import NONCE_MAX, shuffled_deck
 
 from .rounds import VOID_AT, Round, check_books, open_round, play_randomly, reservations

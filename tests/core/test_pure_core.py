@@ -26,9 +26,12 @@ import pokdeng_core
 from pokdeng_core import commands as c
 from pokdeng_core import events as e
 from pokdeng_core import limits, machine, shuffle, table, table_commands, table_events
+from pokdeng_core.deciding import Decision
 from pokdeng_core.errors import InvalidCommand
-from pokdeng_core.machine import Decision, RoundState, attach_shoe, decide, decide_and_fold, evolve, replay
+from pokdeng_core.machine import decide, decide_and_fold
 from pokdeng_core.profiles import CLASSIC_V1, PROFILE_NAMES, ROOM_V1
+from pokdeng_core.round_evolve import evolve, replay
+from pokdeng_core.round_state import RoundState, attach_shoe
 from pokdeng_core.shuffle import SHUFFLE_ALGORITHM, commitment
 from pokdeng_core.table import TableDecision, decide_and_fold_table, decide_table
 from pokdeng_core.table_commands import (

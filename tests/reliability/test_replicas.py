@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.turn_clock import TurnClock
 from pokdeng_service.store.vault import SeedVault

@@ -29,7 +29,7 @@ from typing import Any
 
 from hypothesis.stateful import RuleBasedStateMachine, invariant
 
-from pokdeng_core.machine import Phase, RoundState
+from pokdeng_core.round_state import Phase, RoundState
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.errors import NotFound

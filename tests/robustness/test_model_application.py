@@ -48,7 +48,7 @@ from hypothesis.stateful import (
 )
 
 from pokdeng_core.errors import DomainError
-from pokdeng_core.machine import BANKER, Phase, RoundState
+from pokdeng_core.round_state import BANKER, Phase, RoundState
 from pokdeng_service.application import MAX_AMOUNT, PokdengApp
 from pokdeng_service.application.errors import BankerCannotCover, DuplicateRequest
 from pokdeng_service.application.views import CommandResult

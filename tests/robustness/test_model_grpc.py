@@ -39,7 +39,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, precondition, rule, run_state_machine_as_test
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
-from pokdeng_core.machine import BANKER, Phase, RoundState
+from pokdeng_core.round_state import BANKER, Phase, RoundState
 from pokdeng_service.api.convert import participants
 from pokdeng_service.api.errors import details_of
 from pokdeng_service.api.server import create_server

@@ -27,7 +27,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from pokdeng_core.machine import BANKER, Phase, RoundState, legal_commands
+from pokdeng_core.machine import legal_commands
+from pokdeng_core.round_state import BANKER, Phase, RoundState
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.views import CommandResult
 from pokdeng_service.store import aggregates as ag

@@ -22,7 +22,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pokdeng_core.machine import BANKER, Phase, RoundState
+from pokdeng_core.round_state import BANKER, Phase, RoundState
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.views import CommandResult, RoundView
 from pokdeng_service.store.signing import KeyRing, SigningKey

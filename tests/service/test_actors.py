@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import pytest
 
-from pokdeng_core.machine import BANKER, Phase
+from pokdeng_core.round_state import BANKER, Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.commands import StartRound

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 import pytest
 
 from pokdeng_core.errors import WrongPhase
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.commands import ReconnectBanker
 from pokdeng_service.application.principal import Principal, Role

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pokdeng_core.errors import NotYourTurn, WrongPhase
-from pokdeng_core.machine import Shoe
+from pokdeng_core.round_state import Shoe
 from pokdeng_core.shuffle import CLIENT_SEED_RULE, PLATFORM, derive_client_seed, shuffled_deck
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp

@@ -25,7 +25,7 @@ import pytest
 from eventsourcing.application import ProcessingEvent, project_aggregate
 from eventsourcing.domain import Aggregate
 
-from pokdeng_core.machine import Phase, RoundState, attach_shoe
+from pokdeng_core.round_state import Phase, RoundState, attach_shoe
 from pokdeng_service.application import PokdengApp, views
 from pokdeng_service.application.principal import SYSTEM
 from pokdeng_service.store import aggregates as ag

@@ -28,7 +28,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from eventsourcing.persistence import StoredEvent
 from google.rpc import code_pb2, error_details_pb2  # type: ignore[import-untyped]
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service import audit
 from pokdeng_service.api.errors import status_for
 from pokdeng_service.application import PokdengApp

@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.errors import DuplicateRequest
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.store.vault import SeedVault

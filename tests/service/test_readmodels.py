@@ -19,7 +19,7 @@ import pytest
 from eventsourcing.persistence import IntegrityError, Tracking
 
 from pokdeng_core.errors import InvalidCommand
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.readmodels import PositionMoved, ReadModels
 from pokdeng_service.readmodels import runner as readmodels

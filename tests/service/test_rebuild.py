@@ -21,7 +21,8 @@ import pytest
 from eventsourcing.application import project_aggregate
 
 from pokdeng_core import events as core_events
-from pokdeng_core.machine import Phase, replay
+from pokdeng_core.round_evolve import replay
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.store import aggregates as ag
 from pokdeng_service.store.codec import from_data

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.commands import LeaveSeat, OpenWallet, TakeSeat

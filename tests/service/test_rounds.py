@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import pytest
 
 from pokdeng_core.errors import DomainError, InsufficientFunds, InvalidCommand, NotYourTurn, WrongPhase
-from pokdeng_core.machine import BANKER, Phase
+from pokdeng_core.round_state import BANKER, Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.errors import BankerCannotCover, DuplicateRequest

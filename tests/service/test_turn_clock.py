@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.turn_clock import TurnClock
 

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from pokdeng_core.errors import WrongPhase
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service.application import PokdengApp
 
 from . import play

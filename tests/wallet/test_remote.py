@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from pokdeng_core.errors import InsufficientFunds
-from pokdeng_core.machine import Phase
+from pokdeng_core.round_state import Phase
 from pokdeng_service import audit
 from pokdeng_service.application import PokdengApp
 from pokdeng_service.application.errors import Conflict, NotFound, WalletUnavailable
