@@ -423,6 +423,21 @@ def _library_rows(app: PokdengApp, uuid: UUID, gt: int | None, lte: int | None, 
     return [(r.originator_id, r.originator_version, r.topic, r.state) for r in rows]
 
 
+def _reading_its_own_way(app: PokdengApp, monkeypatch: pytest.MonkeyPatch) -> list[UUID]:
+    """The app's recorder given a select_events of its own (the library's, counting), so that the fast paths no
+    longer read it (undone by ``monkeypatch``: removed again); the streams it is asked, in order."""
+    asked: list[UUID] = []
+    select = app.recorder.select_events
+
+    def own_select(uuid: UUID, **kwargs: Any) -> Any:
+        asked.append(uuid)
+        return select(uuid, **kwargs)
+
+    monkeypatch.setitem(vars(app.recorder), "select_events", own_select)
+    assert not fastpaths.sqlite_reader(app.recorder)
+    return asked
+
+
 def test_stream_facts_match_select_events(played: Played, monkeypatch: pytest.MonkeyPatch) -> None:
     app = played.app
     assert fastpaths.sqlite_reader(app.recorder), "the app's recorder is not read by the fast path"
@@ -451,15 +466,7 @@ def test_stream_facts_match_select_events(played: Played, monkeypatch: pytest.Mo
     assert upcast == [fact_of(e) for e in app.events.get(wallet)]
     monkeypatch.undo()
     # A recorder that reads its own way is asked stream by stream, through its select_events.
-    asked: list[UUID] = []
-    select = app.recorder.select_events
-
-    def own_select(uuid: UUID, **kwargs: Any) -> Any:
-        asked.append(uuid)
-        return select(uuid, **kwargs)
-
-    monkeypatch.setitem(vars(app.recorder), "select_events", own_select)  # (undone: removed again)
-    assert not fastpaths.sqlite_reader(app.recorder)
+    asked = _reading_its_own_way(app, monkeypatch)
     assert fastpaths.stream_facts(app.recorder, app.mapper, uuids[:5]) == {u: library[u] for u in uuids[:5]}
     assert asked == uuids[:5]
 
@@ -486,15 +493,7 @@ def test_stream_rows_match_select_events(played: Played, monkeypatch: pytest.Mon
         theirs = list(app.events.get(uuid))
         assert [(type(e), e.__dict__) for e in mine] == [(type(e), e.__dict__) for e in theirs]
     # A recorder that reads its own way is asked stream by stream, through its select_events.
-    asked: list[UUID] = []
-    select = app.recorder.select_events
-
-    def own_select(uuid: UUID, **kwargs: Any) -> Any:
-        asked.append(uuid)
-        return select(uuid, **kwargs)
-
-    monkeypatch.setitem(vars(app.recorder), "select_events", own_select)  # (undone: removed again)
-    assert not fastpaths.sqlite_reader(app.recorder)
+    asked = _reading_its_own_way(app, monkeypatch)
     by_library = fastpaths.stream_rows(app.recorder, uuids[:5])
     assert {
         u: [(r.originator_id, r.originator_version, r.topic, r.state) for r in rows] for u, rows in by_library.items()
