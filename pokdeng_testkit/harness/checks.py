@@ -33,6 +33,7 @@ from pokdeng_service import audit
 
 from .client import HarnessClient, stream_name
 from .findings import Findings, RoundFacts, check_log, check_money, check_statement, contiguous, short
+from .server import ServerProcess
 from .tokens import Tokens
 
 STATEMENT_KINDS = {  # a statement entry's kind as the store names it
@@ -298,6 +299,24 @@ def _store_rounds(
             closed.append(round_id)
             rounds[round_id] = RoundFacts(view.outcome or "", _nets(view))
     return rounds, house, closed
+
+
+def audit_run(
+    server: ServerProcess,
+    store: Any,
+    tokens: Tokens,
+    tables: Sequence[str],
+    wallets: Sequence[str],
+    ledger: Mapping[str, tuple[str, int]],
+    acked: set[str],
+    *,
+    feed: Sequence[tuple[int, str, str, int]] | None = None,
+) -> Findings:
+    """The end of a run of one server: ``audit_api`` through it, then the server stopped and ``audit_store``."""
+    found = audit_api(server.target, tokens, tables, wallets, ledger, acked, feed=feed)
+    server.stop()
+    found.merge(audit_store(store, tables, wallets, ledger, acked))
+    return found
 
 
 def _store_log(app: Any) -> Iterable[tuple[int, str, str, int, str, str]]:

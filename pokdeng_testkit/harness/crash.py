@@ -36,11 +36,11 @@ from pathlib import Path
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
 
-from .checks import audit_api, audit_store
+from .checks import audit_run
 from .client import HarnessClient, Stats, command_names
 from .driver import TableDriver, all_acked, make_tables, merged_ledger
 from .feed import FeedFollower
-from .findings import Findings, findings_lines, finish
+from .findings import findings_lines, finish
 from .server import ServerProcess, Store, postgres_databases, servers
 from .tokens import Tokens
 
@@ -266,11 +266,8 @@ def _audit(
 ) -> None:
     """The audits: through the API of the restarted server, then in the store with the server stopped."""
     ledger, acked = merged_ledger(drivers), all_acked(drivers)
-    found = Findings()
     checks_started = time.monotonic()
-    found.merge(audit_api(server.target, tokens, tables, wallets, ledger, acked, feed=follower.items))
-    server.stop()
-    found.merge(audit_store(store, tables, wallets, ledger, acked))
+    found = audit_run(server, store, tokens, tables, wallets, ledger, acked, feed=follower.items)
     report.check_seconds = time.monotonic() - checks_started
     report.problems.extend(found.problems)
     report.counts = dict(found.counts)

@@ -39,9 +39,9 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from .answers import Answers, RecordingClient, check_first_answers, sample
-from .checks import audit_api, audit_store
+from .checks import audit_run
 from .driver import TableDriver, all_acked, make_tables, merged_ledger
-from .findings import Findings, findings_lines, finish
+from .findings import findings_lines, finish
 from .server import ROOT, ServerProcess, Store, child_env, servers
 from .tokens import Tokens
 
@@ -307,10 +307,7 @@ def _audit(
     logged errors that are not the outage's."""
     ledger = {**merged_ledger(drivers), **pinger.ledger}
     acked = all_acked(drivers) | pinger.acked
-    found = Findings()
-    found.merge(audit_api(server.target, tokens, tables, [*wallets, PING_WALLET], ledger, acked))
-    server.stop()
-    found.merge(audit_store(store, tables, [*wallets, PING_WALLET], ledger, acked))
+    found = audit_run(server, store, tokens, tables, [*wallets, PING_WALLET], ledger, acked)
     report.problems.extend(found.problems)
     report.counts = dict(found.counts)
     report.server_errors = server.log_errors()
