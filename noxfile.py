@@ -52,7 +52,7 @@ def gates(session: nox.Session) -> None:
     session.run("python", "-m", "ruff", "check", ".")
     session.run("python", "-m", "ruff", "format", "--check", ".")
     if "importlinter" in tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8")).get("tool", {}):
-        session.run("lint-imports", "--config", "pyproject.toml")
+        session.run("lint-imports")  # (its contracts: pyproject.toml, found in the root)
     _buf(session)
 
 
