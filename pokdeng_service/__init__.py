@@ -12,7 +12,8 @@ counted; docs/architecture.md has the table):
 * ``application``: commands as data, the one pipeline that runs them, the wallet port, queries, views,
   partitions, settings and the turn clock;
 * ``store``: the stored model (aggregates, codec, vault, Merkle tree, signed heads, library fast paths);
-* ``logs`` and ``version``, which import nothing of the service.
+* ``logs``, ``version`` and ``server_limits`` (the defaults of the server's limits), which import nothing of the
+  service.
 
 ``pokdeng_core`` (the rules) and ``pokdeng_client`` (what a platform installs) import nothing of this package.
 """

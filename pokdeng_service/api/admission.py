@@ -21,6 +21,7 @@ from typing import Any, NoReturn, Protocol, TypeVar
 import grpc
 from grpc_status import rpc_status
 
+from pokdeng_service import server_limits
 from pokdeng_service.api.errors import (
     ApiError,
     DeadlineExpired,
@@ -44,17 +45,19 @@ log = logging.getLogger("pokdeng.api")
 class Limits:
     """What no caller, authenticated or not, may exceed (docs/operations.md, sizing)."""
 
-    workers: int = 8  # blocking bodies running at once (one caller's: at most half, ``workers_per_caller``)
+    # blocking bodies running at once (one caller's: at most half, ``workers_per_caller``)
+    workers: int = server_limits.SERVER_WORKERS
     max_concurrent_rpcs: int = 64  # unary calls running or waiting for a worker
     max_calls_per_caller: int = 32  # of those, one caller's (``caller_key``)
     max_streams: Mapping[str, int] = field(default_factory=dict)  # open streams by kind (one caller's: half)
     default_max_streams: int = 8  # for a kind not named
     # seconds a stream may wait on its client (a reply not taken, a request not sent), and a watch or feed may
     # have nothing but heartbeats to send (then it ends: the client calls again with its last token)
-    stream_idle: float = 60.0
+    stream_idle: float = server_limits.STREAM_IDLE
     # each caller's rate by class of methods (``api/rates.py``; a rate of 0: none); the operator has none
     rates: Mapping[str, Rate] = field(default_factory=lambda: dict(DEFAULT_RATES))
-    costly_workers: int = 1  # costly bodies (the audits, ``Rpc.costly``) running at once, whoever calls
+    # costly bodies (the audits, ``Rpc.costly``) running at once, whoever calls
+    costly_workers: int = server_limits.COSTLY_WORKERS
     # the largest request message taken (grpc refuses a larger one, RESOURCE_EXHAUSTED, before it is read): the
     # largest of the API's requests is a few kilobytes (ids of 128 characters, reasons of 500), and every byte
     # of a request is parsed before its token is checked

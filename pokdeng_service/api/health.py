@@ -26,6 +26,7 @@ from typing import Any
 import grpc
 from grpc_health.v1 import health_pb2
 
+from pokdeng_service import server_limits
 from pokdeng_service.api.rpcs import Env, Rpc
 from pokdeng_service.application.errors import NotFound
 
@@ -128,7 +129,7 @@ class StoreMonitor:
         self,
         probes: Sequence[Callable[[], None]],
         *,
-        interval: float = 1.0,
+        interval: float = server_limits.PROBE_INTERVAL,
         stale_after: float = 3.0,
         recover: Callable[[], None] | None = None,
         observe: Callable[[float, bool], None] | None = None,

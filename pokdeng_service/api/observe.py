@@ -38,6 +38,7 @@ from pokdeng_service.api.metrics_http import serve_metrics
 from pokdeng_service.api.rpcs import Rpc, Runtime
 from pokdeng_service.application.principal import Principal
 from pokdeng_service.logs import RateLimit
+from pokdeng_service.server_limits import LOG_REFUSALS_PER_SECOND
 from pokdeng_service.version import __version__
 
 CALLS = logging.getLogger("pokdeng.calls")
@@ -60,7 +61,8 @@ BUILD.info(
         "python_version": platform.python_version(),
     }
 )
-REFUSALS_PER_SECOND = 5.0  # log lines a second of the calls a peer host makes without a valid token
+# log lines a second of the calls a peer host makes without a valid token (``--log-refusals-per-second``)
+REFUSALS_PER_SECOND = LOG_REFUSALS_PER_SECOND
 
 
 class _TlsCertificate(Collector):

@@ -19,6 +19,8 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pokdeng_service import server_limits
+
 RATE_CLASSES = ("reads", "commands", "streams")
 """The classes of methods that have a rate: unary reads (and health checks), commands, streams opened."""
 
@@ -45,12 +47,10 @@ class Rate:
 
 
 DEFAULT_RATES: Mapping[str, Rate] = {
-    # far above what a person at a table sends (a command or two a turn, a few reads an event, a watch a
-    # round), and about what a client playing one table as fast as the server answers sends; a flood of a
-    # thousand calls a second is held to these
-    "reads": Rate(100.0, 200),
-    "commands": Rate(50.0, 100),
-    "streams": Rate(10.0, 40),
+    # far above what a person at a table sends; each declared once in ``pokdeng_service.server_limits``
+    "reads": Rate(server_limits.RATE_READS, server_limits.RATE_READS_BURST),
+    "commands": Rate(server_limits.RATE_COMMANDS, server_limits.RATE_COMMANDS_BURST),
+    "streams": Rate(server_limits.RATE_STREAMS, server_limits.RATE_STREAMS_BURST),
 }
 
 

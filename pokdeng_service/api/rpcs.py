@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar, Unpack
 import grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_service import server_limits
 from pokdeng_service.api.admission import Limits as Limits
 from pokdeng_service.api.admission import Observer as Observer
 from pokdeng_service.api.admission import Runtime as Runtime
@@ -82,8 +83,8 @@ class Env:
     service: Service
     hub: EventHub
     recent: RecentRounds | None = None
-    poll: float = 0.2
-    heartbeat: float = 15.0
+    poll: float = server_limits.POLL_INTERVAL
+    heartbeat: float = server_limits.HEARTBEAT
     token_key: bytes = b""  # authenticates page and resume tokens (api/paging.py; ``SeedVault.token_key``)
     runtime: Runtime | None = None  # the fair workers, for a stream's pieces of work (``fairly``)
 

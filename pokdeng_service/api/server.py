@@ -37,13 +37,14 @@ from typing import Any
 import grpc
 
 from pokdeng_client.v1 import pokdeng_pb2 as pb
+from pokdeng_service import server_limits
 from pokdeng_service.api.auth import Authenticator, TokenStore
 from pokdeng_service.api.health import NOT_SERVING, SERVING, Health, StoreMonitor
 from pokdeng_service.api.health import SERVICE_NAME as HEALTH_SERVICE
 from pokdeng_service.api.hub import EventHub
 from pokdeng_service.api.listening import DEFAULT_HOST, TlsFiles, bind_address
 from pokdeng_service.api.methods import RPCS
-from pokdeng_service.api.observe import REFUSALS_PER_SECOND, TLS_CERTIFICATE, CallObserver, MetricsEndpoint
+from pokdeng_service.api.observe import TLS_CERTIFICATE, CallObserver, MetricsEndpoint
 from pokdeng_service.api.rates import DEFAULT_RATES, Rate
 from pokdeng_service.api.rpcs import READERS, Env, Limits, RecentRounds, Rpc, Runtime, Service
 from pokdeng_service.api.wrapper import generic_handlers
@@ -226,27 +227,27 @@ def create_server(
     app: Service,
     *,
     tokens: TokenStore | str | os.PathLike[str] | None = None,
-    max_workers: int = 8,
+    max_workers: int = server_limits.SERVER_WORKERS,
     max_concurrent_rpcs: int | None = None,
     max_calls_per_caller: int | None = None,
     max_subscriptions: int | None = None,
     max_streams: Mapping[str, int] | None = None,
-    costly_workers: int = 1,
-    stream_idle: float = 60.0,
+    costly_workers: int = server_limits.COSTLY_WORKERS,
+    stream_idle: float = server_limits.STREAM_IDLE,
     rates: Mapping[str, Rate] | None = None,
-    connection_idle: float = 300.0,
-    poll_interval: float = 0.2,
-    heartbeat: float = 15.0,
+    connection_idle: float = server_limits.CONNECTION_IDLE,
+    poll_interval: float = server_limits.POLL_INTERVAL,
+    heartbeat: float = server_limits.HEARTBEAT,
     read_models: RecentRounds | None = None,
     tls: TlsFiles | None = None,
     metrics_port: int | None = None,
     metrics_host: str = DEFAULT_HOST,
-    metrics_threads: int = 4,
-    metrics_timeout: float = 5.0,
+    metrics_threads: int = server_limits.METRICS_THREADS,
+    metrics_timeout: float = server_limits.METRICS_TIMEOUT,
     access_log: bool = True,
-    log_refusals_per_second: float = REFUSALS_PER_SECOND,
+    log_refusals_per_second: float = server_limits.LOG_REFUSALS_PER_SECOND,
     probe: bool = True,
-    probe_interval: float = 1.0,
+    probe_interval: float = server_limits.PROBE_INTERVAL,
     probes: Sequence[Callable[[], None]] | None = None,
     recover: Callable[[], None] | None = None,
 ) -> tuple[PokdengServer, int]:
@@ -319,12 +320,12 @@ def _limits(
     costly_workers: int,
 ) -> Limits:
     """The server's limits from ``create_server``'s settings, each unset one at its default."""
-    concurrent = max_concurrent_rpcs or max_workers * 8
+    concurrent = max_concurrent_rpcs or max_workers * server_limits.CALLS_A_WORKER
     streams = {
         "events": max_subscriptions or max(1, max_workers // 2),
-        "health": 32,
-        "reflection": 8,
-        "watch": max(4, max_workers),
+        "health": server_limits.HEALTH_WATCHES,
+        "reflection": server_limits.REFLECTION_STREAMS,
+        "watch": max(server_limits.MIN_WATCHES, max_workers),
         **(max_streams or {}),
     }
     return Limits(
@@ -426,8 +427,8 @@ def serve(
     app: Service,
     *,
     tokens: TokenStore | str | os.PathLike[str] | None = None,
-    max_workers: int = 8,
-    grace: float = 10.0,
+    max_workers: int = server_limits.SERVER_WORKERS,
+    grace: float = server_limits.SHUTDOWN_GRACE,
     ready: Callable[[PokdengServer, int], None] | None = None,
     stop: threading.Event | None = None,
     read_models: RecentRounds | None = None,

@@ -1,6 +1,7 @@
 """The flags of ``pokdeng serve`` (``FLAGS``, ``add_serve_flags``): argparse only, so building the parser
 (and ``--help``) loads no pydantic. ``cli.settings.ServeSettings`` reads them, over the environment
-(``POKDENG_<NAME>``), over the defaults; it re-exports both.
+(``POKDENG_<NAME>``), over the defaults; it re-exports both. The limits' defaults in the help are those of
+``pokdeng_service.server_limits`` (constants only), as the settings' are.
 """
 
 from __future__ import annotations
@@ -8,38 +9,80 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from pokdeng_service import server_limits as limits
+
 FLAGS: dict[str, dict[str, Any]] = {
     "--host": {"help": "interface to listen on (default 127.0.0.1; $POKDENG_HOST)"},
     "--port": {"type": int, "help": "gRPC port (default 50051; $POKDENG_PORT)"},
     "--tokens": {"help": "token file (JSON or TOML); default: development mode with a printed operator token"},
-    "--workers": {"type": int, "help": "threads running the calls' blocking work (default 16)"},
+    "--workers": {"type": int, "help": f"threads running the calls' blocking work (default {limits.WORKERS})"},
     "--tls-cert": {"help": "server certificate chain (PEM): TLS on the gRPC port"},
     "--tls-key": {"help": "the certificate's private key (PEM)"},
     "--tls-client-ca": {"help": "CA certificate(s) of the clients (PEM): mutual TLS"},
     "--metrics-port": {"type": int, "help": "serve Prometheus metrics on this port (default: off)"},
     "--metrics-host": {"help": "interface of the metrics endpoint (default 127.0.0.1)"},
-    "--metrics-threads": {"type": int, "help": "metrics connections served at once; more are refused (default 4)"},
-    "--metrics-timeout": {"type": float, "help": "seconds a metrics connection may stay open (default 5)"},
-    "--shutdown-grace": {"type": float, "help": "seconds calls in flight get on SIGTERM (default 10)"},
-    "--max-concurrent-rpcs": {"type": int, "help": "unary calls in flight (default 8 a worker)"},
+    "--metrics-threads": {
+        "type": int,
+        "help": f"metrics connections served at once; more are refused (default {limits.METRICS_THREADS})",
+    },
+    "--metrics-timeout": {
+        "type": float,
+        "help": f"seconds a metrics connection may stay open (default {limits.METRICS_TIMEOUT:g})",
+    },
+    "--shutdown-grace": {
+        "type": float,
+        "help": f"seconds calls in flight get on SIGTERM (default {limits.SHUTDOWN_GRACE:g})",
+    },
+    "--max-concurrent-rpcs": {"type": int, "help": f"unary calls in flight (default {limits.CALLS_A_WORKER} a worker)"},
     "--max-calls-per-caller": {"type": int, "help": "unary calls in flight for one token (default half)"},
     "--max-subscriptions": {"type": int, "help": "event streams at once (default half the workers)"},
-    "--max-health-watches": {"type": int, "help": "health Watch streams at once (default 32)"},
-    "--max-watches": {"type": int, "help": "watch streams at once (default the workers, at least 4)"},
-    "--max-reflection-streams": {"type": int, "help": "reflection streams at once (default 8)"},
-    "--costly-workers": {"type": int, "help": "audits (replay, verify, export, proofs) running at once (default 1)"},
+    "--max-health-watches": {"type": int, "help": f"health Watch streams at once (default {limits.HEALTH_WATCHES})"},
+    "--max-watches": {
+        "type": int,
+        "help": f"watch streams at once (default the workers, at least {limits.MIN_WATCHES})",
+    },
+    "--max-reflection-streams": {
+        "type": int,
+        "help": f"reflection streams at once (default {limits.REFLECTION_STREAMS})",
+    },
+    "--costly-workers": {
+        "type": int,
+        "help": f"audits (replay, verify, export, proofs) running at once (default {limits.COSTLY_WORKERS})",
+    },
     "--stream-idle": {
         "type": float,
-        "help": "seconds a stream may wait on its client, or have nothing but heartbeats to send (default 60)",
+        "help": "seconds a stream may wait on its client, or have nothing but heartbeats to send"
+        f" (default {limits.STREAM_IDLE:g})",
     },
-    "--rate-reads": {"type": float, "help": "unary reads a second, per caller (default 100; 0: no limit)"},
-    "--rate-reads-burst": {"type": int, "help": "unary reads a caller may send at once (default 200)"},
-    "--rate-commands": {"type": float, "help": "commands a second, per caller (default 50; 0: no limit)"},
-    "--rate-commands-burst": {"type": int, "help": "commands a caller may send at once (default 100)"},
-    "--rate-streams": {"type": float, "help": "streams opened a second, per caller (default 10; 0: no limit)"},
-    "--rate-streams-burst": {"type": int, "help": "streams a caller may open at once (default 40)"},
-    "--connection-idle": {"type": float, "help": "seconds before an idle connection is closed (default 300)"},
-    "--probe-interval": {"type": float, "help": "seconds between store probes (default 1)"},
+    "--rate-reads": {
+        "type": float,
+        "help": f"unary reads a second, per caller (default {limits.RATE_READS:g}; 0: no limit)",
+    },
+    "--rate-reads-burst": {
+        "type": int,
+        "help": f"unary reads a caller may send at once (default {limits.RATE_READS_BURST})",
+    },
+    "--rate-commands": {
+        "type": float,
+        "help": f"commands a second, per caller (default {limits.RATE_COMMANDS:g}; 0: no limit)",
+    },
+    "--rate-commands-burst": {
+        "type": int,
+        "help": f"commands a caller may send at once (default {limits.RATE_COMMANDS_BURST})",
+    },
+    "--rate-streams": {
+        "type": float,
+        "help": f"streams opened a second, per caller (default {limits.RATE_STREAMS:g}; 0: no limit)",
+    },
+    "--rate-streams-burst": {
+        "type": int,
+        "help": f"streams a caller may open at once (default {limits.RATE_STREAMS_BURST})",
+    },
+    "--connection-idle": {
+        "type": float,
+        "help": f"seconds before an idle connection is closed (default {limits.CONNECTION_IDLE:g})",
+    },
+    "--probe-interval": {"type": float, "help": f"seconds between store probes (default {limits.PROBE_INTERVAL:g})"},
     "--log-format": {"choices": ["json", "text"], "help": "log lines as JSON objects (default) or text"},
     "--log-level": {"choices": ["DEBUG", "INFO", "WARNING", "ERROR"], "help": "the log's threshold (default INFO)"},
     "--log-field-chars": {"type": int, "help": "characters of a logged field before it is cut (default 128)"},
@@ -47,7 +90,8 @@ FLAGS: dict[str, dict[str, Any]] = {
     "--log-buffer-bytes": {"type": int, "help": "bytes of log lines waiting; more are dropped (default 4 MiB)"},
     "--log-refusals-per-second": {
         "type": float,
-        "help": "log lines a second of calls refused without a valid token, per peer host (default 5; 0: none)",
+        "help": "log lines a second of calls refused without a valid token, per peer host"
+        f" (default {limits.LOG_REFUSALS_PER_SECOND:g}; 0: none)",
     },
     "--grpc-core-log": {
         "choices": ["capture", "raw"],

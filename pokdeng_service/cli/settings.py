@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from pokdeng_service.api.rates import DEFAULT_RATES as _RATES
+from pokdeng_service import server_limits as limits
 from pokdeng_service.api.rates import Rate
 from pokdeng_service.application.config import ConfigError, StoreConfig
 from pokdeng_service.cli.serve_flags import FLAGS, add_serve_flags
@@ -41,32 +41,40 @@ class ServeSettings(BaseSettings):
     tls_key: str | None = Field(None, description="the certificate's private key (PEM)")
     tls_client_ca: str | None = Field(None, description="CA of client certificates (PEM): mutual TLS")
     # limits
-    workers: int = Field(16, ge=2, le=1024, description="threads running the calls' blocking work")
+    workers: int = Field(limits.WORKERS, ge=2, le=1024, description="threads running the calls' blocking work")
     max_concurrent_rpcs: int | None = Field(None, ge=1, description="unary calls in flight (default 8 a worker)")
     max_calls_per_caller: int | None = Field(None, ge=1, description="of those, one token's (default half)")
     max_subscriptions: int | None = Field(None, ge=1, description="event streams (default half the workers)")
-    max_health_watches: int = Field(32, ge=0, description="health Watch streams")
+    max_health_watches: int = Field(limits.HEALTH_WATCHES, ge=0, description="health Watch streams")
     max_watches: int | None = Field(None, ge=1, description="WatchTable and WatchRound streams (default the workers)")
-    max_reflection_streams: int = Field(8, ge=0, description="reflection streams")
-    costly_workers: int = Field(1, ge=1, le=1024, description="audits (replay, verify, export, proofs) running at once")
+    max_reflection_streams: int = Field(limits.REFLECTION_STREAMS, ge=0, description="reflection streams")
+    costly_workers: int = Field(
+        limits.COSTLY_WORKERS, ge=1, le=1024, description="audits (replay, verify, export, proofs) running at once"
+    )
     stream_idle: float = Field(
-        60.0, gt=0, description="seconds a stream may wait on its client, or have only heartbeats to send"
+        limits.STREAM_IDLE, gt=0, description="seconds a stream may wait on its client, or have only heartbeats to send"
     )
     # each caller's rates (api/rates.py; the operator has none): calls a second (0: no limit), and at once
-    rate_reads: float = Field(_RATES["reads"].per_second, ge=0, description="unary reads a second, per caller")
-    rate_reads_burst: int = Field(_RATES["reads"].burst, ge=1, description="unary reads a caller may send at once")
-    rate_commands: float = Field(_RATES["commands"].per_second, ge=0, description="commands a second, per caller")
-    rate_commands_burst: int = Field(_RATES["commands"].burst, ge=1, description="commands a caller may send at once")
-    rate_streams: float = Field(_RATES["streams"].per_second, ge=0, description="streams opened a second, per caller")
-    rate_streams_burst: int = Field(_RATES["streams"].burst, ge=1, description="streams a caller may open at once")
-    connection_idle: float = Field(300.0, gt=0, description="seconds before a connection with no call is closed")
-    probe_interval: float = Field(1.0, gt=0, le=60, description="seconds between store probes")
+    rate_reads: float = Field(limits.RATE_READS, ge=0, description="unary reads a second, per caller")
+    rate_reads_burst: int = Field(limits.RATE_READS_BURST, ge=1, description="unary reads a caller may send at once")
+    rate_commands: float = Field(limits.RATE_COMMANDS, ge=0, description="commands a second, per caller")
+    rate_commands_burst: int = Field(limits.RATE_COMMANDS_BURST, ge=1, description="commands a caller may send at once")
+    rate_streams: float = Field(limits.RATE_STREAMS, ge=0, description="streams opened a second, per caller")
+    rate_streams_burst: int = Field(limits.RATE_STREAMS_BURST, ge=1, description="streams a caller may open at once")
+    connection_idle: float = Field(
+        limits.CONNECTION_IDLE, gt=0, description="seconds before a connection with no call is closed"
+    )
+    probe_interval: float = Field(limits.PROBE_INTERVAL, gt=0, le=60, description="seconds between store probes")
     # operations
     metrics_port: int | None = Field(None, ge=0, le=65535, description="Prometheus endpoint port (none: off)")
     metrics_host: str = Field("127.0.0.1", description="interface of the metrics endpoint")
-    metrics_threads: int = Field(4, ge=1, le=64, description="metrics connections served at once (more: 503)")
-    metrics_timeout: float = Field(5.0, gt=0, le=300, description="seconds a metrics connection may stay open")
-    shutdown_grace: float = Field(10.0, ge=0, description="seconds calls in flight get on SIGTERM")
+    metrics_threads: int = Field(
+        limits.METRICS_THREADS, ge=1, le=64, description="metrics connections served at once (more: 503)"
+    )
+    metrics_timeout: float = Field(
+        limits.METRICS_TIMEOUT, gt=0, le=300, description="seconds a metrics connection may stay open"
+    )
+    shutdown_grace: float = Field(limits.SHUTDOWN_GRACE, ge=0, description="seconds calls in flight get on SIGTERM")
     log_format: Literal["json", "text"] = Field("json", description="log lines: JSON objects or text")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field("INFO", description="the log's threshold")
     access_log: bool = Field(True, description="one log line per call")
@@ -74,7 +82,9 @@ class ServeSettings(BaseSettings):
     log_buffer_lines: int = Field(10_000, ge=100, description="log lines waiting for standard error (more: dropped)")
     log_buffer_bytes: int = Field(4 * 1024 * 1024, ge=65536, description="bytes of log lines waiting (more: dropped)")
     log_refusals_per_second: float = Field(
-        5.0, ge=0, description="log lines a second of calls refused without a valid token, per peer host"
+        limits.LOG_REFUSALS_PER_SECOND,
+        ge=0,
+        description="log lines a second of calls refused without a valid token, per peer host",
     )
     grpc_core_log: Literal["capture", "raw"] = Field(
         "capture", description="the gRPC core's lines in the log's stream (capture) or as it writes them (raw)"
