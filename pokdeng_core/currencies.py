@@ -7,10 +7,19 @@ currency") cannot hold a stake and is refused.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from iso4217 import Currency
 
 DEFAULT = "THB"
 """The currency of a wallet or table opened without one (and of those stored before currencies)."""
+
+
+def currency_of(opened: Mapping[str, Any]) -> str:
+    """The currency an opening event's data names (a round's ``round_opened``, a wallet's ``Opened``): ``DEFAULT``
+    for one recorded before currencies, which names none."""
+    return str(opened.get("currency") or DEFAULT)
 
 
 def currency_problem(code: str, field: str = "currency_code") -> str | None:

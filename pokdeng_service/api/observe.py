@@ -61,8 +61,6 @@ BUILD.info(
         "python_version": platform.python_version(),
     }
 )
-# log lines a second of the calls a peer host makes without a valid token (``--log-refusals-per-second``)
-REFUSALS_PER_SECOND = LOG_REFUSALS_PER_SECOND
 
 
 class _TlsCertificate(Collector):
@@ -99,7 +97,7 @@ def _ids(request_type: Any) -> tuple[str, ...]:
 class CallObserver:
     """Counts and logs every call (the wrapper's ``Observer``); per method, its metric children are made once."""
 
-    def __init__(self, access_log: bool = True, refusals_per_second: float = REFUSALS_PER_SECOND) -> None:
+    def __init__(self, access_log: bool = True, refusals_per_second: float = LOG_REFUSALS_PER_SECOND) -> None:
         self.access_log = access_log
         # the lines of calls refused without a valid token, per peer host (a burst of twice the rate)
         self.refusals = RateLimit("unauthenticated", refusals_per_second, 2 * refusals_per_second, logger=CALLS.name)

@@ -17,7 +17,7 @@ from eventsourcing.application import Repository
 from eventsourcing.persistence import AggregateRecorder, EventStore, Mapper
 
 from pokdeng_core import events as re
-from pokdeng_core.currencies import DEFAULT
+from pokdeng_core.currencies import currency_of
 from pokdeng_core.limits import check_id, id_problem
 from pokdeng_core.round_state import RoundState
 from pokdeng_service.application.errors import NotFound, StreamForged, stream_forged
@@ -186,7 +186,7 @@ def _verify_round(
     if check_wallets:
         if not nets:  # (a void: no net, but its rollbacks may be a platform's: docs/wallet.md)
             verify_platform_round(app, verdict, round_id, facts)
-        currency = str(opened.data.get("currency") or DEFAULT)
+        currency = currency_of(opened.data)
         for player, net in nets.items():
             applied = wallet_settlement(app, player, round_id)
             if applied is None and verify_platform_round(app, verdict, round_id, facts):

@@ -32,7 +32,7 @@ from typing import Any
 from uuid import UUID
 
 from pokdeng_core import events as re
-from pokdeng_core.currencies import DEFAULT
+from pokdeng_core.currencies import DEFAULT, currency_of
 from pokdeng_service.audit.platform_txs import round_money
 from pokdeng_service.audit.verdicts import Verdict
 from pokdeng_service.money import format_money
@@ -144,7 +144,7 @@ def verify_platform_round(app: Any, verdict: Verdict, round_id: str, facts: Sequ
         return False
     outcome, reserved, nets = round_record(facts)
     opened = next((f.data for f in facts if f.kind == re.RoundOpened.kind), {})
-    currency = str(opened.get("currency") or DEFAULT)
+    currency = currency_of(opened)
     problem = check_round(txs.txs, outcome, reserved, nets, currency) or owed_problem(txs.txs, currency=currency)
     verdict.add("platform wallet", not problem, problem or summary(txs.txs, currency))
     return True

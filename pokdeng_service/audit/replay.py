@@ -30,6 +30,7 @@ import orjson
 
 from pokdeng_core import commands as rc
 from pokdeng_core import events as re
+from pokdeng_core.currencies import currency_of
 from pokdeng_core.decisions import decision_of as decision_of  # (re-exported: its old home)
 from pokdeng_core.errors import DomainError
 from pokdeng_core.machine import decide_and_fold
@@ -441,7 +442,7 @@ def check_money(verdict: Verdict, events: Sequence[Recorded]) -> dict[str, int]:
         per_wallet[player] = per_wallet.get(player, 0) + net
     consistent = all(nets.get(p, 0) == n for p, n in per_wallet.items())
     opened = next((e.data for e in events if e.kind == re.RoundOpened.kind), {})
-    currency = str(opened.get("currency") or "THB")  # (the amounts as a person reads them: pokdeng_service.money)
+    currency = currency_of(opened)  # (the amounts as a person reads them: pokdeng_service.money)
 
     def money(amount: int) -> str:
         return format_money(amount, currency)

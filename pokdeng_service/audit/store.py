@@ -48,6 +48,7 @@ from eventsourcing.persistence import Mapper
 from pokdeng_core import events as re
 from pokdeng_core import table_events as te
 from pokdeng_core import table_state as ts
+from pokdeng_core.currencies import currency_of
 from pokdeng_service.audit.outbox import STREAM as PLATFORM_STREAM
 from pokdeng_service.audit.outbox import PlatformAudit
 from pokdeng_service.audit.replay import check_money, check_replay
@@ -237,7 +238,7 @@ class _StoreAudit(StoreVerdicts):
             self._table_snapshots(stream, 1)
         elif isinstance(stream, WalletRead):
             stream.previous = ag.wallet_genesis(ident)
-            stream.currency = str(fact.data.get("currency") or stream.currency)
+            stream.currency = currency_of(fact.data)
             stream.snapshots = self._snapshots(stream.uuid)
             self.wallets.setdefault(ident, stream)
             self._wallet_snapshots(stream, 1)

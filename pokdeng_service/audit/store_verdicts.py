@@ -10,6 +10,7 @@ from uuid import UUID
 from eventsourcing.application import AggregateNotFoundError
 
 from pokdeng_core import events as re
+from pokdeng_core.currencies import currency_of
 from pokdeng_core.shuffle import commitment
 from pokdeng_service.application.partitions import partition_of, table_of_round
 from pokdeng_service.audit.store_streams import (
@@ -69,7 +70,7 @@ class StoreVerdicts:
             try:
                 if fact.kind == re.RoundOpened.kind:
                     record.round_no = data["round_no"]
-                    record.currency = str(data.get("currency") or record.currency)
+                    record.currency = currency_of(data)
                     record.banker = data["banker_player"]
                     if data["table_id"] != record.table_id or data["round_id"] != record.ident:
                         record.fail("stream", fact.position, "its opening names another round or table")

@@ -44,7 +44,7 @@ from typing import Any
 
 from eventsourcing.utils import get_topic
 
-from pokdeng_core.currencies import DEFAULT
+from pokdeng_core.currencies import DEFAULT, currency_of
 from pokdeng_service.money import format_money
 from pokdeng_service.store import fastpaths
 from pokdeng_service.wallet.outbox import (
@@ -127,7 +127,7 @@ def recorded_rounds(apps: Iterable[Any]) -> list[RecordedRound]:
                 break
             for note, fact in zip(notes, fastpaths.facts_of_rows(mapper, notes), strict=True):
                 if fact.kind == "Opened":
-                    currency = str(fact.data.get("currency") or DEFAULT)
+                    currency = currency_of(fact.data)
                     by_stream[note.originator_id] = RecordedRound(app, str(fact.data["round_id"]), {}, currency)
                     continue
                 found = by_stream.setdefault(note.originator_id, RecordedRound(app, "", {}))

@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from pokdeng_core.cards import parse_card
-from pokdeng_core.currencies import DEFAULT
+from pokdeng_core.currencies import DEFAULT, currency_of
 from pokdeng_core.hands import taem
 from pokdeng_service.web.describe import Describer, Face, Parts, actor, face, multiplier, senders, utc
 from pokdeng_service.web.describe import money as _money
@@ -148,7 +148,7 @@ def build(events: Sequence[Any], bundle: dict[str, Any] | None = None, phase: st
         raise ValueError("a round's record starts with round_opened")
     opened = facts[0]["data"]
     shoe_texts: list[str] = list(bundle["shuffle"]["deck_order"]) if bundle is not None else []
-    currency = str(opened.get("currency") or DEFAULT)  # (rounds opened before currencies: THB)
+    currency = currency_of(opened)
     walk = _Walk(_seats(opened), len(shoe_texts))
     steps = _steps(facts, walk, opened, currency)
     return _page(facts, walk, steps, shoe_texts, bundle, phase, currency)
